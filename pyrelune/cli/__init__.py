@@ -1,0 +1,1 @@
+"""The `pyrelune` command line."""

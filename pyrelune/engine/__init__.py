@@ -1,0 +1,1 @@
+"""The engine: a supervised worker process runs cells and reports events."""

@@ -1,0 +1,50 @@
+"""The session's end of the capture pipes: bytes from fds 1 and 2 become text.
+
+Decoding is incremental, so a multi-byte UTF-8 character split across two
+reads stays whole; invalid bytes become U+FFFD instead of failing.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+
+from pyrelune.engine.events import Stream
+
+_CHUNK = 1 << 16
+#: One call returns at most this much, so a flood cannot pile up in memory.
+_MAX_READ = 16 * _CHUNK
+
+
+class CapturedStream:
+    """One capture pipe (`stdout` or `stderr`), read without ever blocking."""
+
+    def __init__(self, name: str, fd: int) -> None:
+        self.name = name
+        self.fd = fd
+        self.closed = False
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        os.set_blocking(fd, False)
+
+    def read_available(self) -> Stream | None:
+        """What the pipe holds right now (up to 1 MiB), or None when it holds nothing."""
+        parts: list[str] = []
+        for _ in range(_MAX_READ // _CHUNK):
+            if self.closed:
+                break
+            try:
+                data = os.read(self.fd, _CHUNK)
+            except BlockingIOError:
+                break
+            if not data:
+                self.close()
+                parts.append(self._decoder.decode(b"", final=True))
+                break
+            parts.append(self._decoder.decode(data))
+        text = "".join(parts)
+        return Stream(self.name, text) if text else None
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self.fd)

@@ -1,0 +1,140 @@
+"""The engine's one vocabulary: what a running cell can produce.
+
+Every protocol renders these same events its own way. They cross the pipe from
+the worker to the session as JSON lines (`to_wire` / `from_wire`); stream text
+never does, it travels on the captured file descriptors instead.
+
+Plain classes with __slots__ rather than dataclasses: `dataclasses` imports
+`inspect`, which costs more than the whole oneshot start-up budget allows.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+
+class Stream:
+    """Text a cell wrote to fd 1 (`stdout`) or fd 2 (`stderr`)."""
+
+    __slots__ = ("name", "text")
+
+    def __init__(self, name: str, text: str) -> None:
+        self.name = name
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Stream({self.name!r}, {self.text!r})"
+
+
+class Display:
+    """A MIME bundle shown by `display()`, or the final expression (`is_result`)."""
+
+    __slots__ = ("data", "is_result", "metadata")
+
+    def __init__(
+        self, data: dict[str, Any], metadata: dict[str, Any], is_result: bool = False
+    ) -> None:
+        self.data = data
+        self.metadata = metadata
+        self.is_result = is_result
+
+    def __repr__(self) -> str:
+        return f"Display({sorted(self.data)}, is_result={self.is_result})"
+
+
+class CellError:
+    """Why a cell did not finish normally.
+
+    `code` is machine-readable (`python_runtime_error`, `timeout`, ...);
+    `ename` is the exception type, empty for failures that are not Python
+    exceptions (a dead worker); `traceback` is trimmed to the cell's frames.
+    """
+
+    __slots__ = ("code", "column", "ename", "evalue", "line", "traceback")
+
+    def __init__(
+        self,
+        code: str,
+        ename: str,
+        evalue: str,
+        traceback: str = "",
+        line: int | None = None,
+        column: int | None = None,
+    ) -> None:
+        self.code = code
+        self.ename = ename
+        self.evalue = evalue
+        self.traceback = traceback
+        self.line = line
+        self.column = column
+
+    @property
+    def summary(self) -> str:
+        """One line a host can show on its own: type, message and cell line."""
+        first = self.evalue.strip().splitlines()[0] if self.evalue.strip() else ""
+        text = ": ".join(part for part in (self.ename, first) if part)
+        if self.line is not None:
+            text += f" (line {self.line})"
+        return text
+
+    def __repr__(self) -> str:
+        return f"CellError({self.code!r}, {self.summary!r})"
+
+
+class InputRequest:
+    """The cell called `input()` (or `getpass`) and waits for a reply."""
+
+    __slots__ = ("password", "prompt")
+
+    def __init__(self, prompt: str, password: bool = False) -> None:
+        self.prompt = prompt
+        self.password = password
+
+    def __repr__(self) -> str:
+        return f"InputRequest({self.prompt!r})"
+
+
+class Done:
+    """The cell is over; `error` says why it failed, None when it succeeded."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: CellError | None = None) -> None:
+        self.error = error
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def __repr__(self) -> str:
+        return f"Done({self.error!r})"
+
+
+if TYPE_CHECKING:
+    Event: TypeAlias = Stream | Display | InputRequest | Done
+
+
+def to_wire(event: Display | InputRequest | Done) -> dict[str, Any]:
+    """The JSON-ready form the worker sends to its session."""
+    if isinstance(event, Display):
+        return {"t": "display", "data": event.data, "metadata": event.metadata,
+                "result": event.is_result}
+    if isinstance(event, InputRequest):
+        return {"t": "input", "prompt": event.prompt, "password": event.password}
+    error = event.error
+    if error is None:
+        return {"t": "done"}
+    return {"t": "done", "error": {slot: getattr(error, slot) for slot in CellError.__slots__}}
+
+
+def from_wire(message: dict[str, Any]) -> Display | InputRequest | Done:
+    """Inverse of `to_wire`; the worker is trusted, so no validation here."""
+    kind = message["t"]
+    if kind == "display":
+        return Display(message["data"], message["metadata"], message["result"])
+    if kind == "input":
+        return InputRequest(message["prompt"], message["password"])
+    error = message.get("error")
+    return Done(CellError(**error) if error else None)

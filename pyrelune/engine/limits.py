@@ -1,0 +1,128 @@
+"""Output caps: keep the head and the tail of what a cell produced, in bounded memory.
+
+Everything a cell produces (stream text and displays) is one sequence. The
+first half of the budget keeps its beginning, the second half is a window
+over its end; what falls between is counted, per stream, and said in a marker.
+Sizes are UTF-8 bytes, the unit a host's limit is written in.
+"""
+
+from __future__ import annotations
+
+from pyrelune.engine.events import Display, Stream
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import TypeAlias
+
+    Item: TypeAlias = Stream | Display
+
+
+class Omitted:
+    """The marker standing where output was dropped: bytes per stream, displays."""
+
+    __slots__ = ("bytes", "displays")
+
+    def __init__(self) -> None:
+        self.bytes: dict[str, int] = {}
+        self.displays = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.displays or any(self.bytes.values()))
+
+    def text(self, stream: str) -> str | None:
+        """The line to put into `stream` where its bytes were dropped, if any were."""
+        count = self.bytes.get(stream, 0)
+        if not count:
+            return None
+        return f"\n[... {count:,} bytes of {stream} omitted ...]\n"
+
+
+def display_size(display: Display) -> int:
+    """What a display costs against the budget: the size of its largest value."""
+    return max((utf8_size(str(v)) for v in display.data.values()), default=0)
+
+
+class OutputBudget:
+    """Head and tail of a cell's output, within `limit` bytes in all."""
+
+    def __init__(self, limit: int) -> None:
+        self._reset(limit)
+
+    def _reset(self, limit: int) -> None:
+        self.limit = limit
+        self.head: list[Item] = []
+        self.tail: list[Item] = []  # short: a few chunks
+        self.omitted = Omitted()
+        self._head_left = limit // 2
+        self._tail_limit = limit - limit // 2
+        self._tail_used = 0
+
+    def add(self, item: Item) -> None:
+        size = _size(item)
+        if not self.tail and size <= self._head_left:
+            self.head.append(item)
+            self._head_left -= size
+            return
+        if not self.tail and isinstance(item, Stream) and self._head_left > 0:
+            first, rest = _split(item.text, self._head_left)
+            self.head.append(Stream(item.name, first))
+            self._head_left = 0
+            item, size = Stream(item.name, rest), _size(Stream(item.name, rest))
+        self.tail.append(item)
+        self._tail_used += size
+        self._trim_tail()
+
+    def _trim_tail(self) -> None:
+        while self._tail_used > self._tail_limit and self.tail:
+            first = self.tail[0]
+            excess = self._tail_used - self._tail_limit
+            size = _size(first)
+            if isinstance(first, Stream) and size > excess:
+                self.tail[0] = Stream(first.name, _drop_front(first.text, excess))
+                cut = size - _size(self.tail[0])
+            else:
+                del self.tail[0]
+                cut = size
+                if isinstance(first, Display):
+                    self.omitted.displays += 1
+            if isinstance(first, Stream):
+                self.omitted.bytes[first.name] = self.omitted.bytes.get(first.name, 0) + cut
+            self._tail_used -= cut
+
+    def shrink(self, limit: int) -> None:
+        """Cut what is kept down to `limit` bytes (when encoding made it bigger)."""
+        kept, before = [*self.head, *self.tail], self.omitted
+        self._reset(limit)
+        for item in kept:
+            self.add(item)
+        for name, count in before.bytes.items():
+            self.omitted.bytes[name] = self.omitted.bytes.get(name, 0) + count
+        self.omitted.displays += before.displays
+
+    def items(self) -> Iterator[Item | Omitted]:
+        """What was kept, in order, with the marker between head and tail."""
+        yield from self.head
+        if self.omitted:
+            yield self.omitted
+        yield from self.tail
+
+
+def utf8_size(text: str) -> int:
+    """Bytes of `text` in UTF-8; a lone surrogate counts as the 3 bytes it will become."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _size(item: Item) -> int:
+    return utf8_size(item.text) if isinstance(item, Stream) else display_size(item)
+
+
+def _split(text: str, nbytes: int) -> tuple[str, str]:
+    """`text` cut after at most `nbytes` UTF-8 bytes, never inside a character."""
+    head = text.encode("utf-8", "surrogatepass")[:nbytes].decode("utf-8", "ignore")
+    return head, text[len(head) :]
+
+
+def _drop_front(text: str, nbytes: int) -> str:
+    """`text` without its first `nbytes` UTF-8 bytes (and the rest of a cut character)."""
+    return text.encode("utf-8", "surrogatepass")[nbytes:].decode("utf-8", "ignore")

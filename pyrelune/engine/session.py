@@ -1,0 +1,242 @@
+"""The session: the supervisor's side of one worker process.
+
+It forks the worker, reads its capture pipes and event pipe without ever
+blocking on one of them, enforces the deadline (SIGINT first, SIGKILL to the
+whole process group after a grace period), and notices a worker that dies.
+The worker runs in its own process group, so signals reach every process a
+cell started.
+"""
+
+from __future__ import annotations
+
+import _signal
+import os
+import select
+import time
+
+from pyrelune import fastjson
+from pyrelune.engine.capture import CapturedStream
+from pyrelune.engine.events import CellError, Display, Done, Stream, from_wire
+from pyrelune.engine.worker import WorkerFds
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator
+    from typing import NoReturn
+
+    from pyrelune.engine.events import Event
+
+#: Between the interrupt and the kill: a cell may clean up, but not for long.
+GRACE = 0.4
+#: After the cell is over, how long stragglers may still deliver output.
+LINGER = 0.05
+_CONTINUE = b'{"op": "continue"}\n'
+
+
+class WorkerProcess:
+    """A forked worker: its pid and the session's ends of its pipes."""
+
+    def __init__(self, target: Callable[[WorkerFds], NoReturn]) -> None:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        ev_r, ev_w = os.pipe()
+        ctl_r, ctl_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            for fd in (out_r, err_r, ev_r, ctl_w):
+                os.close(fd)
+            target(WorkerFds(out_w, err_w, ev_w, ctl_r))
+        for fd in (out_w, err_w, ev_w, ctl_r):
+            os.close(fd)
+        try:
+            os.setpgid(pid, pid)  # also done by the child; whoever runs first wins the race
+        except OSError:
+            pass
+        self.pid = pid
+        self.stdout = CapturedStream("stdout", out_r)
+        self.stderr = CapturedStream("stderr", err_r)
+        self.event_fd = ev_r
+        self.control_fd = ctl_w
+        self.exit_fd = _exit_notifier(pid)
+        self.status: int | None = None
+
+    def signal_group(self, signum: int) -> None:
+        try:
+            os.killpg(self.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def reap(self, block: bool) -> int | None:
+        """The wait status once the worker has exited, else None."""
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
+            if pid:
+                self.status = status
+        return self.status
+
+    def close(self) -> None:
+        """Kill what is left of the process group and release every descriptor."""
+        self.signal_group(_signal.SIGKILL)
+        self.reap(block=True)
+        for fd in (self.event_fd, self.control_fd, self.exit_fd):
+            if fd >= 0:
+                os.close(fd)
+        self.event_fd = self.control_fd = self.exit_fd = -1
+        self.stdout.close()
+        self.stderr.close()
+
+
+def _exit_notifier(pid: int) -> int:
+    """A descriptor that becomes readable when `pid` exits (-1: poll instead)."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return -1
+
+
+def describe_exit(status: int) -> str:
+    """How a worker ended, in words: 'worker exited with status 3'."""
+    import signal
+
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        meaning = signal.strsignal(signum)
+        return f"worker killed by {name} ({meaning.lower()})" if meaning else f"killed by {name}"
+    return f"worker exited with status {os.waitstatus_to_exitcode(status)}"
+
+
+class Session:
+    """Reads one worker's output and events, in the order the cell made them."""
+
+    def __init__(self, worker: WorkerProcess) -> None:
+        self.worker = worker
+        self.finished = False  # the current cell's Done has been read
+        self._pending = b""
+        self._events_open = True
+        os.set_blocking(worker.event_fd, False)
+
+    def fds(self) -> list[int]:
+        """What to wait on: capture pipes, event pipe, exit notifier."""
+        w = self.worker
+        fds = [s.fd for s in (w.stdout, w.stderr) if not s.closed]
+        if self._events_open:
+            fds.append(w.event_fd)
+        if w.exit_fd >= 0:
+            fds.append(w.exit_fd)
+        return fds
+
+    def drain(self) -> Iterator[Stream]:
+        """Every byte the capture pipes hold right now."""
+        for stream in (self.worker.stdout, self.worker.stderr):
+            while (chunk := stream.read_available()) is not None:
+                yield chunk
+
+    def read(self, ready: Iterable[int]) -> Iterator[Event]:
+        """Turn whatever `ready` says is readable into events, never blocking."""
+        ready = set(ready)
+        w = self.worker
+        for stream in (w.stdout, w.stderr):
+            if stream.fd in ready and (chunk := stream.read_available()) is not None:
+                yield chunk
+        exited = w.exit_fd in ready or (w.exit_fd < 0 and w.reap(block=False) is not None)
+        if w.event_fd in ready or exited:
+            # After an exit, read the event pipe first: a Done may still sit in it.
+            yield from self._read_events()
+        if exited and not self.finished:
+            yield from self._died()
+
+    def _read_events(self) -> Iterator[Event]:
+        while self._events_open:
+            try:
+                data = os.read(self.worker.event_fd, 1 << 16)
+            except BlockingIOError:
+                return
+            if not data:
+                self._events_open = False
+                return
+            self._pending += data
+            while b"\n" in self._pending:
+                line, _, self._pending = self._pending.partition(b"\n")
+                event = from_wire(fastjson.loads(line.decode()))
+                yield from self.drain()
+                self.finished = isinstance(event, Done)
+                yield event
+                if isinstance(event, Display):
+                    self.send(_CONTINUE)
+
+    def _died(self) -> Iterator[Event]:
+        status = self.worker.reap(block=True)
+        assert status is not None
+        yield from self.drain()
+        self.finished = True
+        yield Done(CellError("worker_died", "", describe_exit(status)))
+
+    def send(self, line: bytes) -> None:
+        """Write one command line to the worker; a dead worker is noticed elsewhere."""
+        try:
+            os.write(self.worker.control_fd, line)
+        except BrokenPipeError:
+            pass
+
+    def interrupt(self) -> None:
+        self.worker.signal_group(_signal.SIGINT)
+
+    def run(self, timeout: float | None) -> Iterator[Event]:
+        """Events of the current cell until its Done, within `timeout` seconds.
+
+        Past the deadline the cell is interrupted, and killed with its whole
+        process group after `GRACE`; the Done then carries a `timeout` error
+        with whatever traceback the interrupt produced.
+        """
+        self.finished = False
+        deadline = time.monotonic() + timeout if timeout else None
+        kill_at: float | None = None
+        while True:
+            now = time.monotonic()
+            if deadline is not None and kill_at is None and now >= deadline:
+                self.interrupt()
+                kill_at = now + GRACE
+            if kill_at is not None and now >= kill_at:
+                assert timeout is not None
+                self.worker.signal_group(_signal.SIGKILL)
+                self.worker.reap(block=True)
+                yield from self.drain()
+                yield Done(_timed_out(timeout, None))
+                return
+            wake = kill_at if kill_at is not None else deadline
+            wait = None if wake is None else max(0.0, wake - now)
+            if self.worker.exit_fd < 0:
+                wait = 0.05 if wait is None else min(wait, 0.05)
+            ready, _, _ = select.select(self.fds(), [], [], wait)
+            for event in self.read(ready):
+                if isinstance(event, Done):
+                    if kill_at is not None:
+                        assert timeout is not None
+                        event = Done(_timed_out(timeout, event.error))
+                    yield event
+                    return
+                yield event
+
+    def linger(self) -> Iterator[Stream]:
+        """Output still in flight after the cell ended, for at most `LINGER` seconds."""
+        end = time.monotonic() + LINGER
+        w = self.worker
+        while not (w.stdout.closed and w.stderr.closed):
+            left = end - time.monotonic()
+            fds = [s.fd for s in (w.stdout, w.stderr) if not s.closed]
+            if left <= 0 or not select.select(fds, [], [], left)[0]:
+                return
+            yield from self.drain()
+
+
+def _timed_out(timeout: float, error: CellError | None) -> CellError:
+    seconds = f"{timeout:g}"
+    where = error if error is not None and error.code == "interrupted" else None
+    return CellError(
+        "timeout", "", f"Cell timed out after {seconds} s",
+        where.traceback if where else "", where.line if where else None,
+    )

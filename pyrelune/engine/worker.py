@@ -1,0 +1,170 @@
+"""The worker process: the only place user code runs.
+
+Forked from the session (no second interpreter start). Before any cell runs,
+fd 0 becomes /dev/null and fds 1 and 2 become the capture pipes, so nothing a
+cell, a subprocess or C code writes can reach the host's protocol stream.
+Events (displays, input requests, the end of a cell) go to the session on a
+pipe of their own; Python-level streams are flushed first, so the session,
+which drains the capture pipes before it reads an event, sees output and
+events in the order the cell produced them.
+"""
+
+from __future__ import annotations
+
+import _signal
+import builtins
+import io
+import os
+import sys
+
+from pyrelune import fastjson
+from pyrelune.engine.cell import run_cell
+from pyrelune.engine.display import mime_bundle
+from pyrelune.engine.events import Display, Done, InputRequest, to_wire
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+
+class WorkerFds:
+    """The worker's ends of its four pipes."""
+
+    __slots__ = ("control", "events", "stderr", "stdout")
+
+    def __init__(self, stdout: int, stderr: int, events: int, control: int) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.events = events
+        self.control = control
+
+
+class Cell:
+    """What the worker needs to run one cell."""
+
+    __slots__ = ("filename", "source")
+
+    def __init__(self, source: str, filename: str) -> None:
+        self.source = source
+        self.filename = filename
+
+
+class Channel:
+    """The worker's ends of the event pipe (out) and the control pipe (in)."""
+
+    def __init__(self, event_fd: int, control_fd: int) -> None:
+        self._event_fd = event_fd
+        self._control_fd = control_fd
+        self._pending = b""
+
+    def send(self, event: Display | InputRequest | Done) -> None:
+        """Report `event` after everything the cell wrote before it."""
+        flush_output()
+        data = (fastjson.dumps(to_wire(event)) + "\n").encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._event_fd, view) :]
+
+    def ask(self, event: Display | InputRequest) -> dict[str, Any]:
+        """Send `event` and wait for the session's answer.
+
+        Waiting keeps the order exact: the session drains the capture pipes
+        before it answers, so output the cell writes afterwards cannot be
+        read as if it came first.
+        """
+        self.send(event)
+        return self.receive()
+
+    def receive(self) -> dict[str, Any]:
+        """The next command from the session (one JSON object per line)."""
+        while b"\n" not in self._pending:
+            chunk = os.read(self._control_fd, 1 << 16)
+            if not chunk:
+                os._exit(0)  # the session is gone: so is the reason to exist
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        message: dict[str, Any] = fastjson.loads(line.decode())
+        return message
+
+    def show_result(self, value: Any) -> None:
+        data, metadata = mime_bundle(value)
+        self.ask(Display(data, metadata, is_result=True))
+
+
+def flush_output() -> None:
+    """Push every buffered byte of the cell's output into the capture pipes."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass  # the cell closed or replaced the stream: nothing of ours to flush
+    if "ctypes" in sys.modules:  # C code may hold output in stdio's buffers
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
+
+
+class _Interruptible:
+    """SIGINT raises KeyboardInterrupt only while a cell runs."""
+
+    running = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if self.running:
+            raise KeyboardInterrupt("Execution interrupted")
+
+
+interrupt_guard = _Interruptible()
+
+
+def _no_input(prompt: object = "") -> str:
+    sys.stdout.write(str(prompt))
+    raise EOFError("input() is not available in a oneshot cell: there is no one to answer")
+
+
+def become_worker(out_fd: int, err_fd: int) -> None:
+    """Rewire this freshly forked process so that user code can run in it."""
+    os.setpgid(0, 0)  # one process group: interrupts and kills reach the cell's children
+    _signal.signal(_signal.SIGINT, interrupt_guard)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    for fd in (null, out_fd, err_fd):
+        os.close(fd)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+    sys.stdout = _text_stream(1)
+    sys.stderr = _text_stream(2)
+    builtins.input = _no_input
+
+
+def _text_stream(fd: int) -> io.TextIOWrapper:
+    # Line-buffered: each printed line is one write, so lines keep their order
+    # with what os.write, subprocesses and C code put on the same descriptor.
+    # Lone surrogates are written as escapes instead of failing the print.
+    return io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(fd, "w", closefd=False)),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+    )
+
+
+def fresh_namespace() -> dict[str, Any]:
+    """The globals of a script's `__main__`."""
+    return {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
+
+
+def run_oneshot(cell: Cell, fds: WorkerFds) -> NoReturn:
+    """Run one cell in a fresh namespace, report it, and end the process."""
+    pid = os.getpid()
+    try:
+        become_worker(fds.stdout, fds.stderr)
+        channel = Channel(fds.events, fds.control)
+        interrupt_guard.running = True
+        error = run_cell(cell.source, cell.filename, fresh_namespace(), channel.show_result)
+        interrupt_guard.running = False
+        if os.getpid() == pid:  # a child the cell forked must not report for it
+            channel.send(Done(error))
+    finally:
+        os._exit(0)

@@ -1,0 +1,68 @@
+"""JSON through CPython's C accelerator, without importing `json`.
+
+`import json` pulls in `re` and `enum` and costs about 40% of a bare
+interpreter start, which is most of the oneshot start-up budget. The C
+scanner and encoder that `json` itself uses are reachable directly; this
+module drives them exactly as `json.loads` and `json.dumps` do (tests prove
+the same output), and imports `json` only to word an error.
+"""
+
+from __future__ import annotations
+
+import _json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class _ScanContext:
+    """The attributes `_json.make_scanner` reads, as `json.JSONDecoder` sets them."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+
+    @staticmethod
+    def parse_constant(name: str) -> float:
+        return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
+
+
+_scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
+_WHITESPACE = " \t\n\r"
+
+
+def _unserializable(obj: object) -> Any:
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def _encoder(ensure_ascii: bool, allow_nan: bool) -> Any:
+    quote = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
+    return _json.make_encoder({}, _unserializable, quote, None, ": ", ", ", False, False, allow_nan)
+
+
+_encoders = {(a, n): _encoder(a, n) for a in (False, True) for n in (False, True)}
+
+
+def loads(text: str) -> Any:
+    """`json.loads(text)`; raises `json.JSONDecodeError` (or RecursionError) like it."""
+    start = len(text) - len(text.lstrip(_WHITESPACE))
+    try:
+        value, end = _scan(text, start)
+    except StopIteration:
+        value, end = None, -1
+    if end < 0 or text[end:].strip(_WHITESPACE):
+        import json
+
+        return json.loads(text)  # raises the error json would, with its wording
+    return value
+
+
+def dumps(obj: Any, ensure_ascii: bool = True, allow_nan: bool = True) -> str:
+    """`json.dumps(obj, ensure_ascii=..., allow_nan=...)` with default separators."""
+    if isinstance(obj, str):
+        quote = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
+        return str(quote(obj))
+    return "".join(_encoders[ensure_ascii, allow_nan](obj, 0))

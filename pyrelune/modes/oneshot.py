@@ -1,0 +1,103 @@
+"""Oneshot mode: one vix-note-extension-1 request on stdin, one response on stdout.
+
+This is the hot path of every Vix Note cell, so it imports only what a
+well-formed request needs; `jsonschema` and `typer` stay out of it.
+"""
+
+from __future__ import annotations
+
+import _signal
+import os
+import sys
+
+from pyrelune.engine.events import Done
+from pyrelune.engine.limits import OutputBudget
+from pyrelune.engine.session import Session, WorkerProcess
+from pyrelune.engine.worker import Cell, run_oneshot
+from pyrelune.protocols import vixnote
+from pyrelune.transports import stdio
+
+DEFAULT_TIMEOUT = 9.0
+DEFAULT_MAX_OUTPUT = 900 * 1024
+
+USAGE = """\
+pyrelune reads one vix-note-extension-1 request (a JSON object) on stdin
+and writes one JSON response on stdout. Try:
+
+    echo '{"source": "print(2 + 3)"}' | pyrelune
+
+`pyrelune --help` lists the kernel modes and the other commands.
+"""
+
+
+def settings(timeout: float | None) -> tuple[float, int]:
+    """The deadline and output budget: `--timeout`, else the environment, else defaults."""
+    try:
+        if timeout is None:
+            timeout = float(os.environ.get("PYRELUNE_TIMEOUT") or DEFAULT_TIMEOUT)
+        max_output = int(os.environ.get("PYRELUNE_MAX_OUTPUT") or DEFAULT_MAX_OUTPUT)
+    except ValueError as exc:
+        raise vixnote.Rejected(
+            "invalid_configuration",
+            f"PYRELUNE_TIMEOUT must be seconds and PYRELUNE_MAX_OUTPUT bytes: {exc}",
+        ) from None
+    if timeout < 0 or timeout != timeout or max_output < 1024:
+        raise vixnote.Rejected(
+            "invalid_configuration",
+            "PYRELUNE_TIMEOUT must be >= 0 (0: none) and PYRELUNE_MAX_OUTPUT >= 1024 bytes",
+        )
+    return timeout, max_output
+
+
+def main(timeout: float | None = None) -> int:
+    """Run the request on stdin; the exit status is 0 whenever a response was written."""
+    if os.isatty(0):
+        sys.stderr.write(USAGE)
+        return 2
+    raw = stdio.read_all(0)
+    stdio.write_all(handle(raw, timeout))
+    return 0
+
+
+def handle(raw: bytes, timeout: float | None) -> bytes:
+    """The response bytes for one request's bytes."""
+    request_id = None
+    try:
+        request = vixnote.parse_request(raw)
+        request_id = request.request_id
+        deadline, max_output = settings(timeout)
+        enter(request.working_directory)
+    except vixnote.Rejected as error:
+        return vixnote.reject(error, request_id)
+    budget = OutputBudget(max_output)
+    cell = Cell(request.source, request.filename)
+    worker = WorkerProcess(lambda fds: run_oneshot(cell, fds))
+    session = Session(worker)
+    failure = None
+    try:
+        for event in session.run(deadline or None):
+            if isinstance(event, Done):
+                failure = event.error
+            else:
+                budget.add(event)  # type: ignore[arg-type]
+        worker.signal_group(_signal.SIGKILL)  # the cell is over: so is every process it left behind
+        for chunk in session.linger():
+            budget.add(chunk)
+    finally:
+        worker.close()
+    return vixnote.respond(budget, failure, request_id)
+
+
+def enter(directory: str) -> None:
+    """chdir into the request's working directory and put it first on sys.path."""
+    if directory:
+        path = os.path.abspath(directory)
+        try:
+            os.chdir(path)
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise vixnote.Rejected(
+                "invalid_working_directory",
+                f"Cannot use workingDirectory {directory!r}: {reason}",
+            ) from None
+    sys.path.insert(0, os.getcwd())

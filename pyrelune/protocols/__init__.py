@@ -1,0 +1,1 @@
+"""Sans-I/O codecs, one per host protocol: bytes and values in, bytes out."""

@@ -1,0 +1,192 @@
+"""The vix-note-extension-1 codec: request bytes in, response bytes out.
+
+No I/O here. Responses are built for Vix Note's strict reader
+(nlohmann::json): always an object with `protocol`, `ok`, string `stdout` and
+`stderr`, `outputs` of `{mime, data}` strings, and on failure an `error`
+object whose one-line `message` is all the host shows. Never NaN, never a
+lone surrogate, always UTF-8.
+"""
+
+from __future__ import annotations
+
+from pyrelune import fastjson
+from pyrelune.engine.events import CellError, Display, Stream
+from pyrelune.engine.limits import Omitted, OutputBudget
+from pyrelune.protocols.validation import errors as schema_errors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+PROTOCOL = "vix-note-extension-1"
+REQUEST_SCHEMA = "vix-note-extension-1.request"
+
+
+class Request:
+    """The fields of a request the runtime acts on."""
+
+    __slots__ = ("cell_id", "request_id", "source", "working_directory")
+
+    def __init__(
+        self, source: str, cell_id: str | None, request_id: str | None, working_directory: str
+    ) -> None:
+        self.source = source
+        self.cell_id = cell_id
+        self.request_id = request_id
+        self.working_directory = working_directory
+
+    @property
+    def filename(self) -> str:
+        """The name tracebacks give the cell's code."""
+        return f"<cell {self.cell_id}>" if self.cell_id else "<cell>"
+
+
+class Rejected(Exception):
+    """A request that cannot run; rendered as an `ok: false` response."""
+
+    def __init__(self, code: str, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+def parse_request(raw: bytes) -> Request:
+    """Decode and check one request; raises `Rejected` saying what is wrong."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    if not raw.strip():
+        raise Rejected("invalid_request", "Empty request: expected one JSON object on stdin")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Rejected(
+            "invalid_json",
+            f"Request is not valid UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}",
+        ) from None
+    try:
+        message = fastjson.loads(text)
+    except ValueError as exc:  # json.JSONDecodeError
+        raise Rejected(
+            "invalid_json",
+            f"Request is not valid JSON: {exc}",
+        ) from None
+    except RecursionError:
+        raise Rejected("invalid_json", "Request is not usable JSON: nested too deeply") from None
+    if not isinstance(message, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+        got = kind.get(type(message), "a number")
+        raise Rejected("invalid_request", f"Request must be a JSON object, got {got}")
+    protocol = message.get("protocol", PROTOCOL)
+    if isinstance(protocol, str) and protocol != PROTOCOL:
+        raise Rejected(
+            "unsupported_protocol",
+            f"Unsupported protocol {protocol[:80]!r}: this runtime speaks {PROTOCOL}",
+        )
+    problems = schema_errors(message, REQUEST_SCHEMA)
+    if problems:
+        raise Rejected("invalid_request", f"Invalid request: {problems[0]}", "\n".join(problems))
+    source: str = message["source"]
+    if "\0" in source:
+        before = source[: source.index("\0")]
+        line, column = before.count("\n") + 1, len(before) - before.rfind("\n")
+        raise Rejected(
+            "invalid_request",
+            f"Invalid request: source contains a NUL character (line {line}, column {column})",
+        )
+    return Request(
+        source, message.get("cellId"), message.get("requestId"),
+        message.get("workingDirectory", ""),
+    )
+
+
+def reject(error: Rejected, request_id: str | None = None) -> bytes:
+    """The response to a request that never ran."""
+    response = _base(request_id, ok=False)
+    response["error"] = {"code": error.code, "message": error.message, "details": error.details}
+    return encode(response)
+
+
+def respond(budget: OutputBudget, error: CellError | None, request_id: str | None) -> bytes:
+    """The response to a cell that ran, kept within the budget's byte limit.
+
+    Vix Note shows the `stdout` string, then `stderr`, then `outputs` in order,
+    so stdout written after the first display is sent as `text/plain`
+    outputs in its place; everything before it is the `stdout` string.
+    """
+    target = budget.limit
+    while True:
+        data = encode(_render(budget, error, request_id))
+        if len(data) <= target or budget.limit == 0:
+            return data
+        # Escaping and the envelope made the response bigger than what it keeps.
+        budget.shrink(max(0, budget.limit - (len(data) - target) - 256))
+
+
+def _render(
+    budget: OutputBudget, error: CellError | None, request_id: str | None
+) -> dict[str, Any]:
+    stdout: list[str] = []
+    stderr: list[str] = []
+    outputs: list[dict[str, str]] = []
+    printed: dict[str, str] | None = None  # the text/plain output stdout is appended to
+
+    def write_stdout(text: str) -> None:
+        nonlocal printed
+        if not outputs:
+            stdout.append(text)
+        elif printed is outputs[-1]:
+            printed["data"] += text
+        else:
+            printed = {"mime": "text/plain", "data": text}
+            outputs.append(printed)
+
+    for item in budget.items():
+        if isinstance(item, Stream):
+            if item.name == "stderr":
+                stderr.append(item.text)
+            else:
+                write_stdout(item.text)
+        elif isinstance(item, Omitted):
+            if item.displays:
+                outputs.append(_text(f"[... {item.displays:,} displayed outputs omitted ...]\n"))
+            if note := item.text("stdout"):
+                write_stdout(note)
+            if note := item.text("stderr"):
+                stderr.append(note)
+        else:
+            outputs.append(_output(item))
+    response = _base(request_id, ok=error is None)
+    response.update(stdout="".join(stdout), stderr="".join(stderr), outputs=outputs)
+    if error is not None:
+        response["error"] = {"code": error.code, "message": error.summary,
+                             "details": error.traceback}
+        response["diagnostics"] = [{"severity": "error", "message": error.summary,
+                                    "line": error.line, "column": error.column}]
+    return response
+
+
+def _text(text: str) -> dict[str, str]:
+    return {"mime": "text/plain", "data": text}
+
+
+def _output(display: Display) -> dict[str, str]:
+    return _text(str(display.data.get("text/plain", "")))
+
+
+def _base(request_id: str | None, ok: bool) -> dict[str, Any]:
+    response: dict[str, Any] = {"protocol": PROTOCOL, "ok": ok}
+    if request_id is not None:
+        response["requestId"] = request_id
+    if not ok:
+        response.update(stdout="", stderr="", outputs=[])
+    return response
+
+
+def encode(response: dict[str, Any]) -> bytes:
+    """Strict JSON in UTF-8: lone surrogates become U+FFFD, NaN is refused."""
+    text = fastjson.dumps(response, ensure_ascii=False, allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")

@@ -1,0 +1,1 @@
+"""JSON Schemas of every protocol message, installed as `pyrelune.schemas`."""
