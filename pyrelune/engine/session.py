@@ -41,12 +41,13 @@ class WorkerProcess:
         err_r, err_w = os.pipe()
         ev_r, ev_w = os.pipe()
         ctl_r, ctl_w = os.pipe()
+        life_r, life_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            for fd in (out_r, err_r, ev_r, ctl_w):
-                os.close(fd)
-            target(WorkerFds(out_w, err_w, ev_w, ctl_r))
-        for fd in (out_w, err_w, ev_w, ctl_r):
+            fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r)
+            _close_all_but(fds)
+            target(fds)
+        for fd in (out_w, err_w, ev_w, ctl_r, life_r):
             os.close(fd)
         try:
             os.setpgid(pid, pid)  # also done by the child; whoever runs first wins the race
@@ -57,6 +58,7 @@ class WorkerProcess:
         self.stderr = CapturedStream("stderr", err_r)
         self.event_fd = ev_r
         self.control_fd = ctl_w
+        self.lifeline_fd = life_w  # never written: closing it (or dying) ends the worker
         self.exit_fd = _exit_notifier(pid)
         self.status: int | None = None
 
@@ -78,12 +80,26 @@ class WorkerProcess:
         """Kill what is left of the process group and release every descriptor."""
         self.signal_group(_signal.SIGKILL)
         self.reap(block=True)
-        for fd in (self.event_fd, self.control_fd, self.exit_fd):
+        for fd in (self.event_fd, self.control_fd, self.lifeline_fd, self.exit_fd):
             if fd >= 0:
                 os.close(fd)
-        self.event_fd = self.control_fd = self.exit_fd = -1
+        self.event_fd = self.control_fd = self.lifeline_fd = self.exit_fd = -1
         self.stdout.close()
         self.stderr.close()
+
+
+def _close_all_but(fds: WorkerFds) -> None:
+    """In the new worker: close every inherited descriptor above 2 but its own.
+
+    The session may hold sockets, other workers' pipes or a listening port;
+    none of that belongs to user code.
+    """
+    low = 3
+    for fd in sorted((fds.stdout, fds.stderr, fds.events, fds.control, fds.lifeline)):
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 1 << 20)
 
 
 def _exit_notifier(pid: int) -> int:
@@ -115,9 +131,16 @@ class Session:
     def __init__(self, worker: WorkerProcess) -> None:
         self.worker = worker
         self.finished = False  # the current cell's Done has been read
+        self._kill_at: float | None = None  # when an unanswered interrupt turns into SIGKILL
+        self._timeout: float | None = None  # set once the cell's deadline has passed
         self._pending = b""
         self._events_open = True
         os.set_blocking(worker.event_fd, False)
+        # interrupt() writes here so that a wait in run() notices it at once,
+        # even when called from a signal handler or another thread.
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
 
     def fds(self) -> list[int]:
         """What to wait on: capture pipes, event pipe, exit notifier."""
@@ -165,8 +188,8 @@ class Session:
                 yield from self.drain()
                 self.finished = isinstance(event, Done)
                 yield event
-                if isinstance(event, Display):
-                    self.send(_CONTINUE)
+                if isinstance(event, Display) and not event.is_result:
+                    self.send(_CONTINUE)  # the worker waits for it (Channel.ask)
 
     def _died(self) -> Iterator[Event]:
         status = self.worker.reap(block=True)
@@ -182,44 +205,76 @@ class Session:
         except BrokenPipeError:
             pass
 
-    def interrupt(self) -> None:
-        self.worker.signal_group(_signal.SIGINT)
+    def begin(self) -> None:
+        """Forget the previous cell's end and interrupts: a new cell starts."""
+        self.finished = False
+        self._kill_at = None
+        self._timeout = None
 
-    def run(self, timeout: float | None) -> Iterator[Event]:
+    def interrupt(self, grace: float = GRACE) -> None:
+        """SIGINT to the cell and its children; SIGKILL to them all if it lasts `grace` more."""
+        self.worker.signal_group(_signal.SIGINT)
+        if self._kill_at is None:
+            self._kill_at = time.monotonic() + grace
+        try:
+            os.write(self._wake_w, b"!")
+        except BlockingIOError:
+            pass  # already full of wake-ups
+
+    def run(self, timeout: float | None = None) -> Iterator[Event]:
         """Events of the current cell until its Done, within `timeout` seconds.
 
         Past the deadline the cell is interrupted, and killed with its whole
         process group after `GRACE`; the Done then carries a `timeout` error
-        with whatever traceback the interrupt produced.
+        with whatever traceback the interrupt produced. An `interrupt()` made
+        meanwhile (from a signal handler, say) escalates the same way.
         """
-        self.finished = False
         deadline = time.monotonic() + timeout if timeout else None
-        kill_at: float | None = None
         while True:
             now = time.monotonic()
-            if deadline is not None and kill_at is None and now >= deadline:
+            if deadline is not None and self._kill_at is None and now >= deadline:
+                self._timeout = timeout
                 self.interrupt()
-                kill_at = now + GRACE
-            if kill_at is not None and now >= kill_at:
-                assert timeout is not None
-                self.worker.signal_group(_signal.SIGKILL)
-                self.worker.reap(block=True)
-                yield from self.drain()
-                yield Done(_timed_out(timeout, None))
+            if self._kill_at is not None and now >= self._kill_at:
+                yield from self._kill()
                 return
-            wake = kill_at if kill_at is not None else deadline
+            wake = self._kill_at if self._kill_at is not None else deadline
             wait = None if wake is None else max(0.0, wake - now)
             if self.worker.exit_fd < 0:
                 wait = 0.05 if wait is None else min(wait, 0.05)
-            ready, _, _ = select.select(self.fds(), [], [], wait)
+            ready, _, _ = select.select([*self.fds(), self._wake_r], [], [], wait)
+            if self._wake_r in ready:
+                _drain_wakeups(self._wake_r)
             for event in self.read(ready):
                 if isinstance(event, Done):
-                    if kill_at is not None:
-                        assert timeout is not None
-                        event = Done(_timed_out(timeout, event.error))
-                    yield event
+                    yield self._conclude(event)
                     return
                 yield event
+
+    def _conclude(self, done: Done) -> Done:
+        if self._timeout is not None:
+            return Done(_timed_out(self._timeout, done.error))
+        return done
+
+    def _kill(self) -> Iterator[Event]:
+        """The cell outlived its interrupt: kill it and everything it started."""
+        self.worker.signal_group(_signal.SIGKILL)
+        self.worker.reap(block=True)
+        yield from self.drain()
+        self.finished = True
+        if self._timeout is not None:
+            yield Done(_timed_out(self._timeout, None))
+        else:
+            yield Done(CellError(
+                "interrupted", "KeyboardInterrupt",
+                "Execution interrupted: the cell did not stop, so its worker was killed",
+            ))
+
+    def close(self) -> None:
+        """End the worker with everything it started; release the descriptors."""
+        self.worker.close()
+        for fd in (self._wake_r, self._wake_w):
+            os.close(fd)
 
     def linger(self) -> Iterator[Stream]:
         """Output still in flight after the cell ended, for at most `LINGER` seconds."""
@@ -231,6 +286,14 @@ class Session:
             if left <= 0 or not select.select(fds, [], [], left)[0]:
                 return
             yield from self.drain()
+
+
+def _drain_wakeups(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except BlockingIOError:
+        pass
 
 
 def _timed_out(timeout: float, error: CellError | None) -> CellError:

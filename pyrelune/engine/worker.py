@@ -28,15 +28,20 @@ if TYPE_CHECKING:
 
 
 class WorkerFds:
-    """The worker's ends of its four pipes."""
+    """The worker's ends of its pipes.
 
-    __slots__ = ("control", "events", "stderr", "stdout")
+    `lifeline` is the read end of a pipe only the session writes to: it hits
+    EOF exactly when the session is gone, however it died.
+    """
 
-    def __init__(self, stdout: int, stderr: int, events: int, control: int) -> None:
+    __slots__ = ("control", "events", "lifeline", "stderr", "stdout")
+
+    def __init__(self, stdout: int, stderr: int, events: int, control: int, lifeline: int) -> None:
         self.stdout = stdout
         self.stderr = stderr
         self.events = events
         self.control = control
+        self.lifeline = lifeline
 
 
 class Cell:
@@ -87,8 +92,9 @@ class Channel:
         return message
 
     def show_result(self, value: Any) -> None:
+        """Display the final expression's value; nothing of the cell follows, so no wait."""
         data, metadata = mime_bundle(value)
-        self.ask(Display(data, metadata, is_result=True))
+        self.send(Display(data, metadata, is_result=True))
 
 
 def flush_output() -> None:
@@ -119,23 +125,56 @@ interrupt_guard = _Interruptible()
 
 def _no_input(prompt: object = "") -> str:
     sys.stdout.write(str(prompt))
-    raise EOFError("input() is not available in a oneshot cell: there is no one to answer")
+    raise EOFError("input() is not available in this cell: there is no one to answer")
 
 
-def become_worker(out_fd: int, err_fd: int) -> None:
+class _StdFds:
+    """Private copies of the capture pipes, to put back what a cell broke.
+
+    A kernel cell may close or redirect fd 0, 1 or 2, or replace sys.stdout;
+    the next cell must still be captured, so each cell starts from these.
+    """
+
+    def __init__(self, out_fd: int, err_fd: int) -> None:
+        self.null = os.open(os.devnull, os.O_RDONLY)  # os.open/dup: not inheritable
+        self.out = os.dup(out_fd)
+        self.err = os.dup(err_fd)
+        self._identity = [_identity(fd) for fd in (self.null, self.out, self.err)]
+        self._streams: list[Any] = []
+
+    def restore(self) -> None:
+        """Point fds 0, 1, 2 and sys.stdin/out/err back at the runtime's own."""
+        for target, (fd, identity) in enumerate(zip((self.null, self.out, self.err),
+                                                    self._identity, strict=True)):
+            if _identity(target) != identity:
+                os.dup2(fd, target)
+        if [sys.stdin, sys.stdout, sys.stderr] != self._streams or any(
+            s.closed for s in self._streams
+        ):
+            sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+            sys.stdout = _text_stream(1)
+            sys.stderr = _text_stream(2)
+            self._streams = [sys.stdin, sys.stdout, sys.stderr]
+
+
+def _identity(fd: int) -> tuple[int, int] | None:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def become_worker(out_fd: int, err_fd: int) -> _StdFds:
     """Rewire this freshly forked process so that user code can run in it."""
     os.setpgid(0, 0)  # one process group: interrupts and kills reach the cell's children
     _signal.signal(_signal.SIGINT, interrupt_guard)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(out_fd, 1)
-    os.dup2(err_fd, 2)
-    for fd in (null, out_fd, err_fd):
-        os.close(fd)
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
-    sys.stdout = _text_stream(1)
-    sys.stderr = _text_stream(2)
+    std = _StdFds(out_fd, err_fd)
+    os.close(out_fd)
+    os.close(err_fd)
+    std.restore()
     builtins.input = _no_input
+    return std
 
 
 def _text_stream(fd: int) -> io.TextIOWrapper:
@@ -155,16 +194,76 @@ def fresh_namespace() -> dict[str, Any]:
     return {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
 
 
+def _run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
+    """Run one cell and report its end, unless this is a child the cell forked."""
+    pid = os.getpid()
+    interrupt_guard.running = True
+    try:
+        error = run_cell(cell.source, cell.filename, namespace, channel.show_result)
+    finally:
+        interrupt_guard.running = False
+        if os.getpid() != pid:
+            os._exit(0)  # a forked child that returned into the runtime: end it quietly
+    channel.send(Done(error))
+
+
 def run_oneshot(cell: Cell, fds: WorkerFds) -> NoReturn:
     """Run one cell in a fresh namespace, report it, and end the process."""
-    pid = os.getpid()
     try:
         become_worker(fds.stdout, fds.stderr)
+        _run(cell, fresh_namespace(), Channel(fds.events, fds.control))
+    finally:
+        os._exit(0)
+
+
+def _watch_lifeline(fd: int) -> None:
+    """End the whole process group once the session is gone.
+
+    Runs on a thread blocked in read(): a kernel host kills the session with
+    SIGKILL, and nothing the cells started may outlive it.
+    """
+    try:
+        os.read(fd, 1)
+    finally:
+        os.killpg(0, _signal.SIGKILL)
+
+
+class Prompter:
+    """`input()` for hosts that can answer: asks the session and waits."""
+
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
+
+    def __call__(self, prompt: object = "") -> str:
+        reply = self._channel.ask(InputRequest(str(prompt)))
+        if reply.get("op") != "input":
+            raise EOFError("input() was cancelled")
+        return str(reply["value"])
+
+
+def serve(fds: WorkerFds, answers_input: bool) -> NoReturn:
+    """A kernel's worker: run cells from the control pipe in one namespace.
+
+    Commands are JSON lines: `{"op": "execute", "source", "filename",
+    "inputs"?}` and `{"op": "reset"}`; each is answered by a Done event.
+    """
+    import _thread
+
+    try:
+        std = become_worker(fds.stdout, fds.stderr)
+        _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control)
-        interrupt_guard.running = True
-        error = run_cell(cell.source, cell.filename, fresh_namespace(), channel.show_result)
-        interrupt_guard.running = False
-        if os.getpid() == pid:  # a child the cell forked must not report for it
-            channel.send(Done(error))
+        if answers_input:
+            builtins.input = Prompter(channel)
+        namespace = fresh_namespace()
+        while True:
+            command = channel.receive()
+            if command["op"] == "reset":
+                namespace = fresh_namespace()
+                channel.send(Done())
+                continue
+            std.restore()
+            namespace.update(command.get("inputs") or {})
+            _run(Cell(command["source"], command["filename"]), namespace, channel)
     finally:
         os._exit(0)

@@ -84,7 +84,7 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
         for chunk in session.linger():
             budget.add(chunk)
     finally:
-        worker.close()
+        session.close()
     return vixnote.respond(budget, failure, request_id)
 
 

@@ -1,0 +1,81 @@
+"""A persistent kernel: one namespace across cells, surviving whatever a cell does.
+
+The protocol loops of the lines and rpc kernels sit on top of this. It owns
+the current worker and replaces it when it dies or has to be killed, so a
+host always gets an answer and a kernel that can run the next cell.
+"""
+
+from __future__ import annotations
+
+from pyrelune import fastjson
+from pyrelune.engine.events import CellError, Done
+from pyrelune.engine.session import Session, WorkerProcess
+from pyrelune.engine.worker import serve
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+    from pyrelune.engine.events import Event
+
+LOST = "the kernel's namespace was lost and a fresh worker has started"
+
+
+class Kernel:
+    """The current worker of a kernel and the session that reads it."""
+
+    def __init__(self, answers_input: bool = False) -> None:
+        self._answers_input = answers_input
+        self.session = self._spawn()
+
+    def _spawn(self) -> Session:
+        answers_input = self._answers_input
+        return Session(WorkerProcess(lambda fds: serve(fds, answers_input)))
+
+    def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
+        """Start a cell; read its events with `events()` or `session.read()`."""
+        self.session.begin()
+        command: dict[str, Any] = {"op": "execute", "source": source, "filename": filename}
+        if inputs:
+            command["inputs"] = inputs
+        self._command(command)
+
+    def reply_input(self, value: str) -> None:
+        """Answer the InputRequest the running cell is waiting on."""
+        self._command({"op": "input", "value": value})
+
+    def reset(self) -> None:
+        """A fresh namespace (the cell must be over); blocks until the worker confirms."""
+        self.session.begin()
+        self._command({"op": "reset"})
+        for _ in self.events():
+            pass
+
+    def events(self) -> Iterator[Event]:
+        """The running cell's events, ending with its Done (see `Session.run`)."""
+        for event in self.session.run():
+            yield self.settle(event) if isinstance(event, Done) else event
+
+    def settle(self, done: Done) -> Done:
+        """After a cell's Done: if the worker is gone, start a new one and say so."""
+        if self.session.worker.reap(block=False) is None:
+            return done
+        self.restart()
+        error = done.error or CellError("worker_died", "", "the worker ended")
+        return Done(CellError(error.code, error.ename, f"{error.evalue}; {LOST}",
+                              error.traceback, error.line, error.column))
+
+    def interrupt(self) -> None:
+        self.session.interrupt()
+
+    def restart(self) -> None:
+        """Kill the worker with everything it started and begin a fresh one."""
+        self.session.close()
+        self.session = self._spawn()
+
+    def close(self) -> None:
+        self.session.close()
+
+    def _command(self, message: dict[str, Any]) -> None:
+        self.session.send((fastjson.dumps(message) + "\n").encode())
