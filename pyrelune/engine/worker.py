@@ -168,6 +168,7 @@ def _identity(fd: int) -> tuple[int, int] | None:
 def become_worker(out_fd: int, err_fd: int) -> _StdFds:
     """Rewire this freshly forked process so that user code can run in it."""
     os.setpgid(0, 0)  # one process group: interrupts and kills reach the cell's children
+    _reset_signal_handlers()
     _signal.signal(_signal.SIGINT, interrupt_guard)
     std = _StdFds(out_fd, err_fd)
     os.close(out_fd)
@@ -175,6 +176,22 @@ def become_worker(out_fd: int, err_fd: int) -> _StdFds:
     std.restore()
     builtins.input = _no_input
     return std
+
+
+def _reset_signal_handlers() -> None:
+    """Signals as a script gets them, not as the supervisor handles them.
+
+    The worker is forked from the supervisor, whose Python-level handlers (a
+    kernel's SIGTERM, say) belong to it: run in the worker they would act on
+    a copy of the supervisor's state. Ignored signals stay ignored (SIGPIPE,
+    as Python sets it up).
+    """
+    for signum in range(1, _signal.NSIG):
+        try:
+            if callable(_signal.getsignal(signum)):
+                _signal.signal(signum, _signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # not a signal this platform lets us set
 
 
 def _text_stream(fd: int) -> io.TextIOWrapper:
