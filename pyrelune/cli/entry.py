@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 
-
 #: Kernel modes a host spawns, started without the full command line: a host
 #: waits for the first answer, and typer alone takes about 100 ms to import.
 _FAST_MODES = {("--mode", "lines"): "lines", ("--mode=lines",): "lines"}

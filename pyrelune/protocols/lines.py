@@ -77,7 +77,9 @@ def parse_request(line: bytes) -> Request:
     return Request(request_id, kind, message.get("code", ""))
 
 
-def response(request_id: str, stdout: str = "", stderr: str = "", error: str | None = None) -> bytes:
+def response(
+    request_id: str, stdout: str = "", stderr: str = "", error: str | None = None
+) -> bytes:
     """One response line (newline included)."""
     return encode({"id": request_id, "type": "result", "stdout": stdout, "stderr": stderr,
                    "error": error, "output_type": "text"})
