@@ -31,6 +31,7 @@ GRACE = 0.4
 #: After the cell is over, how long stragglers may still deliver output.
 LINGER = 0.05
 _CONTINUE = b'{"op": "continue"}\n'
+_EVENT_READ = 1 << 16
 
 
 class WorkerProcess:
@@ -153,10 +154,18 @@ class Session:
         return fds
 
     def drain(self) -> Iterator[Stream]:
-        """Every byte the capture pipes hold right now."""
-        for stream in (self.worker.stdout, self.worker.stderr):
-            while (chunk := stream.read_available()) is not None:
-                yield chunk
+        """Every byte the capture pipes hold right now.
+
+        One select asks both pipes: most events come with no output pending,
+        and a read that finds nothing costs a syscall and an exception each.
+        """
+        streams = [s for s in (self.worker.stdout, self.worker.stderr) if not s.closed]
+        if not streams or not (ready := select.select(streams, [], [], 0)[0]):
+            return
+        for stream in streams:
+            if stream in ready:
+                while (chunk := stream.read_available()) is not None:
+                    yield chunk
 
     def read(self, ready: Iterable[int]) -> Iterator[Event]:
         """Turn whatever `ready` says is readable into events, never blocking."""
@@ -173,23 +182,32 @@ class Session:
             yield from self._died()
 
     def _read_events(self) -> Iterator[Event]:
+        """The events in the pipe, each after the output the cell wrote before it.
+
+        One drain per read is enough: the worker waits for an answer after
+        every event but the final result, which only Done follows (and which
+        it writes together with Done), so the output pending now all came
+        before the events just read.
+        """
         while self._events_open:
             try:
-                data = os.read(self.worker.event_fd, 1 << 16)
+                data = os.read(self.worker.event_fd, _EVENT_READ)
             except BlockingIOError:
                 return
             if not data:
                 self._events_open = False
                 return
+            yield from self.drain()
             self._pending += data
             while b"\n" in self._pending:
                 line, _, self._pending = self._pending.partition(b"\n")
                 event = from_wire(fastjson.loads(line.decode()))
-                yield from self.drain()
                 self.finished = isinstance(event, Done)
                 yield event
                 if isinstance(event, Display) and not event.is_result:
                     self.send(_CONTINUE)  # the worker waits for it (Channel.ask)
+            if len(data) < _EVENT_READ:
+                return  # the pipe is empty: no need for a read that says so
 
     def _died(self) -> Iterator[Event]:
         status = self.worker.reap(block=True)

@@ -61,14 +61,25 @@ class Channel:
         self._event_fd = event_fd
         self._control_fd = control_fd
         self._pending = b""
+        self._queued = b""  # events posted, written with the next one sent
 
     def send(self, event: Display | InputRequest | Done) -> None:
-        """Report `event` after everything the cell wrote before it."""
+        """Report `event` (and any posted before it) after everything the cell wrote."""
         flush_output()
-        data = (fastjson.dumps(to_wire(event)) + "\n").encode()
+        data = self._queued + (fastjson.dumps(to_wire(event)) + "\n").encode()
+        self._queued = b""
         view = memoryview(data)
         while view:
-            view = view[os.write(self._event_fd, view) :]
+            view = view[_write(self._event_fd, view) :]
+
+    def post(self, event: Display) -> None:
+        """Queue `event` to go with the next `send`: one write, one wake-up of the session.
+
+        Only for an event nothing of the cell can follow (the final result,
+        then Done), since output written meanwhile would be read before it.
+        """
+        flush_output()
+        self._queued += (fastjson.dumps(to_wire(event)) + "\n").encode()
 
     def ask(self, event: Display | InputRequest) -> dict[str, Any]:
         """Send `event` and wait for the session's answer.
@@ -94,20 +105,70 @@ class Channel:
     def show_result(self, value: Any) -> None:
         """Display the final expression's value; nothing of the cell follows, so no wait."""
         data, metadata = mime_bundle(value)
-        self.send(Display(data, metadata, is_result=True))
+        self.post(Display(data, metadata, is_result=True))
 
 
 def flush_output() -> None:
     """Push every buffered byte of the cell's output into the capture pipes."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass  # the cell closed or replaced the stream: nothing of ours to flush
+    flush_python_streams()
     if "ctypes" in sys.modules:  # C code may hold output in stdio's buffers
         import ctypes
 
         ctypes.CDLL(None).fflush(None)
+
+
+def flush_python_streams() -> None:
+    """Flush sys.stdout and sys.stderr (and the originals, which a cell may use)."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()  # type: ignore[union-attr]
+        except (OSError, ValueError, AttributeError):
+            pass  # the cell closed or replaced the stream: nothing of ours to flush
+
+
+#: What starts a process or calls C code that may write to fds 1 and 2: Python's
+#: buffered output goes out first (see `_text_stream`). Audit events, so that
+#: every way in (subprocess, os.system, os.fork, multiprocessing, pty) is seen.
+_FLUSH_EVENTS = frozenset({
+    "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
+    "subprocess.Popen", "ctypes.call_function",
+})
+
+
+def _flush_before(event: str, args: tuple[Any, ...]) -> None:
+    if event in _FLUSH_EVENTS:
+        flush_python_streams()
+
+
+_write = os.write
+_exit = os._exit
+
+
+def _ordered_write(fd: int, data: Any, /) -> int:
+    """`os.write`, after Python's buffered output when it writes to fd 1 or 2."""
+    if fd == 1 or fd == 2:
+        flush_python_streams()
+    return _write(fd, data)
+
+
+def _flushing_exit(status: int) -> NoReturn:
+    """`os._exit`, after what the cell printed: a script's output survives it too."""
+    flush_python_streams()
+    _exit(status)
+
+
+def install_flush_points() -> None:
+    """Keep output in order although sys.stdout is block-buffered.
+
+    Buffered output is written before anything else can write to the same
+    descriptors: os.write to fd 1 or 2, a new process (audit events), C
+    code called through ctypes, os._exit, and every engine event. What is
+    still buffered when the worker is killed (SIGKILL, a segfault) is lost,
+    as for any script whose stdout is a pipe.
+    """
+    sys.addaudithook(_flush_before)
+    os.write = _ordered_write
+    os._exit = _flushing_exit
 
 
 class _Interruptible:
@@ -170,6 +231,9 @@ def become_worker(out_fd: int, err_fd: int) -> _StdFds:
     os.setpgid(0, 0)  # one process group: interrupts and kills reach the cell's children
     _reset_signal_handlers()
     _signal.signal(_signal.SIGINT, interrupt_guard)
+    global _worker_pid
+    _worker_pid = os.getpid()
+    install_flush_points()
     std = _StdFds(out_fd, err_fd)
     os.close(out_fd)
     os.close(err_fd)
@@ -194,15 +258,31 @@ def _reset_signal_handlers() -> None:
             pass  # not a signal this platform lets us set
 
 
+class _Unbuffered(io.TextIOWrapper):
+    """sys.stderr: each write reaches fd 2 at once, after any buffered stdout.
+
+    So stderr text is never stuck behind a crash, and stdout and stderr keep
+    the order they were written in.
+    """
+
+    def write(self, text: str) -> int:
+        flush_python_streams()
+        written = super().write(text)
+        self.flush()
+        return written
+
+
 def _text_stream(fd: int) -> io.TextIOWrapper:
-    # Line-buffered: each printed line is one write, so lines keep their order
-    # with what os.write, subprocesses and C code put on the same descriptor.
-    # Lone surrogates are written as escapes instead of failing the print.
-    return io.TextIOWrapper(
-        io.BufferedWriter(io.FileIO(fd, "w", closefd=False)),
+    # stdout is block-buffered: one write per 64 KiB rather than per line, a
+    # syscall and a wake-up of the session saved per print. Order with what
+    # os.write, subprocesses and C code put on the same descriptors is kept
+    # by the flush points (`install_flush_points`). Lone surrogates are
+    # written as escapes instead of failing the print.
+    kind = io.TextIOWrapper if fd == 1 else _Unbuffered
+    return kind(
+        io.BufferedWriter(io.FileIO(fd, "w", closefd=False), buffer_size=1 << 16),
         encoding="utf-8",
         errors="backslashreplace",
-        line_buffering=True,
     )
 
 
@@ -211,15 +291,17 @@ def fresh_namespace() -> dict[str, Any]:
     return {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
 
 
+_worker_pid = 0  # set by become_worker
+
+
 def _run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
     """Run one cell and report its end, unless this is a child the cell forked."""
-    pid = os.getpid()
     interrupt_guard.running = True
     try:
         error = run_cell(cell.source, cell.filename, namespace, channel.show_result)
     finally:
         interrupt_guard.running = False
-        if os.getpid() != pid:
+        if os.getpid() != _worker_pid:
             os._exit(0)  # a forked child that returned into the runtime: end it quietly
     channel.send(Done(error))
 
