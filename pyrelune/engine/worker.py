@@ -126,12 +126,12 @@ def flush_python_streams() -> None:
             pass  # the cell closed or replaced the stream: nothing of ours to flush
 
 
-#: What starts a process or calls C code that may write to fds 1 and 2: Python's
-#: buffered output goes out first (see `_text_stream`). Audit events, so that
-#: every way in (subprocess, os.system, os.fork, multiprocessing, pty) is seen.
+#: What starts a process that may write to fds 1 and 2: Python's buffered
+#: output goes out first (see `_text_stream`). Audit events, so that every
+#: way in (subprocess, os.system, os.fork, multiprocessing, pty) is seen.
 _FLUSH_EVENTS = frozenset({
     "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
-    "subprocess.Popen", "ctypes.call_function",
+    "subprocess.Popen",
 })
 
 
@@ -153,7 +153,7 @@ def _ordered_write(fd: int, data: Any, /) -> int:
 
 def _flushing_exit(status: int) -> NoReturn:
     """`os._exit`, after what the cell printed: a script's output survives it too."""
-    flush_python_streams()
+    flush_output()
     _exit(status)
 
 
@@ -161,10 +161,10 @@ def install_flush_points() -> None:
     """Keep output in order although sys.stdout is block-buffered.
 
     Buffered output is written before anything else can write to the same
-    descriptors: os.write to fd 1 or 2, a new process (audit events), C
-    code called through ctypes, os._exit, and every engine event. What is
-    still buffered when the worker is killed (SIGKILL, a segfault) is lost,
-    as for any script whose stdout is a pipe.
+    descriptors: os.write to fd 1 or 2, a new process (audit events),
+    os._exit, and every engine event. What is still buffered when the worker
+    is killed (SIGKILL, a segfault) is lost, as for any script whose stdout
+    is a pipe; C stdio keeps its own buffer, flushed at events, as before.
     """
     sys.addaudithook(_flush_before)
     os.write = _ordered_write
