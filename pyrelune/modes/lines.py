@@ -71,9 +71,11 @@ class LinesKernel:
             filename = self._filenames[request.code] = f"<cell {len(self._filenames) + 1}>"
         output = OutputBudget(self.max_output)
         error = None
-        self.kernel.execute(request.code, filename)
+        # Busy before the worker gets the cell: it may start, and the host
+        # send SIGINT, before this process runs another line.
         self.busy = True
         try:
+            self.kernel.execute(request.code, filename)
             for event in self.kernel.events():
                 if isinstance(event, Done):
                     error = event.error
