@@ -91,11 +91,14 @@ def _terminate(signum: int, frame: Any) -> None:
 
 
 def max_output() -> int:
+    """$PYRELUNE_MAX_OUTPUT bytes (at least 1 KiB), else the default, saying why on stderr."""
+    setting = os.environ.get("PYRELUNE_MAX_OUTPUT") or ""
     try:
-        value = int(os.environ.get("PYRELUNE_MAX_OUTPUT") or DEFAULT_MAX_OUTPUT)
+        return max(int(setting), 1024) if setting else DEFAULT_MAX_OUTPUT
     except ValueError:
-        value = DEFAULT_MAX_OUTPUT
-    return max(value, 1024)
+        stdio.write_all(f"pyrelune: PYRELUNE_MAX_OUTPUT={setting!r} is not a number of bytes; "
+                        f"using {DEFAULT_MAX_OUTPUT}\n".encode(errors="replace"), 2)
+        return DEFAULT_MAX_OUTPUT
 
 
 def main() -> int:
