@@ -276,3 +276,37 @@ def test_doctor_names_each_broken_case(places: Places, breakage: object, failing
     assert result.returncode == 1
     assert f"FAIL {failing}:" in result.stdout
     assert "fix:" in result.stdout
+
+
+def test_sh_launcher_for_a_venv_whose_path_has_spaces(places: Places, tmp_path: Path) -> None:
+    import sysconfig
+
+    from pyrelune.vix import descriptor, install
+
+    venv = tmp_path / "my envs" / "py env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    # The new environment sees this one's packages (pyrelune included) through a .pth file.
+    purelib = subprocess.run([str(venv / "bin" / "python"), "-c",
+                              "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "outer.pth").write_text(
+        f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n")
+    target = install.Target(ID, str(venv / "bin" / "python"), descriptor.load())
+    install.apply(install.plan_global_install(places, target))
+    launcher = places.bin_dir / "pyrelune"
+    assert launcher.read_text().startswith("#!/bin/sh\n")
+    source = b'{"source": "import sys; print(sys.prefix); print(sys.path[0])"}'
+    result = subprocess.run([str(launcher)], input=source, capture_output=True, env={},
+                            cwd=str(tmp_path), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["stdout"] == f"{venv}\n{tmp_path}\n"
+
+
+def test_a_process_left_holding_the_pipes_is_reported(tmp_path: Path) -> None:
+    script = tmp_path / "leaky"
+    script.write_text("#!/bin/sh\ncat >/dev/null\n(sleep 30 &)\necho '{\"ok\": true}'\n")
+    script.chmod(0o755)
+    exchange = host.run(str(script), b"{}", timeout=3)
+    assert "left a process" in exchange.failure
+    assert not host.interpret(exchange).ok
