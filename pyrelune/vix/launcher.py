@@ -7,10 +7,13 @@ site-packages). It imports nothing but pyrelune's oneshot entry point; the
 console script pip writes would also import `re`.
 
 Two forms, chosen by the interpreter's path:
-- a Python script with the interpreter as its shebang: one exec, the fastest;
+- a Python script with the interpreter as its shebang: one exec, no shell;
 - a `/bin/sh` script that `exec`s the interpreter, when the path has
   whitespace (a shebang cannot quote) or is longer than 127 bytes (kernels
   before Linux 5.1 cut the shebang line at 128 bytes).
+Measured with `bench/launcher_startup.py` (a whole `print(2 + 3)` cell): the
+shell adds about 0.5 ms to some 27 ms, and pip's console script takes about
+35 ms because of `re`.
 """
 
 from __future__ import annotations
