@@ -17,7 +17,6 @@ from pyrelune.vix.places import Places, project_package_dir
 
 PROBE = "print(6 * 7)"
 EXPECTED = "42\n"
-REINSTALL = "run `pyrelune vix install` from the Python environment Vix Note should use"
 
 
 @dataclass
@@ -39,7 +38,8 @@ Runner = Callable[[str, bytes], host.Exchange]
 def check(places: Places, package_id: str, project: Path | None = None,
           runner: Runner = host.run) -> list[Check]:
     """All checks for the global installation, or for one project's when `project` is given."""
-    reinstall = REINSTALL + (f" --project {project}" if project else "")
+    where = f" --project {project}" if project else ""
+    reinstall = f"run `pyrelune vix install{where}` from the Python environment Vix Note should use"
     checks = [_manifest_check(places, package_id, project, reinstall)]
     found = discovery.discover_global(places)
     if project is not None:
