@@ -108,6 +108,20 @@ class OutputBudget:
         yield from self.tail
 
 
+def clip(text: str, nbytes: int, sep: str = "\n") -> str:
+    """`text` within about `nbytes` UTF-8 bytes: head and tail kept, a marker between.
+
+    `sep` surrounds the marker: a space keeps a one-line message one line.
+    """
+    size = utf8_size(text)
+    if size <= nbytes:
+        return text
+    head, _ = _split(text, nbytes // 2)
+    tail = _drop_front(text, size - nbytes // 2)
+    omitted = size - utf8_size(head) - utf8_size(tail)
+    return f"{head}{sep}[... {omitted:,} bytes omitted ...]{sep}{tail}"
+
+
 def utf8_size(text: str) -> int:
     """Bytes of `text` in UTF-8; a lone surrogate counts as the 3 bytes it will become."""
     return len(text.encode("utf-8", "surrogatepass"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pyrelune import fastjson
 from pyrelune.engine.events import CellError, Display, Stream
-from pyrelune.engine.limits import Omitted, OutputBudget
+from pyrelune.engine.limits import Omitted, OutputBudget, clip
 from pyrelune.protocols.validation import errors as schema_errors
 
 TYPE_CHECKING = False
@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 PROTOCOL = "vix-note-extension-1"
+#: The error is outside the output budget, so it has caps of its own: the
+#: one-line message a host shows, and the traceback (a share of the budget).
+MAX_MESSAGE = 2000
 REQUEST_SCHEMA = "vix-note-extension-1.request"
 
 
@@ -159,9 +162,10 @@ def _render(
     response = _base(request_id, ok=error is None)
     response.update(stdout="".join(stdout), stderr="".join(stderr), outputs=outputs)
     if error is not None:
-        response["error"] = {"code": error.code, "message": error.summary,
-                             "details": error.traceback}
-        response["diagnostics"] = [{"severity": "error", "message": error.summary,
+        message = clip(error.summary, MAX_MESSAGE, " ")
+        details = clip(error.traceback, budget.limit // 8)
+        response["error"] = {"code": error.code, "message": message, "details": details}
+        response["diagnostics"] = [{"severity": "error", "message": message,
                                     "line": error.line, "column": error.column}]
     return response
 

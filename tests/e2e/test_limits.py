@@ -124,6 +124,8 @@ def test_both_streams_and_escapes_stay_under_the_cap() -> None:
 def test_huge_error_message_stays_under_the_cap(host: VixHost) -> None:
     result = host.run_cell("raise ValueError('x' * 3_000_000)")
     assert result.failure is not None and result.failure.startswith("ValueError: xxx")
+    assert result.failure.endswith("xxx (line 1)") and "\n" not in result.failure
+    assert "bytes omitted ...]" in result.failure and "bytes omitted ...]" in result.error["details"]
     assert len(result.stdout) <= 900 * 1024
 
 
