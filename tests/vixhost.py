@@ -1,8 +1,9 @@
 """A small Vix Note host: runs `pyrelune` the way Vix Note runs an extension.
 
 Written from what Vix Note's external cell runner does (vixcpp/note,
-`ExternalProcessCellRunner::run` and `assets/note.js`): fork + exec of the runtime with no arguments, no shell and
-no PATH lookup, environment and working directory inherited; the whole
+`ExternalProcessCellRunner::run` and `assets/note.js`): fork + exec of the
+runtime with no arguments, no shell and no PATH lookup, environment and
+working directory inherited; the whole
 request (compact JSON, keys sorted, UTF-8 unescaped) in one write, then stdin
 closed; stdout and stderr read separately; a 10 s wall clock (then SIGKILL of
 the runtime process only) and a 1 MiB limit on stdout + stderr together.
@@ -242,7 +243,7 @@ class VixHost:
             result.failure = "extension output is too large"
             return
         if result.returncode != 0:
-            result.failure = "extension process failed" + (f": {stderr_text}" if stderr_text else "")
+            result.failure = "extension process failed" + (f": {stderr_text}" * bool(stderr_text))
             return
         try:
             response = strict_loads(result.stdout)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from vixhost import PROTOCOL, VixHost, strict_loads
 
 
