@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 PROTOCOL = "vix-note-extension-1"
 #: The error is outside the output budget, so it has caps of its own: the
-#: one-line message a host shows, and the traceback (a share of the budget).
+#: one-line message a host shows, and the traceback; both also a share of
+#: the limit, small enough that even as six-byte JSON escapes they fit.
 MAX_MESSAGE = 2000
 REQUEST_SCHEMA = "vix-note-extension-1.request"
 
@@ -118,8 +119,13 @@ def respond(budget: OutputBudget, error: CellError | None, request_id: str | Non
     outputs in its place; everything before it is the `stdout` string.
     """
     target = budget.limit
+    failure = None
+    if error is not None:
+        failure = {"code": error.code,
+                   "message": clip(error.summary, min(MAX_MESSAGE, target // 32), " "),
+                   "details": clip(error.traceback, target // 16)}
     while True:
-        data = encode(_render(budget, error, request_id))
+        data = encode(_render(budget, error, failure, request_id))
         if len(data) <= target or budget.limit == 0:
             return data
         # Escaping and the envelope made the response bigger than what it keeps.
@@ -127,7 +133,10 @@ def respond(budget: OutputBudget, error: CellError | None, request_id: str | Non
 
 
 def _render(
-    budget: OutputBudget, error: CellError | None, request_id: str | None
+    budget: OutputBudget,
+    error: CellError | None,
+    failure: dict[str, str] | None,
+    request_id: str | None,
 ) -> dict[str, Any]:
     stdout: list[str] = []
     stderr: list[str] = []
@@ -161,11 +170,9 @@ def _render(
             outputs.append(_output(item))
     response = _base(request_id, ok=error is None)
     response.update(stdout="".join(stdout), stderr="".join(stderr), outputs=outputs)
-    if error is not None:
-        message = clip(error.summary, MAX_MESSAGE, " ")
-        details = clip(error.traceback, budget.limit // 8)
-        response["error"] = {"code": error.code, "message": message, "details": details}
-        response["diagnostics"] = [{"severity": "error", "message": message,
+    if error is not None and failure is not None:
+        response["error"] = failure
+        response["diagnostics"] = [{"severity": "error", "message": failure["message"],
                                     "line": error.line, "column": error.column}]
     return response
 
