@@ -7,15 +7,17 @@ import os
 import pty
 import subprocess
 import sys
+from pathlib import Path
 
 from vixhost import PROTOCOL, pyrelune_command
 
 REQUEST = b'{"source": "print(2 + 3)"}'
 
 
-def test_python_m_pyrelune() -> None:
+def test_python_m_pyrelune(tmp_path: Path) -> None:
+    # Not from the checkout: `-m` and `-c` put the current directory first on sys.path.
     proc = subprocess.run([sys.executable, "-m", "pyrelune"], input=REQUEST,
-                          capture_output=True, timeout=60)
+                          capture_output=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     response = json.loads(proc.stdout)
     assert (response["protocol"], response["ok"], response["stdout"]) == (PROTOCOL, True, "5\n")
@@ -56,9 +58,9 @@ os.write(2, repr(sorted(set(sys.modules) - before)).encode())
 """
 
 
-def test_the_hot_path_imports_only_what_it_needs() -> None:
+def test_the_hot_path_imports_only_what_it_needs(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", WATCH], input=REQUEST, capture_output=True,
-                          timeout=60)
+                          timeout=60, cwd=tmp_path)
     assert json.loads(proc.stdout)["stdout"] == "5\n", proc.stderr
     imported = set(eval(proc.stderr))
     forbidden = {"typer", "jsonschema", "json", "re", "enum", "dataclasses", "typing", "inspect",
