@@ -74,7 +74,7 @@ def test_traceback_shows_cell_lines_and_no_runtime_frames(host: VixHost) -> None
     assert details.startswith("Traceback (most recent call last):\n")
     assert 'File "<cell c7>", line 5, in <module>\n    f()\n' in details
     assert 'File "<cell c7>", line 3, in f\n    return value\n' in details
-    assert details.rstrip().endswith("NameError: name 'value' is not defined")
+    assert details.splitlines()[-1].startswith("NameError: name 'value' is not defined")
     assert "pyrelune" not in details and "runpy" not in details
     assert result.response["diagnostics"] == [
         {"severity": "error", "message": error["message"], "line": 3, "column": None}
