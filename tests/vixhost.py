@@ -116,11 +116,16 @@ class VixHost:
     """Runs cells through a runtime command exactly as Vix Note does."""
 
     def __init__(
-        self, command: str | None = None, env: dict[str, str] | None = None, check: bool = True
+        self,
+        command: str | None = None,
+        env: dict[str, str] | None = None,
+        check: bool = True,
+        hang_after: float = HANG_AFTER,
     ) -> None:
         self.command = command or pyrelune_command()
         self.env = env
         self.check = check
+        self.hang_after = hang_after
 
     def run_cell(self, source: str, **fields: Any) -> HostResult:
         """Run `source` with the request fields Vix Note sends."""
@@ -163,7 +168,7 @@ class VixHost:
         killer.start()
         try:
             self._write(proc, raw, result)
-            self._read(proc, result, start)
+            self._read(proc, result, self.hang_after)
         finally:
             killer.cancel()
             _kill(proc)
@@ -199,7 +204,7 @@ class VixHost:
             proc.stdin.close()
 
     @staticmethod
-    def _read(proc: subprocess.Popen[bytes], result: HostResult, start: float) -> None:
+    def _read(proc: subprocess.Popen[bytes], result: HostResult, hang_after: float) -> None:
         """stdout and stderr until EOF, within the host's limits."""
         assert proc.stdout is not None and proc.stderr is not None
         chunks: dict[int, list[bytes]] = {proc.stdout.fileno(): [], proc.stderr.fileno(): []}
@@ -211,7 +216,7 @@ class VixHost:
             while selector.get_map():
                 if exited_at is None and proc.poll() is not None:
                     exited_at = time.monotonic()
-                if exited_at is not None and time.monotonic() - exited_at > HANG_AFTER:
+                if exited_at is not None and time.monotonic() - exited_at > hang_after:
                     result.hung = True
                     break
                 if result.timed_out:
