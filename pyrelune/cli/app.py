@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from pyrelune import __version__
+from pyrelune.cli.vix import app as vix_app
 
 app = typer.Typer(
     add_completion=False,
@@ -100,6 +101,9 @@ def run(
     response = oneshot.handle(json.dumps(request).encode(), timeout)
     typer.echo(response.decode())
     raise typer.Exit(0 if json.loads(response)["ok"] else 1)
+
+
+app.add_typer(vix_app, name="vix")
 
 
 def run_app() -> None:

@@ -1,0 +1,152 @@
+"""`pyrelune vix ...`: register pyrelune with Vix Note, remove it, check it.
+
+Thin wrappers: the work is in `pyrelune.vix`.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pyrelune.vix.install import Plan, Target
+    from pyrelune.vix.places import Places
+
+app = typer.Typer(no_args_is_help=True, help="Use pyrelune as Vix Note's Python runtime.")
+
+Prefix = Annotated[
+    Optional[Path],  # noqa: UP045 (typer reads the annotation at run time on 3.10)
+    typer.Option(help="Vix's global prefix. Default: $VIX_GLOBAL_PREFIX, else ~/.vix/global.",
+                 file_okay=False),
+]
+Project = Annotated[
+    Optional[Path],  # noqa: UP045
+    typer.Option(help="A Vix project folder: use its .vix/deps/ instead of the global prefix.",
+                 file_okay=False),
+]
+ExtensionId = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--id", help="Extension id (owner/name). Default: the one in extension.json."),
+]
+DryRun = Annotated[
+    bool, typer.Option("--dry-run", help="Print what would be written; change nothing.")
+]
+
+
+def _target(package_id: str | None) -> Target:
+    from pyrelune.vix import descriptor, install
+
+    loaded = descriptor.load()
+    chosen = package_id or loaded["id"]
+    descriptor.split_id(chosen)
+    return install.Target(chosen, install.interpreter(), loaded)
+
+
+def _finish(plan: Plan, dry_run: bool) -> None:
+    from pyrelune.vix import install
+
+    if dry_run:
+        for change in plan.changes:
+            typer.echo(change.describe())
+            if change.action == "write":
+                typer.echo(change.data.decode().rstrip("\n"))
+        if not plan.changes:
+            typer.echo("nothing would change")
+    else:
+        for line in install.apply(plan):
+            typer.echo(line)
+    for note in plan.notes:
+        typer.echo(note, err=True)
+
+
+def _carry_out(
+    prefix: Path | None, project: Path | None, package_id: str | None, dry_run: bool,
+    make_plan: Callable[[Places, Path | None, Target], Plan],
+) -> tuple[Target, Plan]:
+    """Plan under the global lock (projects need none), then apply or print the plan."""
+    from pyrelune.vix import descriptor, install
+    from pyrelune.vix.places import Places
+
+    places = Places.from_env(prefix)
+    try:
+        target = _target(package_id)
+        where = project.absolute() if project is not None else None
+        with install.global_lock(places, dry_run) if where is None else nullcontext():
+            plan = make_plan(places, where, target)
+            _finish(plan, dry_run)
+    except (install.InstallError, descriptor.InvalidDescriptor, OSError) as error:
+        raise _fail(error) from None
+    return target, plan
+
+
+def _fail(error: Exception) -> typer.Exit:
+    typer.echo(f"error: {error}", err=True)
+    return typer.Exit(1)
+
+
+@app.command("install")
+def install_command(
+    prefix: Prefix = None, project: Project = None, package_id: ExtensionId = None,
+    dry_run: DryRun = False,
+    force: Annotated[bool, typer.Option(
+        help="Move aside (as .bak) a malformed installed.json or vix.json, or a launcher "
+        "pyrelune did not write, instead of stopping.")] = False,
+    enable: Annotated[bool, typer.Option(
+        help="Remove the extension from Vix Note's disabled list.")] = False,
+) -> None:
+    """Register this pyrelune (this Python environment) with Vix Note."""
+    from pyrelune.vix import install
+
+    def make_plan(places: Places, where: Path | None, target: Target) -> Plan:
+        if where is None:
+            return install.plan_global_install(places, target, force, enable)
+        return install.plan_project_install(where, places, target, force, enable)
+
+    target, plan = _carry_out(prefix, project, package_id, dry_run, make_plan)
+    if not plan.changes:
+        typer.echo(f"{target.package_id} {target.version} is already installed: nothing changed")
+    elif not dry_run:
+        where = f" --project {project}" if project else ""
+        typer.echo(f"check it with: pyrelune vix doctor{where}")
+
+
+@app.command("uninstall")
+def uninstall_command(
+    prefix: Prefix = None, project: Project = None, package_id: ExtensionId = None,
+    dry_run: DryRun = False,
+) -> None:
+    """Remove exactly what `pyrelune vix install` added."""
+    from pyrelune.vix import install
+
+    def make_plan(places: Places, where: Path | None, target: Target) -> Plan:
+        if where is None:
+            return install.plan_global_uninstall(places, target)
+        return install.plan_project_uninstall(where, target)
+
+    target, plan = _carry_out(prefix, project, package_id, dry_run, make_plan)
+    if not [c for c in plan.changes if c.action != "rmdir"]:
+        typer.echo(f"{target.package_id} was not installed: nothing removed")
+
+
+@app.command("doctor")
+def doctor_command(prefix: Prefix = None, project: Project = None,
+                   package_id: ExtensionId = None) -> None:
+    """Check the installation as Vix Note sees it and run a real cell through it."""
+    from pyrelune.vix import descriptor, doctor
+    from pyrelune.vix.places import Places
+
+    try:
+        chosen = package_id or descriptor.load()["id"]
+        descriptor.split_id(chosen)
+    except descriptor.InvalidDescriptor as error:
+        raise _fail(error) from None
+    checks = doctor.check(Places.from_env(prefix), chosen,
+                          project.absolute() if project else None)
+    for item in checks:
+        typer.echo(item.line())
+    raise typer.Exit(0 if all(c.passed for c in checks) else 1)

@@ -1,0 +1,137 @@
+"""Doctor: check an installation the way Vix Note will see it, then run a real cell.
+
+Each check is a plain value (name, passed, what was found, how to fix it) so
+the command line only prints them and tests assert on them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyrelune.vix import descriptor as descriptors
+from pyrelune.vix import discovery, host, jsonfile, launcher
+from pyrelune.vix.places import Places, project_package_dir
+
+PROBE = "print(6 * 7)"
+EXPECTED = "42\n"
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        mark = "ok  " if self.passed else "FAIL"
+        tail = "" if self.passed or not self.fix else f"\n      fix: {self.fix}"
+        return f"{mark} {self.name}: {self.detail}{tail}"
+
+
+Runner = Callable[[str, bytes], host.Exchange]
+
+
+def check(places: Places, package_id: str, project: Path | None = None,
+          runner: Runner = host.run) -> list[Check]:
+    """All checks for the global installation, or for one project's when `project` is given."""
+    where = f" --project {project}" if project else ""
+    reinstall = f"run `pyrelune vix install{where}` from the Python environment Vix Note should use"
+    checks = [_manifest_check(places, package_id, project, reinstall)]
+    found = discovery.discover_global(places)
+    if project is not None:
+        found = discovery.discover_project(project, places, into=found)
+    extension = found.find(package_id)
+    expected_source = "project" if project else "global"
+    if extension is None or extension.source != expected_source:
+        skipped = "; ".join(found.skipped) or "no entry with this id"
+        checks.append(Check("registered", False, f"Vix Note does not find {package_id} "
+                            f"({skipped})", reinstall))
+        return checks
+    checks.append(_registration_check(extension, found, reinstall))
+    checks.append(_launcher_check(extension, reinstall))
+    checks.append(Check(
+        "enabled", extension.enabled,
+        "not in Vix Note's disabled list" if extension.enabled
+        else f"listed as disabled in {places.disabled_json}",
+        "run `pyrelune vix install --enable` (or enable it in Vix Note)"))
+    if checks[-2].passed:
+        checks.append(_round_trip(extension, runner, reinstall))
+    return checks
+
+
+def _manifest_check(places: Places, package_id: str, project: Path | None,
+                    reinstall: str) -> Check:
+    """The written descriptor against the schema: every rule Vix Note applies, strictly."""
+    if project is None:
+        path, definition = places.installed_json, "installedPackage"
+    else:
+        path = project_package_dir(project, descriptors.split_id(package_id)[1]) / "vix.json"
+        definition = "projectManifest"
+    try:
+        document = jsonfile.read(path)
+    except jsonfile.Malformed as error:
+        return Check("descriptor", False, f"{error}: Vix Note ignores it entirely",
+                     f"fix or remove {path}, then {reinstall} (or add --force to keep a backup)")
+    if project is None:
+        packages = document.get("packages") if isinstance(document, dict) else None
+        entries = [p for p in packages or [] if isinstance(p, dict) and p.get("id") == package_id]
+        document = entries[-1] if entries else None
+    if document is None:
+        return Check("descriptor", False, f"no {package_id} in {path}", reinstall)
+    problems = descriptors.problems(document, definition)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return Check("descriptor", False, f"{path}: {problems[0]}{more}", reinstall)
+    return Check("descriptor", True, f"{path} follows every Vix Note rule")
+
+
+def _registration_check(extension: discovery.Extension, found: discovery.Discovery,
+                        reinstall: str) -> Check:
+    conflicts = found.conflicts(extension.id)
+    problems = extension.diagnostics + conflicts
+    if not extension.available or problems:
+        return Check("registered", False, "; ".join(problems) or "unavailable",
+                     "remove or disable the other extension" if conflicts else reinstall)
+    cells = ", ".join(f"{c} (aliases: {', '.join(extension.aliases[c]) or 'none'})"
+                      for c in extension.cell_types)
+    return Check("registered", True, f"{extension.id} {extension.version} ({extension.source}) "
+                 f"provides {cells}")
+
+
+def _launcher_check(extension: discovery.Extension, reinstall: str) -> Check:
+    path = extension.command
+    if not os.path.isfile(path):
+        return Check("launcher", False, f"{path} does not exist", reinstall)
+    if not os.access(path, os.X_OK):
+        return Check("launcher", False, f"{path} is not executable", f"chmod +x {path}")
+    with open(path, encoding="utf-8", errors="replace") as f:
+        interpreter = launcher.interpreter_of(f.read(4096))
+    if interpreter is None:
+        return Check("launcher", True, f"{path} (not written by pyrelune: the round trip "
+                     "decides)")
+    if not os.access(interpreter, os.X_OK):
+        return Check("launcher", False, f"{path} starts {interpreter}, which is gone (was its "
+                     "environment removed?)", reinstall)
+    return Check("launcher", True, f"{path} starts {interpreter}")
+
+
+def _round_trip(extension: discovery.Extension, runner: Runner, reinstall: str) -> Check:
+    payload = host.request(PROBE, extension.id, extension.version)
+    exchange = runner(extension.command, payload)
+    outcome = host.interpret(exchange)
+    took = f"{exchange.seconds * 1000:.0f} ms"
+    if outcome.ok and outcome.text() == EXPECTED and len(outcome.outputs) == 1:
+        return Check("round trip", True, f"{PROBE} gave {EXPECTED.strip()} in {took} "
+                     "(start-up included, started exactly as Vix Note does)")
+    if outcome.ok:
+        shown = "; ".join(f"{kind}: {text.strip()[:200]}" for kind, text in outcome.outputs)
+        detail = f"{PROBE} showed {shown or 'nothing'} instead of {EXPECTED.strip()}"
+    else:
+        stderr = exchange.stderr.decode("utf-8", "replace").strip()
+        detail = f"Vix Note would show {outcome.message!r}" + (
+            f"; stderr: {stderr[-300:]}" if stderr else "")
+    return Check("round trip", False, f"{detail} (after {took})", reinstall)

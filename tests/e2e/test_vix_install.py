@@ -1,0 +1,312 @@
+"""`pyrelune vix install|uninstall|doctor` as a user runs them, against a temporary HOME and
+prefix; the written files are read back by Vix Note's discovery rules and a real cell is run
+through the command Vix Note would start."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pyrelune.vix import discovery, host
+from pyrelune.vix.places import Places
+
+ID = "softadastra/pyrelune"
+FOREIGN = {"id": "other/tool", "version": "1.0", "installed_path": "/opt/other",
+           "weird": [1.5, {"k": None}], "extensions": {"note": {"api": "1", "cellTypes": []}}}
+
+
+@pytest.fixture
+def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Places:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("VIX_GLOBAL_PREFIX", str(tmp_path / "vix global"))
+    return Places.from_env()
+
+
+def pyrelune(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pyrelune", *args], capture_output=True,
+                          text=True, timeout=120, cwd=cwd)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() if p.is_file() else b"<dir>"
+            for p in sorted(root.rglob("*"))}
+
+
+def run_cell(extension: discovery.Extension, source: str, cwd: str = "") -> host.Outcome:
+    payload = host.request(source, extension.id, extension.version, cwd)
+    return host.interpret(host.run(extension.command, payload, timeout=60))
+
+
+def test_install_registers_a_runnable_extension(places: Places, tmp_path: Path) -> None:
+    result = pyrelune("vix", "install")
+    assert result.returncode == 0, result.stderr
+    extension = discovery.discover_global(places).find(ID)
+    assert extension is not None, discovery.discover_global(places).skipped
+    assert extension.available and extension.enabled and extension.diagnostics == []
+    assert extension.command == str(places.bin_dir / "pyrelune")
+    assert extension.cell_types == ["python"]
+    entry = json.loads(places.installed_json.read_text())["packages"][0]
+    assert entry["version"] == __import__("pyrelune").__version__
+    (tmp_path / "helper.py").write_text("VALUE = 5\n")
+    outcome = run_cell(extension, "import helper, sys\nprint(helper.VALUE * 2)\n1/0",
+                       str(tmp_path))
+    assert not outcome.ok and "ZeroDivisionError" in outcome.message
+    outcome = run_cell(extension, "import helper\nprint(helper.VALUE * 2)", str(tmp_path))
+    assert outcome.ok and outcome.text() == "10\n"
+
+
+def test_launcher_works_without_activation_or_path(places: Places, tmp_path: Path) -> None:
+    assert pyrelune("vix", "install").returncode == 0
+    launcher = places.bin_dir / "pyrelune"
+    result = subprocess.run([str(launcher)], input=b'{"source": "import sys; print(sys.prefix)"}',
+                            capture_output=True, env={"HOME": str(tmp_path)}, cwd="/",
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["stdout"] == sys.prefix + "\n"
+
+
+def test_launcher_imports_nothing_the_oneshot_entry_does_not(places: Places) -> None:
+    assert pyrelune("vix", "install").returncode == 0
+    request = b'{"source": "print(2 + 3)"}'
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+
+    def imported(command: list[str]) -> set[str]:
+        result = subprocess.run(command, input=request, capture_output=True, env=env, timeout=60)
+        assert json.loads(result.stdout)["stdout"] == "5\n"
+        lines = result.stderr.decode().splitlines()
+        return {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
+
+    direct = imported([sys.executable, "-c", "from pyrelune.cli.entry import main; main()"])
+    via_launcher = imported([str(places.bin_dir / "pyrelune")])
+    assert via_launcher - direct == set()
+    assert {"typer", "jsonschema", "json"} & via_launcher == set()
+
+
+def test_second_install_changes_nothing(places: Places) -> None:
+    assert pyrelune("vix", "install").returncode == 0
+    before = snapshot(places.prefix)
+    stamps = {p: p.stat().st_mtime_ns for p in places.prefix.rglob("*") if p.is_file()}
+    result = pyrelune("vix", "install")
+    assert result.returncode == 0 and "nothing changed" in result.stdout
+    assert snapshot(places.prefix) == before
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+
+def test_other_packages_are_kept_and_uninstall_restores_the_prefix(places: Places) -> None:
+    places.bin_dir.mkdir(parents=True)
+    (places.bin_dir / "tool").write_text("#!/bin/sh\n")
+    places.installed_json.write_text(json.dumps({"packages": [FOREIGN], "extra": 1}))
+    before = snapshot(places.prefix)
+    assert pyrelune("vix", "install").returncode == 0
+    document = json.loads(places.installed_json.read_text())
+    assert document["extra"] == 1
+    assert document["packages"][0] == FOREIGN and document["packages"][1]["id"] == ID
+    result = pyrelune("vix", "uninstall")
+    assert result.returncode == 0, result.stderr
+    after = snapshot(places.prefix)
+    after.pop("installed.json.lock")  # kept on purpose: see jsonfile.locked
+    assert json.loads(after.pop("installed.json")) == json.loads(before.pop("installed.json"))
+    assert after == before
+    assert "was not installed" in pyrelune("vix", "uninstall").stdout
+
+
+def test_concurrent_installs_lose_nothing(places: Places) -> None:
+    places.prefix.mkdir()
+    places.installed_json.write_text(json.dumps({"packages": [FOREIGN]}))
+    ids = [f"owner{i}/pyrelune{i}" for i in range(6)]
+    processes = [subprocess.Popen([sys.executable, "-m", "pyrelune", "vix", "install", "--id", i],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in ids]
+    for process in processes:
+        _, stderr = process.communicate(timeout=120)
+        assert process.returncode == 0, stderr
+    document = json.loads(places.installed_json.read_text())
+    assert document["packages"][0] == FOREIGN
+    assert sorted(p["id"] for p in document["packages"][1:]) == ids
+    assert [p.name for p in places.prefix.iterdir() if p.name.startswith(".")] == []
+
+
+def test_malformed_installed_json_is_never_overwritten(places: Places) -> None:
+    places.prefix.mkdir()
+    places.installed_json.write_bytes(b'{"packages": [ {"id": "mine"} ')
+    result = pyrelune("vix", "install")
+    assert result.returncode == 1
+    assert "not valid JSON" in result.stderr and "--force" in result.stderr
+    assert places.installed_json.read_bytes() == b'{"packages": [ {"id": "mine"} '
+    assert not (places.bin_dir / "pyrelune").exists()
+    result = pyrelune("vix", "install", "--force")
+    assert result.returncode == 0, result.stderr
+    backup = places.prefix / "installed.json.bak"
+    assert backup.read_bytes() == b'{"packages": [ {"id": "mine"} '
+    assert str(backup) in result.stdout + result.stderr
+    assert discovery.discover_global(places).find(ID) is not None
+
+
+def test_packages_that_is_not_an_array_is_malformed_too(places: Places) -> None:
+    places.prefix.mkdir()
+    places.installed_json.write_text('{"packages": {"id": "x"}}')
+    result = pyrelune("vix", "install")
+    assert result.returncode == 1 and "packages" in result.stderr
+
+
+def test_a_foreign_launcher_is_not_replaced(places: Places) -> None:
+    places.bin_dir.mkdir(parents=True)
+    (places.bin_dir / "pyrelune").write_bytes(b"\x7fELF old runtime")
+    result = pyrelune("vix", "install")
+    assert result.returncode == 1 and "not written by pyrelune" in result.stderr
+    assert pyrelune("vix", "install", "--force").returncode == 0
+    assert (places.bin_dir / "pyrelune.bak").read_bytes() == b"\x7fELF old runtime"
+
+
+def test_dry_run_prints_and_writes_nothing(places: Places) -> None:
+    result = pyrelune("vix", "install", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert f"would write {places.installed_json}" in result.stdout
+    assert '"id": "softadastra/pyrelune"' in result.stdout
+    assert not places.prefix.exists()
+
+
+def test_other_prefix_and_id(places: Places, tmp_path: Path) -> None:
+    other = Places(tmp_path / "elsewhere", places.home)
+    result = pyrelune("vix", "install", "--prefix", str(other.prefix), "--id", "me/py")
+    assert result.returncode == 0, result.stderr
+    assert discovery.discover_global(other).find("me/py") is not None
+    assert not places.prefix.exists()
+    assert pyrelune("vix", "install", "--id", "no-slash").returncode != 0
+
+
+def test_disabled_extension_is_reported_and_enable_fixes_it(places: Places) -> None:
+    places.disabled_json.parent.mkdir(parents=True)
+    places.disabled_json.write_text(json.dumps({"disabled": ["x/y", ID], "theme": "dark"}))
+    result = pyrelune("vix", "install")
+    assert result.returncode == 0 and "disabled" in result.stderr and "--enable" in result.stderr
+    doctor = pyrelune("vix", "doctor")
+    assert doctor.returncode == 1 and "FAIL enabled" in doctor.stdout
+    assert pyrelune("vix", "install", "--enable").returncode == 0
+    assert json.loads(places.disabled_json.read_text()) == {"disabled": ["x/y"], "theme": "dark"}
+    assert pyrelune("vix", "doctor").returncode == 0
+
+
+def test_project_install(places: Places, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    assert pyrelune("vix", "install").returncode == 0
+    result = pyrelune("vix", "install", "--project", str(project))
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((project / ".vix/deps/pyrelune/vix.json").read_text())
+    runtime = manifest["extensions"]["note"]["runtime"]
+    assert "command" not in runtime and runtime["path"] == "bin/pyrelune"
+    found = discovery.discover_project(project, places, into=discovery.discover_global(places))
+    assert found.conflicts(ID) == []
+    extension = found.find(ID)
+    assert extension is not None and extension.source == "project" and extension.available
+    assert run_cell(extension, "print('project')").text() == "project\n"
+    assert pyrelune("vix", "doctor", "--project", str(project)).returncode == 0
+    assert pyrelune("vix", "uninstall", "--project", str(project)).returncode == 0
+    assert list(project.iterdir()) == []
+    assert discovery.discover_global(places).find(ID) is not None
+
+
+def test_doctor_passes_and_prints_the_round_trip_time(places: Places) -> None:
+    assert pyrelune("vix", "install").returncode == 0
+    result = pyrelune("vix", "doctor")
+    assert result.returncode == 0, result.stdout
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "ok   descriptor", "ok   registered", "ok   launcher", "ok   enabled", "ok   round trip"]
+    assert " ms " in lines[-1]
+
+
+def test_doctor_fails_when_not_installed(places: Places) -> None:
+    result = pyrelune("vix", "doctor")
+    assert result.returncode == 1 and "fix: run `pyrelune vix install`" in result.stdout
+
+
+def broken_descriptor(places: Places) -> None:
+    document = json.loads(places.installed_json.read_text())
+    document["packages"][0]["extensions"]["note"]["api"] = 1
+    places.installed_json.write_text(json.dumps(document))
+
+
+def broken_runtime_mode(places: Places) -> None:
+    document = json.loads(places.installed_json.read_text())
+    document["packages"][0]["extensions"]["note"]["runtime"]["mode"] = "kernel"
+    places.installed_json.write_text(json.dumps(document))
+
+
+def missing_launcher(places: Places) -> None:
+    (places.bin_dir / "pyrelune").unlink()
+
+
+def not_executable(places: Places) -> None:
+    (places.bin_dir / "pyrelune").chmod(0o644)
+
+
+def interpreter_gone(places: Places) -> None:
+    path = places.bin_dir / "pyrelune"
+    path.write_text(path.read_text().replace(sys.executable, "/nonexistent/python3"))
+
+
+def conflicting_extension(places: Places) -> None:
+    document = json.loads(places.installed_json.read_text())
+    document["packages"].insert(0, {**document["packages"][0], "id": "someone/python"})
+    places.installed_json.write_text(json.dumps(document))
+
+
+def malformed(places: Places) -> None:
+    places.installed_json.write_text("{")
+
+
+@pytest.mark.parametrize(("breakage", "failing"), [
+    (broken_descriptor, "descriptor"), (broken_runtime_mode, "registered"),
+    (missing_launcher, "registered"), (not_executable, "launcher"),
+    (interpreter_gone, "launcher"), (conflicting_extension, "registered"),
+    (malformed, "descriptor"),
+])
+def test_doctor_names_each_broken_case(places: Places, breakage: object, failing: str) -> None:
+    assert pyrelune("vix", "install").returncode == 0
+    breakage(places)  # type: ignore[operator]
+    result = pyrelune("vix", "doctor")
+    assert result.returncode == 1
+    assert f"FAIL {failing}:" in result.stdout
+    assert "fix:" in result.stdout
+
+
+def test_sh_launcher_for_a_venv_whose_path_has_spaces(places: Places, tmp_path: Path) -> None:
+    import sysconfig
+
+    from pyrelune.vix import descriptor, install
+
+    venv = tmp_path / "my envs" / "py env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)
+    # The new environment sees this one's packages (pyrelune included) through a .pth file.
+    purelib = subprocess.run([str(venv / "bin" / "python"), "-c",
+                              "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "outer.pth").write_text(
+        f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n")
+    target = install.Target(ID, str(venv / "bin" / "python"), descriptor.load())
+    install.apply(install.plan_global_install(places, target))
+    launcher = places.bin_dir / "pyrelune"
+    assert launcher.read_text().startswith("#!/bin/sh\n")
+    source = b'{"source": "import sys; print(sys.prefix); print(sys.path[0])"}'
+    result = subprocess.run([str(launcher)], input=source, capture_output=True, env={},
+                            cwd=str(tmp_path), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["stdout"] == f"{venv}\n{tmp_path}\n"
+
+
+def test_a_process_left_holding_the_pipes_is_reported(tmp_path: Path) -> None:
+    script = tmp_path / "leaky"
+    script.write_text("#!/bin/sh\ncat >/dev/null\n(sleep 30 &)\necho '{\"ok\": true}'\n")
+    script.chmod(0o755)
+    exchange = host.run(str(script), b"{}", timeout=3)
+    assert "left a process" in exchange.failure
+    assert not host.interpret(exchange).ok

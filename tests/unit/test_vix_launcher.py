@@ -1,0 +1,34 @@
+"""The launcher's two forms, chosen by the interpreter path."""
+
+from __future__ import annotations
+
+import pytest
+
+from pyrelune.vix import launcher
+
+
+def test_short_plain_path_gets_a_python_shebang() -> None:
+    text = launcher.render("/venv/bin/python3")
+    assert text.startswith("#!/venv/bin/python3\n")
+    assert launcher.is_launcher(text)
+    assert launcher.interpreter_of(text) == "/venv/bin/python3"
+    assert "from pyrelune.cli.entry import main" in text
+
+
+@pytest.mark.parametrize("path", ["/my envs/py env/bin/python", "/" + "x" * 130 + "/python",
+                                  "/tab\there/python"])
+def test_paths_a_shebang_cannot_carry_get_a_sh_wrapper(path: str) -> None:
+    text = launcher.render(path)
+    assert text.startswith("#!/bin/sh\n")
+    assert launcher.interpreter_of(text) == path
+
+
+def test_relative_interpreter_is_refused() -> None:
+    with pytest.raises(ValueError):
+        launcher.render("python3")
+
+
+@pytest.mark.parametrize("text", ["", "#!/bin/sh\nexec vix\n", "#!/usr/bin/env python\nimport x\n"])
+def test_other_files_are_not_launchers(text: str) -> None:
+    assert not launcher.is_launcher(text)
+    assert launcher.interpreter_of(text) is None
