@@ -32,6 +32,9 @@ GRACE = 0.4
 LINGER = 0.05
 _CONTINUE = b'{"op": "continue"}\n'
 _EVENT_READ = 1 << 16
+#: How long a trickle of output may gather in the capture pipes unread.
+COALESCE = 0.002
+_COALESCE_BELOW = 1 << 15
 
 
 class WorkerProcess:
@@ -248,6 +251,8 @@ class Session:
         meanwhile (from a signal handler, say) escalates the same way.
         """
         deadline = time.monotonic() + timeout if timeout else None
+        resume = 0.0  # until then, output waits in the capture pipes (see below)
+        streams = {self.worker.stdout.fd, self.worker.stderr.fd}
         while True:
             now = time.monotonic()
             if deadline is not None and self._kill_at is None and now >= deadline:
@@ -257,17 +262,30 @@ class Session:
                 yield from self._kill()
                 return
             wake = self._kill_at if self._kill_at is not None else deadline
+            if now < resume:
+                wake = resume if wake is None else min(wake, resume)
             wait = None if wake is None else max(0.0, wake - now)
             if self.worker.exit_fd < 0:
                 wait = 0.05 if wait is None else min(wait, 0.05)
-            ready, _, _ = select.select([*self.fds(), self._wake_r], [], [], wait)
+            fds = self.fds()
+            if now < resume:
+                fds = [fd for fd in fds if fd not in streams]
+            ready, _, _ = select.select([*fds, self._wake_r], [], [], wait)
             if self._wake_r in ready:
                 _drain_wakeups(self._wake_r)
+            output = 0
             for event in self.read(ready):
                 if isinstance(event, Done):
                     yield self._conclude(event)
                     return
+                if isinstance(event, Stream):
+                    output += len(event.text)
                 yield event
+            if 0 < output < _COALESCE_BELOW and not self.finished:
+                # A trickle of output (a loop of prints, a line each): let it
+                # gather in the pipe for a moment instead of waking up for
+                # every line. An event still wakes us at once, and drains.
+                resume = time.monotonic() + COALESCE
 
     def _conclude(self, done: Done) -> Done:
         if self._timeout is not None:

@@ -70,7 +70,7 @@ class Channel:
         self._queued = b""
         view = memoryview(data)
         while view:
-            view = view[_write(self._event_fd, view) :]
+            view = view[os.write(self._event_fd, view) :]
 
     def post(self, event: Display) -> None:
         """Queue `event` to go with the next `send`: one write, one wake-up of the session.
@@ -110,65 +110,15 @@ class Channel:
 
 def flush_output() -> None:
     """Push every buffered byte of the cell's output into the capture pipes."""
-    flush_python_streams()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass  # the cell closed or replaced the stream: nothing of ours to flush
     if "ctypes" in sys.modules:  # C code may hold output in stdio's buffers
         import ctypes
 
         ctypes.CDLL(None).fflush(None)
-
-
-def flush_python_streams() -> None:
-    """Flush sys.stdout and sys.stderr (and the originals, which a cell may use)."""
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
-            stream.flush()  # type: ignore[union-attr]
-        except (OSError, ValueError, AttributeError):
-            pass  # the cell closed or replaced the stream: nothing of ours to flush
-
-
-#: What starts a process that may write to fds 1 and 2: Python's buffered
-#: output goes out first (see `_text_stream`). Audit events, so that every
-#: way in (subprocess, os.system, os.fork, multiprocessing, pty) is seen.
-_FLUSH_EVENTS = frozenset({
-    "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
-    "subprocess.Popen",
-})
-
-
-def _flush_before(event: str, args: tuple[Any, ...]) -> None:
-    if event in _FLUSH_EVENTS:
-        flush_python_streams()
-
-
-_write = os.write
-_exit = os._exit
-
-
-def _ordered_write(fd: int, data: Any, /) -> int:
-    """`os.write`, after Python's buffered output when it writes to fd 1 or 2."""
-    if fd == 1 or fd == 2:
-        flush_python_streams()
-    return _write(fd, data)
-
-
-def _flushing_exit(status: int) -> NoReturn:
-    """`os._exit`, after what the cell printed: a script's output survives it too."""
-    flush_output()
-    _exit(status)
-
-
-def install_flush_points() -> None:
-    """Keep output in order although sys.stdout is block-buffered.
-
-    Buffered output is written before anything else can write to the same
-    descriptors: os.write to fd 1 or 2, a new process (audit events),
-    os._exit, and every engine event. What is still buffered when the worker
-    is killed (SIGKILL, a segfault) is lost, as for any script whose stdout
-    is a pipe; C stdio keeps its own buffer, flushed at events, as before.
-    """
-    sys.addaudithook(_flush_before)
-    os.write = _ordered_write
-    os._exit = _flushing_exit
 
 
 class _Interruptible:
@@ -239,7 +189,6 @@ def become_worker(out_fd: int, err_fd: int, where: str) -> _StdFds:
     _signal.signal(_signal.SIGINT, interrupt_guard)
     global _worker_pid
     _worker_pid = os.getpid()
-    install_flush_points()
     std = _StdFds(out_fd, err_fd)
     os.close(out_fd)
     os.close(err_fd)
@@ -264,31 +213,16 @@ def _reset_signal_handlers() -> None:
             pass  # not a signal this platform lets us set
 
 
-class _Unbuffered(io.TextIOWrapper):
-    """sys.stderr: each write reaches fd 2 at once, after any buffered stdout.
-
-    So stderr text is never stuck behind a crash, and stdout and stderr keep
-    the order they were written in.
-    """
-
-    def write(self, text: str) -> int:
-        flush_python_streams()
-        written = super().write(text)
-        self.flush()
-        return written
-
-
 def _text_stream(fd: int) -> io.TextIOWrapper:
-    # stdout is block-buffered: one write per 64 KiB rather than per line, a
-    # syscall and a wake-up of the session saved per print. Order with what
-    # os.write, subprocesses and C code put on the same descriptors is kept
-    # by the flush points (`install_flush_points`). Lone surrogates are
-    # written as escapes instead of failing the print.
-    kind = io.TextIOWrapper if fd == 1 else _Unbuffered
-    return kind(
-        io.BufferedWriter(io.FileIO(fd, "w", closefd=False), buffer_size=1 << 16),
+    # Line-buffered: each printed line is one write, so lines keep their order
+    # with what os.write, subprocesses and C code put on the same descriptor,
+    # and what was printed before a crash is not lost.
+    # Lone surrogates are written as escapes instead of failing the print.
+    return io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(fd, "w", closefd=False)),
         encoding="utf-8",
         errors="backslashreplace",
+        line_buffering=True,
     )
 
 
