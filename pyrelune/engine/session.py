@@ -248,7 +248,8 @@ class Session:
         Past the deadline the cell is interrupted, and killed with its whole
         process group after `GRACE`; the Done then carries a `timeout` error
         with whatever traceback the interrupt produced. An `interrupt()` made
-        meanwhile (from a signal handler, say) escalates the same way.
+        meanwhile (from a signal handler, say) escalates the same way. Output
+        that trickles in is read in batches, at most `COALESCE` late.
         """
         deadline = time.monotonic() + timeout if timeout else None
         resume = 0.0  # until then, output waits in the capture pipes (see below)
