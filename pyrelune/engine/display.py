@@ -56,6 +56,7 @@ _CANARY = "_ipython_canary_method_should_not_exist_"
 _IPYTHON_MODULES = ("IPython.core.display_functions", "IPython.core.display")
 
 _sink: Sink | None = None
+_sink_pid = 0  # a process the cell forks must not speak on its parent's channel
 
 
 def connect(sink: Sink) -> None:
@@ -65,8 +66,8 @@ def connect(sink: Sink) -> None:
     replaced if a cell imports IPython, and matplotlib draws with pyrelune's
     backend unless the user chose one.
     """
-    global _sink
-    _sink = sink
+    global _sink, _sink_pid
+    _sink, _sink_pid = sink, os.getpid()
     builtins.display = display  # type: ignore[attr-defined]
     if not os.environ.get("MPLBACKEND"):
         os.environ["MPLBACKEND"] = MATPLOTLIB_BACKEND
@@ -109,9 +110,9 @@ def show_result(value: Any) -> None:
 
 
 def _send(data: dict[str, Any], metadata: dict[str, Any], is_result: bool) -> None:
-    if _sink is not None:
+    if _sink is not None and os.getpid() == _sink_pid:
         _sink(data, metadata, is_result)
-    else:  # not in a worker (a script, a subprocess of a cell): print as IPython does
+    else:  # not in a worker (a script, a child of a cell): print as IPython does
         print(data.get("text/plain", ""))
 
 

@@ -262,3 +262,17 @@ def _request(source: str) -> bytes:
     from vixhost import encode_request
 
     return encode_request({"protocol": "vix-note-extension-1", "source": source})
+
+
+def test_a_process_the_cell_forks_displays_as_text(host: VixHost) -> None:
+    source = """\
+import multiprocessing
+def child():
+    display("from the child")
+process = multiprocessing.get_context("fork").Process(target=child)
+process.start()
+process.join()
+display("from the cell")
+"""
+    result = host.run_cell(source)
+    assert result.shown == [("stdout", "'from the child'\n"), ("stdout", "'from the cell'")]

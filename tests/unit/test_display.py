@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from typing import Any, ClassVar
 
 import pytest
@@ -231,6 +232,7 @@ def test_json_safe(mime: str, value: Any, expected: Any) -> None:
 def test_display_sends_each_object_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[tuple[dict[str, Any], dict[str, Any], bool]] = []
     monkeypatch.setattr(rich, "_sink", lambda *bundle: sent.append(bundle))
+    monkeypatch.setattr(rich, "_sink_pid", os.getpid())
     display(1, AllReprs(), include=["text/plain", "text/html"], metadata={"tag": "x"})
     display({"text/markdown": "# raw", "image/png": PNG}, raw=True, display_id=True)
     show_result("done")
@@ -246,6 +248,7 @@ def test_display_sends_each_object_in_order(monkeypatch: pytest.MonkeyPatch) -> 
 def test_display_of_nothing_showable_sends_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[Any] = []
     monkeypatch.setattr(rich, "_sink", lambda *bundle: sent.append(bundle))
+    monkeypatch.setattr(rich, "_sink_pid", os.getpid())
     display(1, exclude=["text/plain"])
     assert sent == []
 
