@@ -35,9 +35,9 @@ class Presenter:
     def add(self, item: Stream | Display) -> None:
         if isinstance(item, Stream):
             line = self._lines.setdefault(item.name, Line())
-            text = line.feed(item.text)
-            if text:
-                self._sink(Stream(item.name, text))
+            for text in line.feed(item.text):
+                if text:
+                    self._sink(Stream(item.name, text))
         else:
             self.flush()
             self._sink(item)
@@ -60,20 +60,27 @@ class Line:
         self.size = 0
         self.col = 0
 
-    def feed(self, text: str) -> str:
-        """Apply `text`; return what is settled (finished lines, wrapped rows)."""
+    def feed(self, text: str) -> list[str]:
+        """Apply `text`; return what is settled (finished lines, wrapped rows), in order.
+
+        Pieces rather than one string: a flood of plain lines is passed on
+        with at most one copy of each chunk.
+        """
         done: list[str] = []
         if "\r" not in text and "\b" not in text:  # the fast path: plain lines
-            first = text.find("\n")
-            if first < 0:
-                self._write(text, done)
-                return "".join(done)
             last = text.rfind("\n")
-            self._write(text[:first], done)
-            done.append(self.take())
-            done.append(text[first : last + 1])
+            if last < 0:
+                self._write(text, done)
+                return done
+            first = text.find("\n")
+            if self.parts:  # the line held back ends at the first newline
+                self._write(text[:first], done)
+                done.append(self.take())
+            else:
+                first = 0
+            done.append(text if (first, last) == (0, len(text) - 1) else text[first : last + 1])
             self._write(text[last + 1 :], done)
-            return "".join(done)
+            return done
         for index, piece in enumerate(text.split("\n")):
             if index:
                 done.append(self.take() + "\n")
@@ -84,7 +91,7 @@ class Line:
                     if back:
                         self.col = max(0, self.col - 1)
                     self._write(run, done)
-        return "".join(done)
+        return done
 
     def take(self) -> str:
         """The line as it stands; the next text starts a new one."""
