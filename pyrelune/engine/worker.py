@@ -19,7 +19,7 @@ import sys
 
 from pyrelune import fastjson
 from pyrelune.engine.cell import run_cell
-from pyrelune.engine.display import mime_bundle
+from pyrelune.engine.display import connect, show_result
 from pyrelune.engine.events import Display, Done, InputRequest, to_wire
 
 TYPE_CHECKING = False
@@ -75,8 +75,8 @@ class Channel:
     def post(self, event: Display) -> None:
         """Queue `event` to go with the next `send`: one write, one wake-up of the session.
 
-        Only for an event nothing of the cell can follow (the final result,
-        then Done), since output written meanwhile would be read before it.
+        Only for an event that no output of the cell follows (the final
+        result), since the session would read such output before it.
         """
         flush_output()
         self._queued += (fastjson.dumps(to_wire(event)) + "\n").encode()
@@ -102,10 +102,17 @@ class Channel:
         message: dict[str, Any] = fastjson.loads(line.decode())
         return message
 
-    def show_result(self, value: Any) -> None:
-        """Display the final expression's value; nothing of the cell follows, so no wait."""
-        data, metadata = mime_bundle(value)
-        self.post(Display(data, metadata, is_result=True))
+    def publish(self, data: dict[str, Any], metadata: dict[str, Any], is_result: bool) -> None:
+        """Show a MIME bundle (a `display()` or the final expression) in its place.
+
+        The final expression is not waited for: only the cell's open figures
+        follow it, and they are displays that wait for their own turn. It is
+        posted, to go in one write with what follows (Done, usually).
+        """
+        if is_result:
+            self.post(Display(data, metadata, is_result))
+        else:
+            self.ask(Display(data, metadata, is_result))
 
 
 def flush_output() -> None:
@@ -236,9 +243,10 @@ _worker_pid = 0  # set by become_worker
 
 def _run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
     """Run one cell and report its end, unless this is a child the cell forked."""
+    connect(channel.publish)
     interrupt_guard.running = True
     try:
-        error = run_cell(cell.source, cell.filename, namespace, channel.show_result)
+        error = run_cell(cell.source, cell.filename, namespace, show_result)
     finally:
         interrupt_guard.running = False
         if os.getpid() != _worker_pid:
