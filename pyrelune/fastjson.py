@@ -69,3 +69,16 @@ def dumps(obj: Any, ensure_ascii: bool = True, allow_nan: bool = True) -> str:
         quote = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
         return str(quote(obj))
     return "".join(_encoders[ensure_ascii, allow_nan](obj, 0))
+
+
+def dumps_utf8(obj: Any) -> bytes:
+    """Strict JSON in UTF-8, as strict parsers want it: lone surrogates become U+FFFD.
+
+    NaN and infinities are refused (ValueError) rather than written as the
+    bare words `json` uses, which are not JSON.
+    """
+    text = dumps(obj, ensure_ascii=False, allow_nan=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")

@@ -26,6 +26,7 @@ app = typer.Typer(
 
 class Mode(str, enum.Enum):
     oneshot = "oneshot"
+    lines = "lines"
 
 
 def _version(value: bool) -> None:
@@ -52,6 +53,13 @@ def root(
         return
     if timeout is not None and timeout < 0:
         raise typer.BadParameter("must be >= 0", param_hint="--timeout")
+    if mode is Mode.lines:
+        if timeout is not None:
+            raise typer.BadParameter("applies to oneshot mode only: a kernel's cells run until "
+                                     "done or interrupted", param_hint="--timeout")
+        from pyrelune.modes import lines
+
+        raise typer.Exit(lines.main())
     from pyrelune.modes import oneshot
 
     raise typer.Exit(oneshot.main(timeout))

@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import sys
 
+#: Kernel modes a host spawns, started without the full command line: a host
+#: waits for the first answer, and typer alone takes about 100 ms to import.
+_FAST_MODES = {("--mode", "lines"): "lines", ("--mode=lines",): "lines"}
+
 
 def main() -> None:
     if len(sys.argv) == 1:
         from pyrelune.modes import oneshot
 
         sys.exit(oneshot.main())
+    if _FAST_MODES.get(tuple(sys.argv[1:])) == "lines":
+        from pyrelune.modes import lines
+
+        sys.exit(lines.main())
     from pyrelune.cli.app import run_app
 
     run_app()

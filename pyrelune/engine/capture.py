@@ -26,6 +26,9 @@ class CapturedStream:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         os.set_blocking(fd, False)
 
+    def fileno(self) -> int:
+        return self.fd
+
     def read_available(self) -> Stream | None:
         """What the pipe holds right now (up to 1 MiB), or None when it holds nothing."""
         parts: list[str] = []

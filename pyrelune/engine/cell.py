@@ -1,8 +1,8 @@
 """Compile and run one cell in a namespace, the way a script runs.
 
 Runs inside the worker. The source is parsed with the compiler's own AST flag
-(no `ast` module import on the hot path); a final bare expression is split off
-and evaluated separately so that its value can be displayed. Top-level `await`
+(no `ast` module import on the hot path); a final bare expression becomes an
+assignment whose value is taken back and displayed. Top-level `await`
 is compiled in, and only a cell that uses it pays for `asyncio`.
 """
 
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 _ONLY_AST = 0x400  # ast.PyCF_ONLY_AST
 _TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
+#: Where the final expression's value is left for `_execute` to take back.
+_RESULT = "__pyrelune_result__"
 
 # Sources of the cells this process ran, by filename, so tracebacks can quote
 # them. Handed to `linecache` only once something imports it (an error, or the
@@ -65,11 +67,11 @@ def run_cell(
     remember_source(filename, source)
     try:
         try:
-            body, final = _compile(source, filename)
+            code, has_result = _compile(source, filename)
         except (SyntaxError, ValueError) as exc:
             return syntax_error(exc, filename)
         try:
-            value = _execute(body, final, namespace)
+            value = _execute(code, has_result, namespace)
             if value is not None:
                 namespace["_"] = value
                 show_result(value)
@@ -87,17 +89,27 @@ def run_cell(
     return None
 
 
-def _compile(source: str, filename: str) -> tuple[CodeType, CodeType | None]:
+def _compile(source: str, filename: str) -> tuple[CodeType, bool]:
+    """One code object for the cell, and whether it ends in an expression to show.
+
+    A final bare expression becomes an assignment to `_RESULT`, so the cell
+    is parsed once and compiled once (a cell's cost is mostly compiling).
+    """
     flags = _TOP_LEVEL_AWAIT
     tree = compile(source, filename, "exec", flags | _ONLY_AST)
-    final = None
     statements = tree.body
+    has_result = False
     if statements and isinstance(statements[-1], _ast.Expr):
         last = statements[-1]
         if not _followed_by_semicolon(source, last):
-            statements.pop()
-            final = compile(_ast.Expression(last.value), filename, "eval", flags)
-    return compile(tree, filename, "exec", flags), final
+            target = _ast.Name(id=_RESULT, ctx=_ast.Store())
+            assign = _ast.Assign(targets=[target], value=last.value)
+            for node in (target, assign):  # the expression's place, for tracebacks
+                node.lineno, node.col_offset = last.lineno, last.col_offset
+                node.end_lineno, node.end_col_offset = last.end_lineno, last.end_col_offset
+            statements[-1] = assign
+            has_result = True
+    return compile(tree, filename, "exec", flags), has_result
 
 
 def _followed_by_semicolon(source: str, node: Any) -> bool:
@@ -107,28 +119,22 @@ def _followed_by_semicolon(source: str, node: Any) -> bool:
     return bool(rest.lstrip().startswith(";"))
 
 
-def _execute(body: CodeType, final: CodeType | None, namespace: dict[str, Any]) -> Any:
-    if not (body.co_flags | (final.co_flags if final else 0)) & _CO_COROUTINE:
-        exec(body, namespace)
-        return eval(final, namespace) if final is not None else None
-    return _execute_async(body, final, namespace)
+def _execute(code: CodeType, has_result: bool, namespace: dict[str, Any]) -> Any:
+    """Run the cell; the final expression's value, or None."""
+    if code.co_flags & _CO_COROUTINE:
+        _execute_async(code, namespace)
+    else:
+        exec(code, namespace)
+    return namespace.pop(_RESULT, None) if has_result else None
 
 
-def _execute_async(body: CodeType, final: CodeType | None, namespace: dict[str, Any]) -> Any:
-    """Top-level await: body and final expression share one event loop."""
+def _execute_async(code: CodeType, namespace: dict[str, Any]) -> None:
+    """Top-level await: the cell runs as a coroutine on a loop of its own."""
     import asyncio
 
     loop = asyncio.new_event_loop()
     try:
-        pending = eval(body, namespace)
-        if body.co_flags & _CO_COROUTINE:
-            loop.run_until_complete(pending)
-        if final is None:
-            return None
-        value = eval(final, namespace)
-        if final.co_flags & _CO_COROUTINE:
-            value = loop.run_until_complete(value)
-        return value
+        loop.run_until_complete(eval(code, namespace))
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()

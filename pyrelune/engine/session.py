@@ -31,6 +31,10 @@ GRACE = 0.4
 #: After the cell is over, how long stragglers may still deliver output.
 LINGER = 0.05
 _CONTINUE = b'{"op": "continue"}\n'
+_EVENT_READ = 1 << 16
+#: How long a trickle of output may gather in the capture pipes unread.
+COALESCE = 0.002
+_COALESCE_BELOW = 1 << 15
 
 
 class WorkerProcess:
@@ -153,10 +157,18 @@ class Session:
         return fds
 
     def drain(self) -> Iterator[Stream]:
-        """Every byte the capture pipes hold right now."""
-        for stream in (self.worker.stdout, self.worker.stderr):
-            while (chunk := stream.read_available()) is not None:
-                yield chunk
+        """Every byte the capture pipes hold right now.
+
+        One select asks both pipes: most events come with no output pending,
+        and a read that finds nothing costs a syscall and an exception each.
+        """
+        streams = [s for s in (self.worker.stdout, self.worker.stderr) if not s.closed]
+        if not streams or not (ready := select.select(streams, [], [], 0)[0]):
+            return
+        for stream in streams:
+            if stream in ready:
+                while (chunk := stream.read_available()) is not None:
+                    yield chunk
 
     def read(self, ready: Iterable[int]) -> Iterator[Event]:
         """Turn whatever `ready` says is readable into events, never blocking."""
@@ -173,23 +185,32 @@ class Session:
             yield from self._died()
 
     def _read_events(self) -> Iterator[Event]:
+        """The events in the pipe, each after the output the cell wrote before it.
+
+        One drain per read is enough: the worker waits for an answer after
+        every event but the final result, which only Done follows (and which
+        it writes together with Done), so the output pending now all came
+        before the events just read.
+        """
         while self._events_open:
             try:
-                data = os.read(self.worker.event_fd, 1 << 16)
+                data = os.read(self.worker.event_fd, _EVENT_READ)
             except BlockingIOError:
                 return
             if not data:
                 self._events_open = False
                 return
+            yield from self.drain()
             self._pending += data
             while b"\n" in self._pending:
                 line, _, self._pending = self._pending.partition(b"\n")
                 event = from_wire(fastjson.loads(line.decode()))
-                yield from self.drain()
                 self.finished = isinstance(event, Done)
                 yield event
                 if isinstance(event, Display) and not event.is_result:
                     self.send(_CONTINUE)  # the worker waits for it (Channel.ask)
+            if len(data) < _EVENT_READ:
+                return  # the pipe is empty: no need for a read that says so
 
     def _died(self) -> Iterator[Event]:
         status = self.worker.reap(block=True)
@@ -227,9 +248,12 @@ class Session:
         Past the deadline the cell is interrupted, and killed with its whole
         process group after `GRACE`; the Done then carries a `timeout` error
         with whatever traceback the interrupt produced. An `interrupt()` made
-        meanwhile (from a signal handler, say) escalates the same way.
+        meanwhile (from a signal handler, say) escalates the same way. Output
+        that trickles in is read in batches, at most `COALESCE` late.
         """
         deadline = time.monotonic() + timeout if timeout else None
+        resume = 0.0  # until then, output waits in the capture pipes (see below)
+        streams = {self.worker.stdout.fd, self.worker.stderr.fd}
         while True:
             now = time.monotonic()
             if deadline is not None and self._kill_at is None and now >= deadline:
@@ -239,17 +263,30 @@ class Session:
                 yield from self._kill()
                 return
             wake = self._kill_at if self._kill_at is not None else deadline
+            if now < resume:
+                wake = resume if wake is None else min(wake, resume)
             wait = None if wake is None else max(0.0, wake - now)
             if self.worker.exit_fd < 0:
                 wait = 0.05 if wait is None else min(wait, 0.05)
-            ready, _, _ = select.select([*self.fds(), self._wake_r], [], [], wait)
+            fds = self.fds()
+            if now < resume:
+                fds = [fd for fd in fds if fd not in streams]
+            ready, _, _ = select.select([*fds, self._wake_r], [], [], wait)
             if self._wake_r in ready:
                 _drain_wakeups(self._wake_r)
+            output = 0
             for event in self.read(ready):
                 if isinstance(event, Done):
                     yield self._conclude(event)
                     return
+                if isinstance(event, Stream):
+                    output += len(event.text)
                 yield event
+            if 0 < output < _COALESCE_BELOW and not self.finished:
+                # A trickle of output (a loop of prints, a line each): let it
+                # gather in the pipe for a moment instead of waking up for
+                # every line. An event still wakes us at once, and drains.
+                resume = time.monotonic() + COALESCE
 
     def _conclude(self, done: Done) -> Done:
         if self._timeout is not None:

@@ -61,14 +61,25 @@ class Channel:
         self._event_fd = event_fd
         self._control_fd = control_fd
         self._pending = b""
+        self._queued = b""  # events posted, written with the next one sent
 
     def send(self, event: Display | InputRequest | Done) -> None:
-        """Report `event` after everything the cell wrote before it."""
+        """Report `event` (and any posted before it) after everything the cell wrote."""
         flush_output()
-        data = (fastjson.dumps(to_wire(event)) + "\n").encode()
+        data = self._queued + (fastjson.dumps(to_wire(event)) + "\n").encode()
+        self._queued = b""
         view = memoryview(data)
         while view:
             view = view[os.write(self._event_fd, view) :]
+
+    def post(self, event: Display) -> None:
+        """Queue `event` to go with the next `send`: one write, one wake-up of the session.
+
+        Only for an event that no output of the cell follows (the final
+        result), since the session would read such output before it.
+        """
+        flush_output()
+        self._queued += (fastjson.dumps(to_wire(event)) + "\n").encode()
 
     def ask(self, event: Display | InputRequest) -> dict[str, Any]:
         """Send `event` and wait for the session's answer.
@@ -95,10 +106,11 @@ class Channel:
         """Show a MIME bundle (a `display()` or the final expression) in its place.
 
         The final expression is not waited for: only the cell's open figures
-        follow it, and they are displays that wait for their own turn.
+        follow it, and they are displays that wait for their own turn. It is
+        posted, to go in one write with what follows (Done, usually).
         """
         if is_result:
-            self.send(Display(data, metadata, is_result))
+            self.post(Display(data, metadata, is_result))
         else:
             self.ask(Display(data, metadata, is_result))
 
@@ -180,7 +192,10 @@ def _identity(fd: int) -> tuple[int, int] | None:
 def become_worker(out_fd: int, err_fd: int, where: str) -> _StdFds:
     """Rewire this freshly forked process so that user code can run in it."""
     os.setpgid(0, 0)  # one process group: interrupts and kills reach the cell's children
+    _reset_signal_handlers()
     _signal.signal(_signal.SIGINT, interrupt_guard)
+    global _worker_pid
+    _worker_pid = os.getpid()
     std = _StdFds(out_fd, err_fd)
     os.close(out_fd)
     os.close(err_fd)
@@ -189,9 +204,26 @@ def become_worker(out_fd: int, err_fd: int, where: str) -> _StdFds:
     return std
 
 
+def _reset_signal_handlers() -> None:
+    """Signals as a script gets them, not as the supervisor handles them.
+
+    The worker is forked from the supervisor, whose Python-level handlers (a
+    kernel's SIGTERM, say) belong to it: run in the worker they would act on
+    a copy of the supervisor's state. Ignored signals stay ignored (SIGPIPE,
+    as Python sets it up).
+    """
+    for signum in range(1, _signal.NSIG):
+        try:
+            if callable(_signal.getsignal(signum)):
+                _signal.signal(signum, _signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # not a signal this platform lets us set
+
+
 def _text_stream(fd: int) -> io.TextIOWrapper:
     # Line-buffered: each printed line is one write, so lines keep their order
-    # with what os.write, subprocesses and C code put on the same descriptor.
+    # with what os.write, subprocesses and C code put on the same descriptor,
+    # and what was printed before a crash is not lost.
     # Lone surrogates are written as escapes instead of failing the print.
     return io.TextIOWrapper(
         io.BufferedWriter(io.FileIO(fd, "w", closefd=False)),
@@ -206,16 +238,18 @@ def fresh_namespace() -> dict[str, Any]:
     return {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
 
 
+_worker_pid = 0  # set by become_worker
+
+
 def _run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
     """Run one cell and report its end, unless this is a child the cell forked."""
-    pid = os.getpid()
     connect(channel.publish)
     interrupt_guard.running = True
     try:
         error = run_cell(cell.source, cell.filename, namespace, show_result)
     finally:
         interrupt_guard.running = False
-        if os.getpid() != pid:
+        if os.getpid() != _worker_pid:
             os._exit(0)  # a forked child that returned into the runtime: end it quietly
     channel.send(Done(error))
 

@@ -410,8 +410,4 @@ def _base(request_id: str | None, ok: bool) -> dict[str, Any]:
 
 def encode(response: dict[str, Any]) -> bytes:
     """Strict JSON in UTF-8: lone surrogates become U+FFFD, NaN is refused."""
-    text = fastjson.dumps(response, ensure_ascii=False, allow_nan=False)
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode("utf-8")
+    return fastjson.dumps_utf8(response)

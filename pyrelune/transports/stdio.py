@@ -27,3 +27,37 @@ def write_all(data: bytes, fd: int = 1) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+class LineReader:
+    """Lines from `fd`, read in large chunks so that pipelined requests cost one read.
+
+    Each line comes without its newline; a last line without one still counts.
+    """
+
+    def __init__(self, fd: int = 0) -> None:
+        self._fd = fd
+        self._lines: list[bytes] = []  # complete lines, last first
+        self._partial: list[bytes] = []  # the start of the next line, in pieces
+
+    def __iter__(self) -> LineReader:
+        return self
+
+    def __next__(self) -> bytes:
+        while not self._lines:
+            chunk = os.read(self._fd, 1 << 16)
+            if not chunk:
+                if not self._partial:
+                    raise StopIteration
+                line = b"".join(self._partial)
+                self._partial = []
+                return line
+            if b"\n" not in chunk:
+                self._partial.append(chunk)
+                continue
+            self._partial.append(chunk)
+            *complete, rest = b"".join(self._partial).split(b"\n")
+            self._partial = [rest] if rest else []
+            complete.reverse()
+            self._lines = complete
+        return self._lines.pop()

@@ -1,0 +1,133 @@
+"""The lines kernel codec: one JSON request per line in, one JSON result per line out.
+
+No I/O here. Every response has exactly the six fields of the protocol
+(`id`, `type`, `stdout`, `stderr`, `error`, `output_type`), whatever the
+request was: a host that checks ids and parses every line must never see
+anything else. Responses are strict JSON in UTF-8 on one line (no NaN, no
+lone surrogate, no raw newline).
+"""
+
+from __future__ import annotations
+
+from pyrelune import fastjson
+from pyrelune.engine.events import CellError, Display, Stream
+from pyrelune.engine.limits import Omitted, OutputBudget
+from pyrelune.protocols.validation import errors as schema_errors
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+REQUEST_SCHEMA = "lines-kernel.request"
+#: The request types this kernel understands; any other is answered with an error.
+KNOWN_TYPES = ("execute", "restart", "ping")
+INTERRUPTED = "KeyboardInterrupt: Execution interrupted"
+_KINDS = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+
+
+class Request:
+    """A well-formed request: `type` is one of `KNOWN_TYPES`."""
+
+    __slots__ = ("code", "id", "type")
+
+    def __init__(self, request_id: str, kind: str, code: str) -> None:
+        self.id = request_id
+        self.type = kind
+        self.code = code
+
+
+class Rejected(Exception):
+    """A line that is not a request this kernel can act on; answered with `response()`."""
+
+    def __init__(self, request_id: str, message: str) -> None:
+        super().__init__(message)
+        self.id = request_id
+        self.message = message
+
+    def response(self) -> bytes:
+        return response(self.id, error=self.message)
+
+
+def parse_request(line: bytes) -> Request:
+    """Decode and check one request line; raises `Rejected` with the error to answer."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Rejected(
+            "", f"Invalid JSON: not UTF-8 (byte 0x{line[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    try:
+        message = fastjson.loads(text)
+    except ValueError as exc:  # json.JSONDecodeError
+        raise Rejected("", f"Invalid JSON: {exc}") from None
+    except RecursionError:
+        raise Rejected("", "Invalid JSON: nested too deeply") from None
+    if not isinstance(message, dict):
+        got = _KINDS.get(type(message), "a number")
+        raise Rejected("", f"Invalid request: expected a JSON object, got {got}")
+    request_id = message.get("id", "")
+    if not isinstance(request_id, str):
+        request_id = ""
+    problems = schema_errors(message, REQUEST_SCHEMA)
+    if problems:
+        raise Rejected(request_id, f"Invalid request: {problems[0]}")
+    kind: str = message["type"]
+    if kind not in KNOWN_TYPES:
+        raise Rejected(request_id, f"Unknown request type: {kind}")
+    return Request(request_id, kind, message.get("code", ""))
+
+
+def response(
+    request_id: str, stdout: str = "", stderr: str = "", error: str | None = None
+) -> bytes:
+    """One response line (newline included)."""
+    return encode({"id": request_id, "type": "result", "stdout": stdout, "stderr": stderr,
+                   "error": error, "output_type": "text"})
+
+
+def pong(request_id: str) -> bytes:
+    return response(request_id, stdout="pong")
+
+
+def cell_response(request_id: str, output: OutputBudget, error: CellError | None) -> bytes:
+    """The response to a cell: its output in order, then what went wrong, if anything.
+
+    Displays (`display()` and the final expression) are text in `stdout`, a
+    line each, between the prints around them; this protocol has no other
+    place for them.
+    """
+    stdout: list[str] = []
+    stderr: list[str] = []
+    for item in output.items():
+        if isinstance(item, Stream):
+            (stdout if item.name == "stdout" else stderr).append(item.text)
+        elif isinstance(item, Display):
+            stdout.append(f"{item.data.get('text/plain', '')}\n")
+        else:
+            _omitted(item, stdout, stderr)
+    return response(request_id, "".join(stdout), "".join(stderr), error_text(error))
+
+
+def _omitted(marker: Omitted, stdout: list[str], stderr: list[str]) -> None:
+    if marker.displays:
+        stdout.append(f"[... {marker.displays:,} displayed outputs omitted ...]\n")
+    if note := marker.text("stdout"):
+        stdout.append(note)
+    if note := marker.text("stderr"):
+        stderr.append(note)
+
+
+def error_text(error: CellError | None) -> str | None:
+    """The `error` field: the cell's traceback, the interrupt string, or what happened."""
+    if error is None:
+        return None
+    if error.code == "interrupted":
+        return f"KeyboardInterrupt: {error.evalue}"
+    if error.ename and error.traceback:
+        return error.traceback
+    return error.summary
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """Strict JSON in UTF-8 on one line (JSON text never holds a raw newline)."""
+    return fastjson.dumps_utf8(message) + b"\n"
