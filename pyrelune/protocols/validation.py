@@ -18,10 +18,13 @@ from pyrelune import fastjson
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, TypeAlias
+
+    Check: TypeAlias = Callable[[Any], bool]
 
 SCHEMA_DIR = os.path.dirname(pyrelune.schemas.__file__ or "")
 _cache: dict[str, dict[str, Any]] = {}
+_checks: dict[str, Check] = {}
 _ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "default", "examples"})
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
@@ -44,7 +47,10 @@ def schema(name: str) -> dict[str, Any]:
 
 def errors(instance: Any, name: str) -> list[str]:
     """Why `instance` does not match schema `name`: empty when it does."""
-    if quick_valid(instance, schema(name)):
+    check = _checks.get(name)
+    if check is None:
+        check = _checks[name] = compile_check(schema(name))
+    if check(instance):
         return []
     return authoritative_errors(instance, schema(name))
 
@@ -71,45 +77,70 @@ def _shorten(text: str, limit: int = 300) -> str:
 
 def quick_valid(instance: Any, spec: dict[str, Any] | bool) -> bool:
     """True only when `instance` certainly satisfies `spec`; False means "ask jsonschema"."""
+    return compile_check(spec)(instance)
+
+
+def compile_check(spec: dict[str, Any] | bool) -> Check:
+    """`spec` turned into one function, so a message costs no schema walk.
+
+    A keyword this interpreter does not know makes the whole check answer
+    False ("not sure"), which hands every instance to jsonschema.
+    """
     if isinstance(spec, bool):
-        return spec
+        return _always if spec else _never
+    checks = []
     for keyword, value in spec.items():
         if keyword in _ANNOTATIONS:
             continue
-        check = _KEYWORDS.get(keyword)
-        if check is None or not check(instance, value, spec):
-            return False
+        make = _KEYWORDS.get(keyword)
+        if make is None:
+            return _never
+        checks.append(make(value, spec))
+    if len(checks) == 1:
+        return checks[0]
+    return lambda instance: all(check(instance) for check in checks)
+
+
+def _always(instance: Any) -> bool:
     return True
 
 
-def _type(instance: Any, expected: str | list[str], _: dict[str, Any]) -> bool:
-    names = [expected] if isinstance(expected, str) else expected
-    for name in names:
-        types = _TYPES.get(name)
-        if types is None:
-            return False
-        if isinstance(instance, types) and (name == "boolean" or not isinstance(instance, bool)):
-            return True
+def _never(instance: Any) -> bool:
     return False
 
 
-def _properties(instance: Any, props: dict[str, Any], _: dict[str, Any]) -> bool:
-    if not isinstance(instance, dict):
-        return True
-    return all(quick_valid(instance[k], sub) for k, sub in props.items() if k in instance)
+def _type(expected: str | list[str], _: dict[str, Any]) -> Check:
+    names = [expected] if isinstance(expected, str) else expected
+    if any(name not in _TYPES for name in names):
+        return _never
+    types = tuple(t for name in names for t in _TYPES[name])
+    if "boolean" in names:
+        return lambda instance: isinstance(instance, types)
+    # bool is an int to Python, not to JSON Schema.
+    return lambda instance: isinstance(instance, types) and not isinstance(instance, bool)
 
 
-def _required(instance: Any, names: list[str], _: dict[str, Any]) -> bool:
-    return not isinstance(instance, dict) or all(name in instance for name in names)
+def _properties(props: dict[str, Any], _: dict[str, Any]) -> Check:
+    checks = [(name, compile_check(sub)) for name, sub in props.items()]
+    return lambda instance: not isinstance(instance, dict) or all(
+        check(instance[name]) for name, check in checks if name in instance
+    )
 
 
-def _additional(instance: Any, sub: dict[str, Any] | bool, spec: dict[str, Any]) -> bool:
-    if not isinstance(instance, dict) or sub is True:
-        return True
-    known = spec.get("properties", {})
+def _required(names: list[str], _: dict[str, Any]) -> Check:
+    return lambda instance: not isinstance(instance, dict) or all(n in instance for n in names)
+
+
+def _additional(sub: dict[str, Any] | bool, spec: dict[str, Any]) -> Check:
+    if sub is True:
+        return _always
     if "patternProperties" in spec:
-        return False
-    return all(quick_valid(v, sub) for k, v in instance.items() if k not in known)
+        return _never
+    known = spec.get("properties", {})
+    check = compile_check(sub)
+    return lambda instance: not isinstance(instance, dict) or all(
+        check(v) for k, v in instance.items() if k not in known
+    )
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -117,28 +148,30 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and isinstance(a, (str, int, float, bool, type(None))) and a == b
 
 
-def _const(instance: Any, value: Any, _: dict[str, Any]) -> bool:
-    return _same(instance, value)
+def _const(value: Any, _: dict[str, Any]) -> Check:
+    return lambda instance: _same(instance, value)
 
 
-def _enum(instance: Any, values: list[Any], _: dict[str, Any]) -> bool:
-    return any(_same(instance, v) for v in values)
+def _enum(values: list[Any], _: dict[str, Any]) -> Check:
+    return lambda instance: any(_same(instance, v) for v in values)
 
 
-def _minimum(instance: Any, value: float, _: dict[str, Any]) -> bool:
-    numeric = isinstance(instance, (int, float)) and not isinstance(instance, bool)
-    return not numeric or instance >= value
+def _minimum(value: float, _: dict[str, Any]) -> Check:
+    return lambda instance: (
+        not isinstance(instance, (int, float)) or isinstance(instance, bool) or instance >= value
+    )
 
 
-def _min_length(instance: Any, value: int, _: dict[str, Any]) -> bool:
-    return not isinstance(instance, str) or len(instance) >= value
+def _min_length(value: int, _: dict[str, Any]) -> Check:
+    return lambda instance: not isinstance(instance, str) or len(instance) >= value
 
 
-def _items(instance: Any, sub: dict[str, Any] | bool, _: dict[str, Any]) -> bool:
-    return not isinstance(instance, list) or all(quick_valid(v, sub) for v in instance)
+def _items(sub: dict[str, Any] | bool, _: dict[str, Any]) -> Check:
+    check = compile_check(sub)
+    return lambda instance: not isinstance(instance, list) or all(check(v) for v in instance)
 
 
-_KEYWORDS: dict[str, Callable[[Any, Any, dict[str, Any]], bool]] = {
+_KEYWORDS: dict[str, Callable[[Any, dict[str, Any]], Check]] = {
     "type": _type,
     "properties": _properties,
     "required": _required,
