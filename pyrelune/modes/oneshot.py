@@ -15,7 +15,7 @@ from pyrelune.engine.limits import OutputBudget
 from pyrelune.engine.presentation import Presenter
 from pyrelune.engine.session import Session, WorkerProcess
 from pyrelune.engine.worker import Cell, run_oneshot
-from pyrelune.protocols import vixnote
+from pyrelune.protocols import vixnote, vixnote_outputs
 from pyrelune.transports import stdio
 
 DEFAULT_TIMEOUT = 9.0
@@ -67,7 +67,7 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
         request = vixnote.parse_request(raw)
         request_id = request.request_id
         deadline, max_output = settings(timeout)
-        order = vixnote.mime_order(os.environ.get("PYRELUNE_MIME_ORDER", ""))
+        order = vixnote_outputs.mime_order(os.environ.get("PYRELUNE_MIME_ORDER", ""))
         enter(request.working_directory)
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
@@ -75,7 +75,7 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
 
     def keep(item: Stream | Display) -> None:
         if isinstance(item, Display):  # one output of a type Vix Note shows, that fits
-            item = vixnote.select_output(item, order, budget.room())
+            item = vixnote_outputs.select_output(item, order, budget.room())
         budget.add(item)
 
     screen = Presenter(keep)

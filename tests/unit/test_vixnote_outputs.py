@@ -13,9 +13,9 @@ from PIL import Image
 from pyrelune.engine.display import mime_bundle
 from pyrelune.engine.events import Display
 from pyrelune.protocols import vixnote
-from pyrelune.protocols.vixnote import (
+from pyrelune.protocols.vixnote import Rejected
+from pyrelune.protocols.vixnote_outputs import (
     MIME_ORDER,
-    Rejected,
     mime_order,
     raster_svg,
     select_output,
