@@ -6,6 +6,7 @@ with jsonschema (the envelope, then the event's or the method's result schema).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -195,11 +196,16 @@ class Listener:
         self.announcement = json.loads(line)
         check(self.announcement)
         self.url: str = self.announcement["data"]["url"]
+        self.stderr = ""
 
     def close(self) -> None:
+        """Stop the server (SIGTERM); what it wrote on stderr is kept in `stderr`."""
+        if self.process.returncode is not None:
+            return
         self.process.terminate()
         try:
-            self.process.wait(timeout=TIMEOUT)
+            _, err = self.process.communicate(timeout=TIMEOUT)
+            self.stderr = err.decode(errors="replace")
         finally:
             self.process.kill()
 
@@ -211,7 +217,9 @@ class WebSocketHost(Host):
         from websockets.sync.client import connect as ws_connect
 
         super().__init__()
-        self.websocket = ws_connect(url, open_timeout=TIMEOUT, **connect)
+        self._stack = contextlib.ExitStack()
+        self.websocket = self._stack.enter_context(ws_connect(url, open_timeout=TIMEOUT,
+                                                              **connect))
 
     def _send_text(self, text: str) -> None:
         self.websocket.send(text)
@@ -221,4 +229,4 @@ class WebSocketHost(Host):
         return data if isinstance(data, str) else data.decode()
 
     def close(self) -> None:
-        self.websocket.close()
+        self._stack.close()
