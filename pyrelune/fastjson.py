@@ -51,7 +51,10 @@ def loads(text: str) -> Any:
     start = len(text) - len(text.lstrip(_WHITESPACE))
     try:
         value, end = _scan(text, start)
-    except StopIteration:
+    except (StopIteration, SystemError):
+        # SystemError: before 3.12 the scanner words some errors with
+        # json.decoder.JSONDecodeError only if `json.decoder` is already
+        # imported, and otherwise fails without an exception.
         value, end = None, -1
     if end < 0 or text[end:].strip(_WHITESPACE):
         import json

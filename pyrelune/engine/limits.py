@@ -57,18 +57,20 @@ class OutputBudget:
         self._head_left = limit // 2
         self._tail_limit = limit - limit // 2
         self._tail_used = 0
+        self._head_closed = False  # once something went to the tail, the head takes no more
 
     def add(self, item: Item) -> None:
         size = _size(item)
-        if not self.tail and size <= self._head_left:
+        if not self._head_closed and size <= self._head_left:
             self.head.append(item)
             self._head_left -= size
             return
-        if not self.tail and isinstance(item, Stream) and self._head_left > 0:
+        if not self._head_closed and isinstance(item, Stream) and self._head_left > 0:
             first, rest = _split(item.text, self._head_left)
             self.head.append(Stream(item.name, first))
             self._head_left = 0
             item, size = Stream(item.name, rest), _size(Stream(item.name, rest))
+        self._head_closed = True
         self.tail.append(item)
         self._tail_used += size
         self._trim_tail()
@@ -92,9 +94,14 @@ class OutputBudget:
 
     def shrink(self, limit: int) -> None:
         """Cut what is kept down to `limit` bytes (when encoding made it bigger)."""
-        kept, before = [*self.head, *self.tail], self.omitted
+        head, tail, before = self.head, self.tail, self.omitted
         self._reset(limit)
-        for item in kept:
+        for item in head:
+            self.add(item)
+        # The tail follows a gap (or at least the end of the head): it must not
+        # be pulled into the head, or the head would stop being a prefix.
+        self._head_closed = self._head_closed or bool(tail)
+        for item in tail:
             self.add(item)
         for name, count in before.bytes.items():
             self.omitted.bytes[name] = self.omitted.bytes.get(name, 0) + count
@@ -106,6 +113,20 @@ class OutputBudget:
         if self.omitted:
             yield self.omitted
         yield from self.tail
+
+
+def clip(text: str, nbytes: int, sep: str = "\n") -> str:
+    """`text` within about `nbytes` UTF-8 bytes: head and tail kept, a marker between.
+
+    `sep` surrounds the marker: a space keeps a one-line message one line.
+    """
+    size = utf8_size(text)
+    if size <= nbytes:
+        return text
+    head, _ = _split(text, nbytes // 2)
+    tail = _drop_front(text, size - nbytes // 2)
+    omitted = size - utf8_size(head) - utf8_size(tail)
+    return f"{head}{sep}[... {omitted:,} bytes omitted ...]{sep}{tail}"
 
 
 def utf8_size(text: str) -> int:

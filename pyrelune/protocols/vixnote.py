@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pyrelune import fastjson
 from pyrelune.engine.events import CellError, Display, Stream
-from pyrelune.engine.limits import Omitted, OutputBudget
+from pyrelune.engine.limits import Omitted, OutputBudget, clip
 from pyrelune.protocols.validation import errors as schema_errors
 
 TYPE_CHECKING = False
@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 PROTOCOL = "vix-note-extension-1"
+#: The error is outside the output budget, so it has caps of its own: the
+#: one-line message a host shows, and the traceback; both also a share of
+#: the limit, small enough that even as six-byte JSON escapes they fit.
+MAX_MESSAGE = 2000
 REQUEST_SCHEMA = "vix-note-extension-1.request"
 
 
@@ -115,8 +119,13 @@ def respond(budget: OutputBudget, error: CellError | None, request_id: str | Non
     outputs in its place; everything before it is the `stdout` string.
     """
     target = budget.limit
+    failure = None
+    if error is not None:
+        failure = {"code": error.code,
+                   "message": clip(error.summary, min(MAX_MESSAGE, target // 32), " "),
+                   "details": clip(error.traceback, target // 16)}
     while True:
-        data = encode(_render(budget, error, request_id))
+        data = encode(_render(budget, error, failure, request_id))
         if len(data) <= target or budget.limit == 0:
             return data
         # Escaping and the envelope made the response bigger than what it keeps.
@@ -124,7 +133,10 @@ def respond(budget: OutputBudget, error: CellError | None, request_id: str | Non
 
 
 def _render(
-    budget: OutputBudget, error: CellError | None, request_id: str | None
+    budget: OutputBudget,
+    error: CellError | None,
+    failure: dict[str, str] | None,
+    request_id: str | None,
 ) -> dict[str, Any]:
     stdout: list[str] = []
     stderr: list[str] = []
@@ -158,10 +170,9 @@ def _render(
             outputs.append(_output(item))
     response = _base(request_id, ok=error is None)
     response.update(stdout="".join(stdout), stderr="".join(stderr), outputs=outputs)
-    if error is not None:
-        response["error"] = {"code": error.code, "message": error.summary,
-                             "details": error.traceback}
-        response["diagnostics"] = [{"severity": "error", "message": error.summary,
+    if error is not None and failure is not None:
+        response["error"] = failure
+        response["diagnostics"] = [{"severity": "error", "message": failure["message"],
                                     "line": error.line, "column": error.column}]
     return response
 

@@ -1,0 +1,177 @@
+"""Execution semantics, seen through the host: what a cell's code does and shows."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from vixhost import VixHost, encode_request
+
+
+def test_final_expression_is_shown_after_stdout(host: VixHost) -> None:
+    result = host.run_cell("x = 6\nprint(x)\nx * 7")
+    assert result.ok, result
+    assert result.response["stdout"] == "6\n"
+    assert result.response["outputs"] == [{"mime": "text/plain", "data": "42"}]
+    assert result.shown == [("stdout", "6\n"), ("stdout", "42")]
+
+
+def test_final_expression_none_shows_nothing(host: VixHost) -> None:
+    result = host.run_cell("print('a')\nNone")
+    assert result.shown == [("stdout", "a\n")]
+    assert result.response["outputs"] == []
+
+
+def test_semicolon_hides_the_final_expression(host: VixHost) -> None:
+    assert host.run_cell("x = 'é'\n'é' * 2;").response["outputs"] == []
+    assert host.run_cell("1 + 1 ;  # hidden").response["outputs"] == []
+
+
+def test_semicolon_elsewhere_does_not_hide(host: VixHost) -> None:
+    result = host.run_cell("x = 2; x * 3")
+    assert result.response["outputs"] == [{"mime": "text/plain", "data": "6"}]
+    result = host.run_cell("'a;b'  # ; in a comment")
+    assert result.response["outputs"] == [{"mime": "text/plain", "data": "'a;b'"}]
+
+
+def test_fresh_namespace_like_a_script(host: VixHost) -> None:
+    result = host.run_cell(
+        "import builtins\n"
+        "print(__name__, __builtins__ is builtins)\n"
+        "print(sorted(k for k in globals() if k not in ('builtins',)))"
+    )
+    lines = result.response["stdout"].splitlines()
+    assert lines[0] == "__main__ True"
+    assert all(name.startswith("__") for name in eval(lines[1]))
+
+
+def test_no_state_survives_between_requests(host: VixHost) -> None:
+    host.run_cell("leftover = 1")
+    result = host.run_cell("leftover")
+    assert result.failure == "NameError: name 'leftover' is not defined (line 1)"
+
+
+def test_top_level_await(host: VixHost) -> None:
+    result = host.run_cell(
+        "import asyncio\nawait asyncio.sleep(0)\nprint('slept')\nawait asyncio.sleep(0, 'done')"
+    )
+    assert result.ok, result
+    assert result.shown == [("stdout", "slept\n"), ("stdout", "'done'")]
+
+
+def test_asyncio_run_works(host: VixHost) -> None:
+    result = host.run_cell("import asyncio\nasync def f():\n    return 7\nasyncio.run(f())")
+    assert result.ok, result
+    assert result.response["outputs"] == [{"mime": "text/plain", "data": "7"}]
+
+
+def test_traceback_shows_cell_lines_and_no_runtime_frames(host: VixHost) -> None:
+    result = host.run_cell("a = 1\ndef f():\n    return value\n\nf()", cellId="c7")
+    assert result.failure == "NameError: name 'value' is not defined (line 3)"
+    error = result.error
+    assert error["code"] == "python_runtime_error"
+    details = error["details"]
+    assert details.startswith("Traceback (most recent call last):\n")
+    assert 'File "<cell c7>", line 5, in <module>\n    f()\n' in details
+    assert 'File "<cell c7>", line 3, in f\n    return value\n' in details
+    assert details.splitlines()[-1].startswith("NameError: name 'value' is not defined")
+    assert "pyrelune" not in details and "runpy" not in details
+    assert result.response["diagnostics"] == [
+        {"severity": "error", "message": error["message"], "line": 3, "column": None}
+    ]
+
+
+def test_library_frames_are_kept(host: VixHost) -> None:
+    result = host.run_cell("import json\n\njson.loads('{')")
+    assert result.failure is not None and result.failure.startswith("JSONDecodeError: ")
+    assert result.failure.endswith("(line 3)")
+    assert "json" + os.sep + "decoder.py" in result.error["details"]
+
+
+def test_syntax_error_has_line_and_column(host: VixHost) -> None:
+    result = host.run_cell("x = 1\ny = (2 +\n")
+    assert result.error["code"] == "python_syntax_error"
+    assert result.failure is not None and result.failure.startswith("SyntaxError: ")
+    assert result.failure.endswith("(line 2)")
+    (diagnostic,) = result.response["diagnostics"]
+    assert diagnostic["line"] == 2 and diagnostic["column"] == 5
+    assert "y = (2 +" in result.error["details"]
+
+
+def test_output_before_an_error_is_kept_in_the_response(host: VixHost) -> None:
+    result = host.run_cell("import sys\nprint('out')\nprint('err', file=sys.stderr)\n1 / 0")
+    assert result.failure == "ZeroDivisionError: division by zero (line 4)"
+    assert result.response["stdout"] == "out\n"
+    assert result.response["stderr"] == "err\n"
+
+
+def test_working_directory_absolute(host: VixHost, tmp_path: Path) -> None:
+    result = host.run_cell("import os\nos.getcwd()", workingDirectory=str(tmp_path))
+    assert result.response["outputs"][0]["data"] == repr(str(tmp_path))
+
+
+def test_working_directory_relative_to_the_runtime(tmp_path: Path) -> None:
+    (tmp_path / "project" / "notes").mkdir(parents=True)
+    request = {"source": "import os\nos.getcwd()", "workingDirectory": "project/notes"}
+    result = VixHost().run(encode_request(request), cwd=tmp_path)
+    expected = str((tmp_path / "project" / "notes").resolve())
+    assert result.response["outputs"][0]["data"] == repr(expected)
+
+
+def test_working_directory_empty_means_stay(tmp_path: Path) -> None:
+    request = {"source": "import os\nos.getcwd()", "workingDirectory": ""}
+    result = VixHost().run(encode_request(request), cwd=tmp_path)
+    assert result.response["outputs"][0]["data"] == repr(str(tmp_path.resolve()))
+
+
+def test_working_directory_missing(host: VixHost, tmp_path: Path) -> None:
+    missing = tmp_path / "gone"
+    result = host.run_cell("print('never')", workingDirectory=str(missing))
+    assert result.error["code"] == "invalid_working_directory"
+    assert str(missing) in result.error["message"]
+    assert result.response["stdout"] == ""
+
+
+def test_working_directory_not_a_directory(host: VixHost, tmp_path: Path) -> None:
+    file = tmp_path / "notes.txt"
+    file.write_text("x")
+    result = host.run_cell("print('never')", workingDirectory=str(file))
+    assert result.error["code"] == "invalid_working_directory"
+    assert str(file) in result.error["message"]
+
+
+def test_modules_beside_the_notebook_import(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "helper_mod.py").write_text("VALUE = 'from beside'\n")
+    request = {"source": "import helper_mod\nhelper_mod.VALUE", "workingDirectory": "notes"}
+    result = VixHost().run(encode_request(request), cwd=tmp_path)
+    assert result.response["outputs"] == [{"mime": "text/plain", "data": "'from beside'"}]
+
+
+def test_input_raises_eoferror(host: VixHost) -> None:
+    result = host.run_cell("name = input('name? ')")
+    assert result.failure is not None
+    assert result.failure.startswith("EOFError: input() is not available in a oneshot cell")
+    assert result.failure.endswith("(line 1)")
+    assert result.response["stdout"] == "name? "
+
+
+def test_stdin_is_empty(host: VixHost) -> None:
+    result = host.run_cell("import sys\nsys.stdin.read()")
+    assert result.response["outputs"] == [{"mime": "text/plain", "data": "''"}]
+
+
+def test_sys_exit_zero_ends_the_cell_normally(host: VixHost) -> None:
+    result = host.run_cell("import sys\nprint('a')\nsys.exit(0)\nprint('b')")
+    assert result.ok, result
+    assert result.shown == [("stdout", "a\n")]
+    assert host.run_cell("raise SystemExit").ok
+
+
+def test_sys_exit_nonzero_is_an_error(host: VixHost) -> None:
+    result = host.run_cell("import sys\nprint('a')\nsys.exit(3)")
+    assert result.error["code"] == "python_exit"
+    assert result.failure == "SystemExit: exit status 3 (line 3)"
+    assert result.response["stdout"] == "a\n"
+    message = host.run_cell("import sys\nsys.exit('bad things')").failure
+    assert message == "SystemExit: bad things (line 2)"

@@ -1,0 +1,25 @@
+"""Whether a process a cell started is still around."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+
+def running(pid: int) -> bool:
+    """True while `pid` exists and is not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def gone_soon(pid: int, within: float = 10.0) -> bool:
+    """Wait (generously: a noisy machine) for `pid` to end; True when it did."""
+    end = time.monotonic() + within
+    while running(pid):
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True

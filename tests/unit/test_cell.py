@@ -1,0 +1,104 @@
+"""run_cell on plain values: final expression, `;`, await, errors and their tracebacks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyrelune.engine.cell import run_cell
+from pyrelune.engine.events import CellError
+from pyrelune.engine.worker import _no_input, fresh_namespace
+
+
+def run(source: str, namespace: dict[str, Any] | None = None) -> tuple[CellError | None, list[Any]]:
+    shown: list[Any] = []
+    error = run_cell(source, "<cell t>", namespace or fresh_namespace(), shown.append)
+    return error, shown
+
+
+def test_final_expression_is_split_off_and_shown() -> None:
+    namespace = fresh_namespace()
+    assert run("x = 6\nx * 7", namespace) == (None, [42])
+    assert namespace["_"] == 42
+
+
+def test_none_and_semicolon_show_nothing() -> None:
+    assert run("None") == (None, [])
+    assert run("'é';") == (None, [])
+    assert run("1 ;  # note") == (None, [])
+    assert run("x = 1; x") == (None, [1])
+    assert run("';'") == (None, [";"])
+    assert run("(1,\n 2)") == (None, [(1, 2)])
+
+
+def test_statements_only() -> None:
+    namespace = fresh_namespace()
+    assert run("y = 3\nfor i in range(2): y += i", namespace) == (None, [])
+    assert namespace["y"] == 4
+
+
+def test_top_level_await() -> None:
+    source = "import asyncio\nawait asyncio.sleep(0)\nawait asyncio.sleep(0, 'v')"
+    assert run(source) == (None, ["v"])
+
+
+def test_runtime_error_traceback_is_trimmed_to_the_cell() -> None:
+    error, _ = run("a = 1\ndef f():\n    return 1 / 0\nf()")
+    assert error is not None
+    assert (error.code, error.ename, error.evalue, error.line) == (
+        "python_runtime_error", "ZeroDivisionError", "division by zero", 3)
+    assert without_carets(error.traceback) == (
+        "Traceback (most recent call last):\n"
+        '  File "<cell t>", line 4, in <module>\n'
+        "    f()\n"
+        '  File "<cell t>", line 3, in f\n'
+        "    return 1 / 0\n"
+        "ZeroDivisionError: division by zero\n"
+    )
+    assert error.summary == "ZeroDivisionError: division by zero (line 3)"
+
+
+def without_carets(traceback: str) -> str:
+    """The traceback without the position markers (`~~^~~`) newer Pythons add."""
+    lines = traceback.splitlines(keepends=True)
+    return "".join(line for line in lines if line.strip(" ~^\n"))
+
+
+def test_the_runtimes_own_frames_after_the_cell_are_dropped() -> None:
+    namespace = fresh_namespace()
+    namespace["ask"] = _no_input
+    error, _ = run("ask('?')", namespace)
+    assert error is not None and error.ename == "EOFError"
+    assert "pyrelune" not in error.traceback
+    assert error.traceback.count("File ") == 1
+
+
+def test_library_frames_are_kept() -> None:
+    error, _ = run("import json\njson.loads('[')")
+    assert error is not None and error.line == 2
+    assert "json" in error.traceback and "decoder.py" in error.traceback
+
+
+def test_syntax_error_position() -> None:
+    error, _ = run("x = 1\nif x\n    pass")
+    assert error is not None
+    assert (error.code, error.ename, error.line, error.column) == (
+        "python_syntax_error", "SyntaxError", 2, 5)
+    assert "if x" in error.traceback
+
+
+def test_system_exit() -> None:
+    assert run("raise SystemExit(0)") == (None, [])
+    assert run("raise SystemExit") == (None, [])
+    error, _ = run("raise SystemExit(4)")
+    assert error is not None and (error.code, error.summary) == (
+        "python_exit", "SystemExit: exit status 4 (line 1)")
+
+
+def test_keyboard_interrupt_is_interrupted() -> None:
+    error, _ = run("raise KeyboardInterrupt")
+    assert error is not None and (error.code, error.line) == ("interrupted", 1)
+
+
+def test_error_in_final_expression() -> None:
+    error, shown = run("x = 1\nx + undefined_name")
+    assert shown == [] and error is not None and error.line == 2

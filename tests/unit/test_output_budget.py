@@ -1,0 +1,91 @@
+"""OutputBudget: head and tail kept, the rest counted, never a character cut in two."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import any_text
+
+from pyrelune.engine.events import Display, Stream
+from pyrelune.engine.limits import Omitted, OutputBudget, clip, utf8_size
+
+streams = st.lists(st.tuples(st.sampled_from(["stdout", "stderr"]), any_text), max_size=12)
+
+
+def kept(budget: OutputBudget) -> dict[str, tuple[str, str]]:
+    """Per stream: (text kept before the marker, text kept after it)."""
+    out = {"stdout": ["", ""], "stderr": ["", ""]}
+    side = 0
+    for item in budget.items():
+        if isinstance(item, Omitted):
+            side = 1
+        elif isinstance(item, Stream):
+            out[item.name][side] += item.text
+    return {name: (a, b) for name, (a, b) in out.items()}
+
+
+@given(streams, st.integers(min_value=0, max_value=200))
+def test_head_and_tail_are_prefix_and_suffix_and_bytes_add_up(
+    chunks: list[tuple[str, str]], limit: int
+) -> None:
+    budget = OutputBudget(limit)
+    for name, text in chunks:
+        budget.add(Stream(name, text))
+    for name, (head, tail) in kept(budget).items():
+        full = "".join(text for n, text in chunks if n == name)
+        assert full.startswith(head) and full.endswith(tail)
+        omitted = budget.omitted.bytes.get(name, 0)
+        assert utf8_size(head) + omitted + utf8_size(tail) == utf8_size(full)
+        if not omitted:
+            assert head + tail == full
+    total = sum(utf8_size(h) + utf8_size(t) for h, t in kept(budget).values())
+    assert total <= limit
+
+
+def test_under_the_limit_everything_is_kept_in_order() -> None:
+    budget = OutputBudget(100)
+    items = [Stream("stdout", "a"), Stream("stderr", "b"), Display({"text/plain": "1"}, {}),
+             Stream("stdout", "c")]
+    for item in items:
+        budget.add(item)
+    assert list(budget.items()) == items
+    assert not budget.omitted
+
+
+def test_multibyte_characters_are_never_split() -> None:
+    budget = OutputBudget(11)
+    budget.add(Stream("stdout", "€" * 100))  # three bytes each
+    head, tail = kept(budget)["stdout"]
+    assert (head, tail) == ("€", "€€")  # 5 bytes of head, 6 of tail: whole characters only
+    assert budget.omitted.bytes == {"stdout": 300 - 9}
+    assert budget.omitted.text("stdout") == "\n[... 291 bytes of stdout omitted ...]\n"
+    assert budget.omitted.text("stderr") is None
+
+
+def test_displays_that_do_not_fit_are_counted() -> None:
+    budget = OutputBudget(10)
+    budget.add(Display({"text/plain": "x" * 50}, {}))
+    budget.add(Stream("stdout", "end"))
+    assert budget.omitted.displays == 1
+    items = list(budget.items())
+    assert items[0] is budget.omitted  # the marker stands where the display was
+    assert [item.text for item in items[1:] if isinstance(item, Stream)] == ["end"]
+
+
+@given(streams, st.integers(min_value=20, max_value=200), st.integers(min_value=0, max_value=200))
+def test_shrink_keeps_the_counts(chunks: list[tuple[str, str]], limit: int, smaller: int) -> None:
+    budget = OutputBudget(limit)
+    for name, text in chunks:
+        budget.add(Stream(name, text))
+    budget.shrink(min(limit, smaller))
+    for name, (head, tail) in kept(budget).items():
+        full = "".join(text for n, text in chunks if n == name)
+        assert full.startswith(head) and full.endswith(tail)
+        omitted = budget.omitted.bytes.get(name, 0)
+        assert utf8_size(head) + omitted + utf8_size(tail) == utf8_size(full)
+
+
+def test_clip() -> None:
+    assert clip("short", 10) == "short"
+    assert clip("a" * 10 + "€" + "b" * 10, 10) == "aaaaa\n[... 13 bytes omitted ...]\nbbbbb"
+    assert clip("x" * 100, 10, " ") == "xxxxx [... 90 bytes omitted ...] xxxxx"

@@ -1,0 +1,122 @@
+"""The vix-note-extension-1 codec on plain values."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from vixhost import RESPONSE_SCHEMA, strict_loads
+
+from pyrelune.engine.events import CellError, Display, Stream
+from pyrelune.engine.limits import OutputBudget
+from pyrelune.protocols import vixnote
+
+
+def check(data: bytes) -> dict[str, object]:
+    """Decode a response strictly and check it against the response schema."""
+    response = strict_loads(data)
+    jsonschema.validate(response, RESPONSE_SCHEMA, cls=jsonschema.Draft202012Validator)
+    assert isinstance(response, dict)
+    return response
+
+
+def test_parse_request_reads_the_fields_it_acts_on() -> None:
+    raw = json.dumps({"source": "1", "cellId": "c", "requestId": "r",
+                      "workingDirectory": "w", "other": 1}).encode()
+    request = vixnote.parse_request(raw)
+    assert (request.source, request.cell_id, request.request_id, request.working_directory) == (
+        "1", "c", "r", "w")
+    assert request.filename == "<cell c>"
+    bare = vixnote.parse_request(b'{"source": ""}')
+    assert (bare.cell_id, bare.request_id, bare.working_directory) == (None, None, "")
+    assert bare.filename == "<cell>"
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "message"),
+    [
+        (b"", "invalid_request", "Empty request: expected one JSON object on stdin"),
+        (b"\xef\xbb\xbf", "invalid_request", "Empty request: expected one JSON object on stdin"),
+        (b'{"a": "\xc3"}', "invalid_json", "Request is not valid UTF-8: byte 0xc3 at offset 7"),
+        (b"{", "invalid_json",
+         "Request is not valid JSON: Expecting property name enclosed in double quotes: "
+         "line 1 column 2 (char 1)"),
+        (b"[" * 100_000, "invalid_json", "Request is not usable JSON: nested too deeply"),
+        (b"1.5", "invalid_request", "Request must be a JSON object, got a number"),
+        (b'{"source": "x", "protocol": "v2"}', "unsupported_protocol",
+         "Unsupported protocol 'v2': this runtime speaks vix-note-extension-1"),
+        (b'{"source": ["x"]}', "invalid_request",
+         "Invalid request: source: ['x'] is not of type 'string'"),
+        (b'{"source": "x", "documentPath": 1}', "invalid_request",
+         "Invalid request: documentPath: 1 is not of type 'string', 'null'"),
+        (b'{"source": "\\u0000"}', "invalid_request",
+         "Invalid request: source contains a NUL character (line 1, column 1)"),
+    ],
+)
+def test_parse_request_rejects(raw: bytes, code: str, message: str) -> None:
+    with pytest.raises(vixnote.Rejected) as caught:
+        vixnote.parse_request(raw)
+    assert (caught.value.code, caught.value.message) == (code, message)
+    response = check(vixnote.reject(caught.value, "r1"))
+    assert response["ok"] is False and response["requestId"] == "r1"
+    assert response["error"] == {"code": code, "message": message,
+                                 "details": caught.value.details}
+
+
+def test_respond_success_shape() -> None:
+    budget = OutputBudget(10_000)
+    budget.add(Stream("stdout", "a\n"))
+    budget.add(Stream("stderr", "warn\n"))
+    response = check(vixnote.respond(budget, None, "r"))
+    assert response == {"protocol": "vix-note-extension-1", "ok": True, "requestId": "r",
+                        "stdout": "a\n", "stderr": "warn\n", "outputs": []}
+
+
+def test_stdout_after_a_display_follows_it_in_outputs() -> None:
+    budget = OutputBudget(10_000)
+    for item in (Stream("stdout", "before\n"), Display({"text/plain": "1"}, {}),
+                 Stream("stdout", "after "), Stream("stderr", "e"), Stream("stdout", "more\n")):
+        budget.add(item)
+    response = check(vixnote.respond(budget, None, None))
+    assert "requestId" not in response
+    assert response["stdout"] == "before\n" and response["stderr"] == "e"
+    assert response["outputs"] == [{"mime": "text/plain", "data": "1"},
+                                   {"mime": "text/plain", "data": "after more\n"}]
+
+
+def test_respond_failure_shape() -> None:
+    budget = OutputBudget(10_000)
+    budget.add(Stream("stdout", "x\n"))
+    error = CellError("python_runtime_error", "NameError", "name 'v' is not defined",
+                      "Traceback ...\n", 3)
+    response = check(vixnote.respond(budget, error, None))
+    assert response["ok"] is False and response["stdout"] == "x\n"
+    assert response["error"] == {"code": "python_runtime_error",
+                                 "message": "NameError: name 'v' is not defined (line 3)",
+                                 "details": "Traceback ...\n"}
+    assert response["diagnostics"] == [{"severity": "error", "line": 3, "column": None,
+                                        "message": "NameError: name 'v' is not defined (line 3)"}]
+
+
+def test_lone_surrogates_become_replacement_characters() -> None:
+    data = vixnote.encode({"stdout": "a\ud800b", "nested": ["\udfff"]})
+    assert strict_loads(data) == {"stdout": "a\ufffd\ufffd\ufffdb", "nested": ["\ufffd" * 3]}
+
+
+def test_nan_is_refused() -> None:
+    with pytest.raises(ValueError):
+        vixnote.encode({"x": float("nan")})
+
+
+@pytest.mark.parametrize("limit", [4096, 20_000, 64 * 1024, 900 * 1024])
+def test_budget_shrinks_until_the_encoded_response_fits(limit: int) -> None:
+    budget = OutputBudget(limit)
+    budget.add(Stream("stdout", "\x01" * 100_000))  # six bytes each once escaped
+    budget.add(Stream("stderr", '"' * 100_000))
+    error = CellError("python_runtime_error", "ValueError", "\x02" * 100_000, "\x03" * 100_000, 1)
+    data = vixnote.respond(budget, error, None)
+    assert len(data) <= limit
+    response = check(data)
+    assert "bytes of stdout omitted" in response["stdout"]
+    assert response["error"]["message"].startswith("ValueError: ")
