@@ -140,10 +140,21 @@ def _size(item: Item) -> int:
 
 def _split(text: str, nbytes: int) -> tuple[str, str]:
     """`text` cut after at most `nbytes` UTF-8 bytes, never inside a character."""
-    head = text.encode("utf-8", "surrogatepass")[:nbytes].decode("utf-8", "ignore")
+    data = text.encode("utf-8", "surrogatepass")
+    cut = _boundary(data, nbytes, step=-1)
+    head = data[:cut].decode("utf-8", "surrogatepass")
     return head, text[len(head) :]
 
 
 def _drop_front(text: str, nbytes: int) -> str:
     """`text` without its first `nbytes` UTF-8 bytes (and the rest of a cut character)."""
-    return text.encode("utf-8", "surrogatepass")[nbytes:].decode("utf-8", "ignore")
+    data = text.encode("utf-8", "surrogatepass")
+    return data[_boundary(data, nbytes, step=1) :].decode("utf-8", "surrogatepass")
+
+
+def _boundary(data: bytes, index: int, step: int) -> int:
+    """The nearest character start at or beyond `index`, moving by `step`."""
+    index = max(0, min(index, len(data)))
+    while 0 < index < len(data) and 0x80 <= data[index] < 0xC0:
+        index += step
+    return index

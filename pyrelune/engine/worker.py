@@ -123,9 +123,15 @@ class _Interruptible:
 interrupt_guard = _Interruptible()
 
 
-def _no_input(prompt: object = "") -> str:
-    sys.stdout.write(str(prompt))
-    raise EOFError("input() is not available in this cell: there is no one to answer")
+class _NoInput:
+    """`input()` where the host cannot answer: the prompt is shown, then EOFError."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def __call__(self, prompt: object = "") -> str:
+        sys.stdout.write(str(prompt))
+        raise EOFError(f"input() is not available in {self.where}: there is no one to answer")
 
 
 class _StdFds:
@@ -165,7 +171,7 @@ def _identity(fd: int) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def become_worker(out_fd: int, err_fd: int) -> _StdFds:
+def become_worker(out_fd: int, err_fd: int, where: str) -> _StdFds:
     """Rewire this freshly forked process so that user code can run in it."""
     os.setpgid(0, 0)  # one process group: interrupts and kills reach the cell's children
     _signal.signal(_signal.SIGINT, interrupt_guard)
@@ -173,7 +179,7 @@ def become_worker(out_fd: int, err_fd: int) -> _StdFds:
     os.close(out_fd)
     os.close(err_fd)
     std.restore()
-    builtins.input = _no_input
+    builtins.input = _NoInput(where)
     return std
 
 
@@ -210,7 +216,7 @@ def _run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
 def run_oneshot(cell: Cell, fds: WorkerFds) -> NoReturn:
     """Run one cell in a fresh namespace, report it, and end the process."""
     try:
-        become_worker(fds.stdout, fds.stderr)
+        become_worker(fds.stdout, fds.stderr, "a oneshot cell")
         _run(cell, fresh_namespace(), Channel(fds.events, fds.control))
     finally:
         os._exit(0)
@@ -252,7 +258,7 @@ def serve(fds: WorkerFds, answers_input: bool, sheet_helpers: bool = False) -> N
     import _thread
 
     try:
-        std = become_worker(fds.stdout, fds.stderr)
+        std = become_worker(fds.stdout, fds.stderr, "this kernel")
         _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control)
         if answers_input:

@@ -6,7 +6,7 @@ from typing import Any
 
 from pyrelune.engine.cell import run_cell
 from pyrelune.engine.events import CellError
-from pyrelune.engine.worker import _no_input, fresh_namespace
+from pyrelune.engine.worker import _NoInput, fresh_namespace
 
 
 def run(source: str, namespace: dict[str, Any] | None = None) -> tuple[CellError | None, list[Any]]:
@@ -65,7 +65,7 @@ def without_carets(traceback: str) -> str:
 
 def test_the_runtimes_own_frames_after_the_cell_are_dropped() -> None:
     namespace = fresh_namespace()
-    namespace["ask"] = _no_input
+    namespace["ask"] = _NoInput("a oneshot cell")
     error, _ = run("ask('?')", namespace)
     assert error is not None and error.ename == "EOFError"
     assert "pyrelune" not in error.traceback
