@@ -230,7 +230,7 @@ class RpcKernel:
         self.cell_id = ""
         self._resetting = False
         self._resets: list[str | int] = []  # requests waiting for the namespace to be cleared
-        self._authenticated = False
+        self._authenticated = token is None
         self._failures = 0
         self._prompt: InputRequest | None = None
         self._coalescer = Coalescer()
