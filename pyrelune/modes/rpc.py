@@ -144,12 +144,8 @@ class KernelServer:
                 self.client = None
 
     def _send(self, message: dict[str, Any]) -> None:
-        if self.client is None:
-            return  # nobody connected: a reconnecting client starts from kernel.ready
-        try:
+        if self.client is not None:  # else a reconnecting client starts from kernel.ready
             self.client.send(rpc.encode(message))
-        except OSError:
-            self.client = None  # the pipe's reader is gone; end of input will follow
 
     def _send_all(self, messages: list[dict[str, Any]]) -> None:
         for message in messages:
