@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyrelune.vix.install import Plan, Target
+    from pyrelune.vix.places import Places
 
 app = typer.Typer(no_args_is_help=True, help="Use pyrelune as Vix Note's Python runtime.")
 
@@ -61,6 +64,26 @@ def _finish(plan: Plan, dry_run: bool) -> None:
         typer.echo(note, err=True)
 
 
+def _carry_out(
+    prefix: Path | None, project: Path | None, package_id: str | None, dry_run: bool,
+    make_plan: Callable[[Places, Path | None, Target], Plan],
+) -> tuple[Target, Plan]:
+    """Plan under the global lock (projects need none), then apply or print the plan."""
+    from pyrelune.vix import descriptor, install
+    from pyrelune.vix.places import Places
+
+    places = Places.from_env(prefix)
+    try:
+        target = _target(package_id)
+        where = project.absolute() if project is not None else None
+        with install.global_lock(places, dry_run) if where is None else nullcontext():
+            plan = make_plan(places, where, target)
+            _finish(plan, dry_run)
+    except (install.InstallError, descriptor.InvalidDescriptor, OSError) as error:
+        raise _fail(error) from None
+    return target, plan
+
+
 def _fail(error: Exception) -> typer.Exit:
     typer.echo(f"error: {error}", err=True)
     return typer.Exit(1)
@@ -77,21 +100,14 @@ def install_command(
         help="Remove the extension from Vix Note's disabled list.")] = False,
 ) -> None:
     """Register this pyrelune (this Python environment) with Vix Note."""
-    from pyrelune.vix import descriptor, install
-    from pyrelune.vix.places import Places
+    from pyrelune.vix import install
 
-    places = Places.from_env(prefix)
-    try:
-        target = _target(package_id)
-        with install.global_lock(places, dry_run) if project is None else nullcontext():
-            if project is None:
-                plan = install.plan_global_install(places, target, force, enable)
-            else:
-                plan = install.plan_project_install(project.absolute(), places, target, force,
-                                                    enable)
-            _finish(plan, dry_run)
-    except (install.InstallError, descriptor.InvalidDescriptor, OSError) as error:
-        raise _fail(error) from None
+    def make_plan(places: Places, where: Path | None, target: Target) -> Plan:
+        if where is None:
+            return install.plan_global_install(places, target, force, enable)
+        return install.plan_project_install(where, places, target, force, enable)
+
+    target, plan = _carry_out(prefix, project, package_id, dry_run, make_plan)
     if not plan.changes:
         typer.echo(f"{target.package_id} {target.version} is already installed: nothing changed")
     elif not dry_run:
@@ -105,20 +121,14 @@ def uninstall_command(
     dry_run: DryRun = False,
 ) -> None:
     """Remove exactly what `pyrelune vix install` added."""
-    from pyrelune.vix import descriptor, install
-    from pyrelune.vix.places import Places
+    from pyrelune.vix import install
 
-    places = Places.from_env(prefix)
-    try:
-        target = _target(package_id)
-        with install.global_lock(places, dry_run) if project is None else nullcontext():
-            if project is None:
-                plan = install.plan_global_uninstall(places, target)
-            else:
-                plan = install.plan_project_uninstall(project.absolute(), target)
-            _finish(plan, dry_run)
-    except (install.InstallError, descriptor.InvalidDescriptor, OSError) as error:
-        raise _fail(error) from None
+    def make_plan(places: Places, where: Path | None, target: Target) -> Plan:
+        if where is None:
+            return install.plan_global_uninstall(places, target)
+        return install.plan_project_uninstall(where, target)
+
+    target, plan = _carry_out(prefix, project, package_id, dry_run, make_plan)
     if not [c for c in plan.changes if c.action != "rmdir"]:
         typer.echo(f"{target.package_id} was not installed: nothing removed")
 

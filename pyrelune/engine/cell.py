@@ -42,7 +42,8 @@ def _register(linecache: Any, filename: str, source: str) -> None:
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
 
 
-def _register_all() -> None:
+def register_sources() -> None:
+    """Hand the cells' sources to `linecache`: a traceback is about to quote them."""
     import linecache
 
     for filename, source in _sources.items():
@@ -67,10 +68,16 @@ def run_cell(
             body, final = _compile(source, filename)
         except (SyntaxError, ValueError) as exc:
             return syntax_error(exc, filename)
-        value = _execute(body, final, namespace)
-        if value is not None:
-            namespace["_"] = value
-            show_result(value)
+        try:
+            value = _execute(body, final, namespace)
+            if value is not None:
+                namespace["_"] = value
+                show_result(value)
+        finally:
+            if "matplotlib.pyplot" in sys.modules:  # figures the cell left open are shown
+                from pyrelune.engine.mplbackend import show_open_figures
+
+                show_open_figures()
     except SystemExit as exc:
         if exc.code is None or exc.code == 0:
             return None
@@ -131,7 +138,7 @@ def syntax_error(exc: SyntaxError | ValueError, filename: str) -> CellError:
     """A cell that does not compile; line and column point into the cell."""
     import traceback
 
-    _register_all()
+    register_sources()
     if isinstance(exc, SyntaxError):
         details = "".join(traceback.format_exception_only(type(exc), exc))
         return CellError("python_syntax_error", type(exc).__name__, exc.msg or "",
@@ -144,7 +151,7 @@ def exception_error(exc: BaseException, filename: str) -> CellError:
     """An exception raised while the cell ran, traceback trimmed to the cell's frames."""
     import traceback
 
-    _register_all()
+    register_sources()
     tb = _trim(exc.__traceback__)
     line = _last_cell_line(tb, filename)
     details = "".join(traceback.format_exception(type(exc), exc, tb))

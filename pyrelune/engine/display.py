@@ -1,12 +1,346 @@
-"""Turn a Python object into a MIME bundle (`data`, `metadata`)."""
+"""IPython's display protocol: an object becomes a MIME bundle, `display()` sends it.
+
+Bundles are built the way IPython's DisplayFormatter builds them, so pandas,
+PIL, sympy, matplotlib and friends need no special cases here:
+`_repr_mimebundle_(include=, exclude=)` first, then one `_repr_*_` method per
+MIME type for what it did not give, then `repr()` for `text/plain`. Any
+method may return `(data, metadata)`. IPython's safety rails are kept: an
+object that claims every attribute (a proxy answering the canary) gets only
+its `repr`, classes are never asked (their `_repr_*_` are unbound), a failing
+method is reported on stderr and skipped, `NotImplementedError` is skipped
+silently. Bundles are JSON-safe: binary reprs become base64 text, as Jupyter
+sends them, and JSON reprs are JSON values.
+
+Every worker imports this module (`display` is a builtin there), so it
+imports nothing up front; IPython and matplotlib are hooked only if a cell
+imports them.
+"""
 
 from __future__ import annotations
 
+import builtins
+import os
+import sys
+
+from pyrelune import fastjson
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable, Collection, Sequence
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+    from typing import Any, TypeAlias
+
+    Bundle: TypeAlias = tuple[dict[str, Any], dict[str, Any]]
+    Sink: TypeAlias = Callable[[dict[str, Any], dict[str, Any], bool], None]
+
+#: The `_repr_*_` methods after `_repr_mimebundle_`, in IPython's order.
+REPR_METHODS = (
+    ("text/html", "_repr_html_"),
+    ("text/markdown", "_repr_markdown_"),
+    ("image/svg+xml", "_repr_svg_"),
+    ("image/png", "_repr_png_"),
+    ("image/jpeg", "_repr_jpeg_"),
+    ("text/latex", "_repr_latex_"),
+    ("application/json", "_repr_json_"),
+)
+#: What `MPLBACKEND` is set to unless the user chose a backend.
+MATPLOTLIB_BACKEND = "module://pyrelune.engine.mplbackend"
+#: Formatters for types whose module may never be imported, by qualified type name.
+DEFERRED_FORMATTERS = {
+    "matplotlib.figure.Figure": ("pyrelune.engine.mplbackend", "figure_bundle"),
+    # Tables as JSONML too, for hosts that draw their own (the rpc kernel's).
+    "pandas.core.frame.DataFrame": ("pyrelune.engine.show", "table_bundle"),
+    "pandas.core.series.Series": ("pyrelune.engine.show", "table_bundle"),
+    "numpy.ndarray": ("pyrelune.engine.show", "table_bundle"),
+}
+#: An attribute no honest object has: one that answers for it claims everything.
+_CANARY = "_ipython_canary_method_should_not_exist_"
+#: Where IPython defines `display` (8.x, then 7.x): patched as it is imported.
+_IPYTHON_MODULES = ("IPython.core.display_functions", "IPython.core.display")
+
+_sink: Sink | None = None
+_sink_pid = 0  # a process the cell forks must not speak on its parent's channel
 
 
-def mime_bundle(obj: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The representations of `obj` a host may choose from; `text/plain` always."""
-    return {"text/plain": repr(obj)}, {}
+def connect(sink: Sink) -> None:
+    """Send every display of this process to `sink`, in whichever way a cell asks.
+
+    `display` becomes a builtin (as in IPython), IPython's own `display` is
+    replaced if a cell imports IPython, and matplotlib draws with pyrelune's
+    backend unless the user chose one.
+    """
+    global _sink, _sink_pid
+    _sink, _sink_pid = sink, os.getpid()
+    builtins.display = display  # type: ignore[attr-defined]
+    if not os.environ.get("MPLBACKEND"):
+        os.environ["MPLBACKEND"] = MATPLOTLIB_BACKEND
+    for name in (*_IPYTHON_MODULES, "IPython.display"):
+        if name in sys.modules:
+            _patch_ipython(sys.modules[name])
+    if not any(isinstance(finder, _IPythonWatch) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _IPythonWatch())
+
+
+def display(
+    *objs: Any,
+    include: Collection[str] | None = None,
+    exclude: Collection[str] | None = None,
+    metadata: dict[str, Any] | None = None,
+    raw: bool = False,
+    **ignored: Any,
+) -> None:
+    """Show each object as a rich output, in order with what the cell prints.
+
+    The same signature as IPython's `display`: with `raw=True` each object is
+    already a MIME bundle. IPython's `display_id`, `transient` and `clear`
+    are accepted and ignored: an output here is never updated in place.
+    """
+    for obj in objs:
+        if raw:
+            data, meta = checked_bundle(obj, {}, obj, "display(raw=True)")
+        else:
+            data, meta = mime_bundle(obj, include, exclude)
+        if metadata:
+            meta = {**meta, **metadata}
+        if data:
+            _send(data, meta, False)
+
+
+def show_result(value: Any) -> None:
+    """Display a cell's final expression (`Out[n]` in IPython)."""
+    data, metadata = mime_bundle(value)
+    _send(data, metadata, True)
+
+
+def _send(data: dict[str, Any], metadata: dict[str, Any], is_result: bool) -> None:
+    if _sink is not None and os.getpid() == _sink_pid:
+        _sink(data, metadata, is_result)
+    else:  # not in a worker (a script, a child of a cell): print as IPython does
+        print(data.get("text/plain", ""))
+
+
+def mime_bundle(
+    obj: Any, include: Collection[str] | None = None, exclude: Collection[str] | None = None
+) -> Bundle:
+    """`(data, metadata)` for `obj`; `text/plain` is always there unless excluded."""
+
+    def wanted(mime: str) -> bool:
+        return (include is None or mime in include) and (exclude is None or mime not in exclude)
+
+    data: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    formatter = _deferred_formatter(obj)
+    if formatter is not None:
+        returned = _call(obj, formatter.__name__, formatter, obj, include, exclude)
+        _merge_bundle(data, metadata, returned, obj, formatter.__name__)
+    method = _real_method(obj, "_repr_mimebundle_")
+    if method is not None:
+        returned = _call(obj, "_repr_mimebundle_", method, include=include, exclude=exclude)
+        _merge_bundle(data, metadata, returned, obj, "_repr_mimebundle_")
+    for mime, name in REPR_METHODS:
+        if mime in data or not wanted(mime):
+            continue
+        method = _real_method(obj, name)
+        if method is not None:
+            _merge_one(data, metadata, _call(obj, name, method), obj, name, mime)
+    if "text/plain" not in data and wanted("text/plain"):
+        data["text/plain"] = _plain(obj)
+    for mime in [mime for mime in data if not wanted(mime)]:
+        del data[mime]
+        metadata.pop(mime, None)
+    return data, metadata
+
+
+def _real_method(obj: Any, name: str) -> Callable[..., Any] | None:
+    """`obj.name` if it is a real method: not on a class, not from a proxy claiming all."""
+    if isinstance(obj, type):
+        return None
+    try:
+        if getattr(obj, _CANARY, None) is not None:
+            return None
+        method = getattr(obj, name, None)
+    except Exception:
+        return None
+    return method if callable(method) else None
+
+
+def _deferred_formatter(obj: Any) -> Callable[..., Any] | None:
+    """A formatter pyrelune has for `obj`'s type (a matplotlib Figure), if any."""
+    for cls in type(obj).__mro__:
+        where = DEFERRED_FORMATTERS.get(f"{cls.__module__}.{cls.__qualname__}")
+        if where is not None:
+            module, name = where
+            __import__(module)
+            formatter: Callable[..., Any] = getattr(sys.modules[module], name)
+            return formatter
+    return None
+
+
+def _call(obj: Any, name: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`method(...)`, or None when it fails (reported) or is not implemented (silent)."""
+    try:
+        return method(*args, **kwargs)
+    except NotImplementedError:
+        return None
+    except Exception as exc:
+        _report(obj, name, "failed", exc)
+        return None
+
+
+def _report(obj: Any, name: str, problem: str, exc: BaseException | None = None) -> None:
+    """Tell the cell's stderr that a representation was skipped, and why."""
+    where = f"{type(obj).__module__}.{type(obj).__qualname__}.{name}"
+    text = f"pyrelune: {where} {problem}; skipped\n"
+    if exc is not None:
+        import traceback
+
+        from pyrelune.engine.cell import register_sources
+
+        register_sources()  # so that the traceback quotes the cell's lines
+        tb = exc.__traceback__.tb_next if exc.__traceback__ else None  # not our frame
+        text += "".join(traceback.format_exception(type(exc), exc, tb))
+    sys.stderr.write(text)
+
+
+def _split_metadata(returned: Any) -> tuple[Any, dict[str, Any]]:
+    """`(value, metadata)` from what a formatter returned, which may be either."""
+    if isinstance(returned, tuple) and len(returned) == 2:
+        value, meta = returned
+        return value, meta if isinstance(meta, dict) and _jsonable(meta) else {}
+    return returned, {}
+
+
+def _merge_one(
+    data: dict[str, Any], metadata: dict[str, Any], returned: Any, obj: Any, name: str, mime: str
+) -> None:
+    """Add what a `_repr_*_` method returned for `mime`."""
+    if returned is None:
+        return
+    value, meta = _split_metadata(returned)
+    safe = json_safe(mime, value)
+    if safe is None:
+        _report(obj, name, f"returned {type(value).__name__}, not usable as {mime}")
+        return
+    data[mime] = safe
+    if meta:
+        metadata[mime] = meta
+
+
+def _merge_bundle(
+    data: dict[str, Any], metadata: dict[str, Any], returned: Any, obj: Any, name: str
+) -> None:
+    """Add what a whole-bundle formatter returned; what is already there stays."""
+    if returned is None:
+        return
+    found, meta = checked_bundle(*_split_metadata(returned), obj, name)
+    for key, value in found.items():
+        data.setdefault(key, value)
+    for key, value in meta.items():
+        metadata.setdefault(key, value)
+
+
+def checked_bundle(bundle: Any, metadata: Any, obj: Any, name: str) -> Bundle:
+    """The JSON-safe part of a `{mime: value}` bundle, and its metadata if JSON-safe."""
+    if not isinstance(bundle, dict):
+        _report(obj, name, f"returned {type(bundle).__name__}, not a MIME bundle (a dict)")
+        return {}, {}
+    data: dict[str, Any] = {}
+    for mime, value in bundle.items():
+        safe = json_safe(mime, value) if isinstance(mime, str) else None
+        if safe is None:
+            _report(obj, name, f"returned an unusable {mime!r} value")
+        else:
+            data[mime] = safe
+    return data, metadata if isinstance(metadata, dict) and _jsonable(metadata) else {}
+
+
+def json_safe(mime: str, value: Any) -> Any:
+    """`value` as it can travel in JSON for `mime`, or None when it cannot.
+
+    Images and other binary types become base64 text (a str is taken to be
+    base64 already, as IPython's `Image` gives it); JSON types are JSON
+    values (a str is parsed); text types are str.
+    """
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        if _is_text(mime):
+            return bytes(value).decode("utf-8", "replace")
+        import binascii
+
+        return binascii.b2a_base64(bytes(value), newline=False).decode("ascii")
+    if mime == "application/json" or mime.endswith("+json"):
+        if isinstance(value, str):
+            try:
+                return fastjson.loads(value)
+            except (ValueError, RecursionError):
+                return None
+        return value if _jsonable(value) else None
+    return value if isinstance(value, str) else None
+
+
+def _is_text(mime: str) -> bool:
+    return mime.startswith("text/") or mime == "image/svg+xml" or mime.endswith("+xml")
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        fastjson.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
+
+
+def _plain(obj: Any) -> str:
+    try:
+        return repr(obj)
+    except Exception as exc:
+        _report(obj, "__repr__", "failed", exc)
+        return object.__repr__(obj)
+
+
+class _IPythonWatch:
+    """Replaces IPython's `display` with ours the moment IPython defines it.
+
+    A meta path finder that answers only for IPython's display modules and
+    lets the real finder load them; the loader is wrapped so that the patch
+    happens right after the module runs, before anything can import
+    `display` from it. Other imports cost one string comparison.
+    """
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname not in _IPYTHON_MODULES:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec: ModuleSpec | None = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _PatchingLoader(spec.loader)  # type: ignore[assignment]
+                return spec
+        return None
+
+
+class _PatchingLoader:
+    """Runs a module with its own loader, then patches its `display`."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        module: ModuleType | None = self._loader.create_module(spec)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        _patch_ipython(module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_resource_reader, ...
+        return getattr(self._loader, name)
+
+
+def _patch_ipython(module: ModuleType) -> None:
+    if callable(getattr(module, "display", None)):
+        module.display = display  # type: ignore[attr-defined]

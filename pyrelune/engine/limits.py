@@ -75,6 +75,10 @@ class OutputBudget:
         self._tail_used += size
         self._trim_tail()
 
+    def room(self) -> int:
+        """The size of the largest item `add` would keep right now."""
+        return self._tail_limit if self._head_closed else max(self._head_left, self._tail_limit)
+
     def _trim_tail(self) -> None:
         while self._tail_used > self._tail_limit and self.tail:
             first = self.tail[0]

@@ -4,8 +4,8 @@ Cells written for the rpc kernel's predecessor call these two builtins; the
 items they make keep that kernel's shapes (HOSTS.md): tables as JSONML, a
 matplotlib figure as a PNG image, HTML, plots as numeric series, anything
 else as its text. An item travels inside an ordinary MIME bundle under
-`ITEM_MIME` (with `text/plain` beside it for hosts that do not know it), so it
-takes the engine's one display path and keeps its place among prints.
+`ITEM_MIME` (with `text/plain` beside it for hosts that do not know it),
+through `display()`, so it keeps its place among prints.
 
 Runs in the worker. numpy, pandas and matplotlib are only looked at when the
 cell imported them already.
@@ -18,10 +18,11 @@ import math
 import sys
 
 from pyrelune import fastjson
+from pyrelune.engine.display import display
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection
     from typing import Any
 
 #: A whole display item of the rpc protocol (show, plot, HtmlOutput).
@@ -33,23 +34,18 @@ MAX_ROWS = 200
 MAX_COLUMNS = 100
 _ELLIPSIS = "…"
 
-_publish: Callable[[dict[str, Any]], object] | None = None
 
 
-def install(publish: Callable[[dict[str, Any]], object]) -> None:
-    """Make `show`, `plot` and `HtmlOutput` builtins that send bundles to `publish`."""
-    global _publish
-    _publish = publish
+def install() -> None:
+    """Make `show`, `plot` and `HtmlOutput` builtins of this worker."""
     builtins.show = show  # type: ignore[attr-defined]
     builtins.plot = plot  # type: ignore[attr-defined]
     builtins.HtmlOutput = HtmlOutput  # type: ignore[attr-defined]
 
 
 def _send(item: Any, text: str) -> None:
-    if _publish is None:
-        print(text)  # outside a kernel worker (a script importing this module)
-    else:
-        _publish({ITEM_MIME: item, "text/plain": text})
+    """Display the item through the engine's one display path (`display(raw=True)`)."""
+    display({ITEM_MIME: item, "text/plain": text}, raw=True)
 
 
 class HtmlOutput:
@@ -122,8 +118,18 @@ def table(obj: Any) -> list[Any] | None:
     return None
 
 
-def table_bundle(obj: Any, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-    """A display formatter: the JSONML table of a pandas or numpy value."""
+def table_bundle(
+    obj: Any, include: Collection[str] | None = None, exclude: Collection[str] | None = None
+) -> dict[str, Any]:
+    """The display formatter of pandas and numpy values: their JSONML table.
+
+    Registered in `display.DEFERRED_FORMATTERS`, so `display(df)` and a final
+    `df` offer it beside pandas' own HTML; hosts that do not know the type skip it.
+    """
+    if (include is not None and JSONML_MIME not in include) or (
+        exclude is not None and JSONML_MIME in exclude
+    ):
+        return {}
     jsonml = table(obj)
     return {} if jsonml is None else {JSONML_MIME: jsonml}
 

@@ -19,7 +19,7 @@ import sys
 
 from pyrelune import fastjson
 from pyrelune.engine.cell import run_cell
-from pyrelune.engine.display import mime_bundle
+from pyrelune.engine.display import connect, show_result
 from pyrelune.engine.events import Display, Done, InputRequest, to_wire
 
 TYPE_CHECKING = False
@@ -91,10 +91,16 @@ class Channel:
         message: dict[str, Any] = fastjson.loads(line.decode())
         return message
 
-    def show_result(self, value: Any) -> None:
-        """Display the final expression's value; nothing of the cell follows, so no wait."""
-        data, metadata = mime_bundle(value)
-        self.send(Display(data, metadata, is_result=True))
+    def publish(self, data: dict[str, Any], metadata: dict[str, Any], is_result: bool) -> None:
+        """Show a MIME bundle (a `display()` or the final expression) in its place.
+
+        The final expression is not waited for: only the cell's open figures
+        follow it, and they are displays that wait for their own turn.
+        """
+        if is_result:
+            self.send(Display(data, metadata, is_result))
+        else:
+            self.ask(Display(data, metadata, is_result))
 
 
 def flush_output() -> None:
@@ -203,9 +209,10 @@ def fresh_namespace() -> dict[str, Any]:
 def _run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
     """Run one cell and report its end, unless this is a child the cell forked."""
     pid = os.getpid()
+    connect(channel.publish)
     interrupt_guard.running = True
     try:
-        error = run_cell(cell.source, cell.filename, namespace, channel.show_result)
+        error = run_cell(cell.source, cell.filename, namespace, show_result)
     finally:
         interrupt_guard.running = False
         if os.getpid() != pid:
@@ -266,7 +273,7 @@ def serve(fds: WorkerFds, answers_input: bool, sheet_helpers: bool = False) -> N
         if sheet_helpers:
             from pyrelune.engine import show
 
-            show.install(lambda data: channel.ask(Display(data, {})))
+            show.install()
         namespace = fresh_namespace()
         while True:
             command = channel.receive()

@@ -10,8 +10,9 @@ import _signal
 import os
 import sys
 
-from pyrelune.engine.events import Done
+from pyrelune.engine.events import Display, Done, Stream
 from pyrelune.engine.limits import OutputBudget
+from pyrelune.engine.presentation import Presenter
 from pyrelune.engine.session import Session, WorkerProcess
 from pyrelune.engine.worker import Cell, run_oneshot
 from pyrelune.protocols import vixnote
@@ -66,10 +67,18 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
         request = vixnote.parse_request(raw)
         request_id = request.request_id
         deadline, max_output = settings(timeout)
+        order = vixnote.mime_order(os.environ.get("PYRELUNE_MIME_ORDER", ""))
         enter(request.working_directory)
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
     budget = OutputBudget(max_output)
+
+    def keep(item: Stream | Display) -> None:
+        if isinstance(item, Display):  # one output of a type Vix Note shows, that fits
+            item = vixnote.select_output(item, order, budget.room())
+        budget.add(item)
+
+    screen = Presenter(keep)
     cell = Cell(request.source, request.filename)
     worker = WorkerProcess(lambda fds: run_oneshot(cell, fds))
     session = Session(worker)
@@ -79,10 +88,11 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
             if isinstance(event, Done):
                 failure = event.error
             else:
-                budget.add(event)  # type: ignore[arg-type]
+                screen.add(event)  # type: ignore[arg-type]
         worker.signal_group(_signal.SIGKILL)  # the cell is over: so is every process it left behind
         for chunk in session.linger():
-            budget.add(chunk)
+            screen.add(chunk)
+        screen.flush()
     finally:
         session.close()
     return vixnote.respond(budget, failure, request_id)

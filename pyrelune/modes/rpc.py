@@ -4,7 +4,8 @@ One asyncio loop does everything: it reads the transport, hands lines to the
 codec (`pyrelune.protocols.rpc`), carries out its commands on the kernel
 (`pyrelune.engine.kernel`), and watches the worker's pipes with `add_reader`,
 so output streams to the host while the cell runs and an interrupt is read
-while it runs. Timers do what the blocking loop of `Session.run` does with
+while it runs. Stream text passes through the engine's `Presenter` first, so
+`\r` progress bars arrive collapsed. Timers do what the blocking loop of `Session.run` does with
 `select` timeouts: flush coalesced output, escalate an unanswered interrupt.
 
 The kernel outlives its connections: a WebSocket client that reconnects finds
@@ -20,8 +21,9 @@ import signal
 import sys
 import time
 
-from pyrelune.engine.events import Done
+from pyrelune.engine.events import Display, Done, Stream
 from pyrelune.engine.kernel import Kernel
+from pyrelune.engine.presentation import Presenter
 from pyrelune.protocols import rpc
 from pyrelune.transports.lines import OVERSIZED, LineConnection
 
@@ -121,6 +123,7 @@ class KernelServer:
         self._watched: set[int] = set()
         self._flush_timer: asyncio.TimerHandle | None = None
         self._poll_timer: asyncio.TimerHandle | None = None
+        self._screen = Presenter(self._present)
         self._watch()
 
     # -- connections ---------------------------------------------------------
@@ -225,12 +228,18 @@ class KernelServer:
     def _deliver(self, events: Any) -> None:
         event: Event
         for event in events:
+            if isinstance(event, (Stream, Display)):
+                self._screen.add(event)  # \r and \b applied; on to _present
+                continue
             if isinstance(event, Done):
                 self._unwatch()  # settle() may replace the worker, and so its descriptors
                 event = self.kernel.settle(event)
-            if not self._apply(self.protocol.output(event, time.monotonic())):
-                break
+            self._screen.flush()
+            self._apply(self.protocol.output(event, time.monotonic()))
         self._watch()
+
+    def _present(self, item: Stream | Display) -> None:
+        self._apply(self.protocol.output(item, time.monotonic()))
 
     def interrupt_or_stop(self, stop: asyncio.Event) -> None:
         """SIGINT to the kernel process: interrupt the running cell; idle, stop if listening."""

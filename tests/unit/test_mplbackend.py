@@ -1,0 +1,46 @@
+"""The matplotlib Figure formatter, on figures made without pyplot (no global state)."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from matplotlib.figure import Figure
+
+from pyrelune.engine.display import mime_bundle
+from pyrelune.engine.mplbackend import figure_bundle, is_empty
+
+
+def plotted() -> Figure:
+    figure = Figure()
+    figure.subplots().plot([1, 3, 2])
+    return figure
+
+
+def test_a_figure_is_svg_and_its_repr() -> None:
+    data, _ = mime_bundle(plotted())
+    assert set(data) == {"image/svg+xml", "text/plain"}
+    assert "<svg" in data["image/svg+xml"] and "</svg>" in data["image/svg+xml"]
+    assert data["text/plain"] == "<Figure size 640x480 with 1 Axes>"
+
+
+def test_other_formats_when_asked() -> None:
+    data, _ = mime_bundle(plotted(), include=["image/png", "text/plain"])
+    assert set(data) == {"image/png", "text/plain"}
+    assert base64.b64decode(data["image/png"]).startswith(b"\x89PNG")
+    assert figure_bundle(plotted(), None, ["image/svg+xml"]) == {}
+
+
+def test_an_empty_figure_has_no_image() -> None:
+    figure = Figure()
+    assert is_empty(figure) and figure_bundle(figure, None, None) == {}
+    figure.text(0.5, 0.5, "only text")
+    assert not is_empty(figure)
+
+
+def test_a_failing_draw_is_reported_and_skipped(capsys: pytest.CaptureFixture[str]) -> None:
+    figure = plotted()
+    figure.axes[0].set_title("$\\undefinedcommand$")  # mathtext fails at draw time
+    data, _ = mime_bundle(figure)
+    assert set(data) == {"text/plain"}
+    assert "figure_bundle failed; skipped" in capsys.readouterr().err

@@ -1,0 +1,128 @@
+"""Stream presentation: \\r and \\b applied as a terminal shows them, streaming."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pyrelune.engine import presentation
+from pyrelune.engine.events import Display, Stream
+from pyrelune.engine.presentation import Presenter
+
+
+def terminal(text: str) -> str:
+    """A character-at-a-time reference: what an (infinitely wide) terminal shows."""
+    lines: list[str] = []
+    line: list[str] = []
+    col = 0
+    for char in text:
+        if char == "\n":
+            lines.append("".join(line) + "\n")
+            line, col = [], 0
+        elif char == "\r":
+            col = 0
+        elif char == "\b":
+            col = max(0, col - 1)
+        else:
+            if col == len(line):
+                line.append(char)
+            else:
+                line[col] = char
+            col += 1
+    return "".join(lines) + "".join(line)
+
+
+def present(chunks: list[str], name: str = "stdout") -> list[Stream | Display]:
+    out: list[Stream | Display] = []
+    presenter = Presenter(out.append)
+    for chunk in chunks:
+        presenter.add(Stream(name, chunk))
+    presenter.flush()
+    return out
+
+
+def joined(items: list[Stream | Display]) -> str:
+    return "".join(item.text for item in items if isinstance(item, Stream))
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("plain\nlines\n", "plain\nlines\n"),
+        ("50%\r100%\n", "100%\n"),
+        ("abcdef\rXY\n", "XYcdef\n"),
+        ("abc\b\bX\n", "aXc\n"),
+        ("\b\bstart", "start"),
+        ("windows\r\nline\r\n", "windows\nline\n"),
+        ("no newline\rat end", "at endline"),
+    ],
+)
+def test_carriage_return_and_backspace(text: str, shown: str) -> None:
+    assert joined(present([text])) == shown
+
+
+def test_matches_a_terminal_however_the_text_is_split() -> None:
+    rng = random.Random(20240601)
+    alphabet = "ab\r\n\b xyz"
+    for _ in range(2000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        cuts = sorted(rng.sample(range(len(text) + 1), k=min(len(text) + 1, rng.randint(0, 5))))
+        chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+        assert joined(present(chunks)) == terminal(text), (text, chunks)
+
+
+def test_a_progress_bar_ends_as_its_last_line() -> None:
+    chunks = [f"\r{i:3d}% |{'#' * (i // 10):<10}|" for i in range(101)] + ["\n", "done\n"]
+    assert joined(present(chunks)) == "100% |##########|\ndone\n"
+
+
+def test_finished_lines_pass_on_at_once_and_the_last_is_held_back() -> None:
+    out: list[Stream | Display] = []
+    presenter = Presenter(out.append)
+    presenter.add(Stream("stdout", "one\ntwo\nthr"))
+    assert joined(out) == "one\ntwo\n"
+    presenter.add(Stream("stdout", "ee\r3"))
+    assert joined(out) == "one\ntwo\n"
+    presenter.flush()
+    assert joined(out) == "one\ntwo\n3hree"
+
+
+def test_a_display_passes_the_held_back_text_on_first() -> None:
+    out: list[Stream | Display] = []
+    presenter = Presenter(out.append)
+    shown = Display({"text/plain": "1"}, {})
+    presenter.add(Stream("stdout", "before "))
+    presenter.add(Stream("stderr", "warn"))
+    presenter.add(shown)
+    presenter.add(Stream("stdout", "\rafter"))
+    presenter.flush()
+    assert [(type(i).__name__, getattr(i, "text", None)) for i in out] == [
+        ("Stream", "before "), ("Stream", "warn"), ("Display", None), ("Stream", "after")
+    ]
+
+
+def test_streams_are_kept_apart() -> None:
+    out: list[Stream | Display] = []
+    presenter = Presenter(out.append)
+    presenter.add(Stream("stdout", "out 1\r"))
+    presenter.add(Stream("stderr", "err\n"))
+    presenter.add(Stream("stdout", "out 2\n"))
+    presenter.flush()
+    assert joined([i for i in out if isinstance(i, Stream) and i.name == "stdout"]) == "out 2\n"
+    assert joined([i for i in out if isinstance(i, Stream) and i.name == "stderr"]) == "err\n"
+
+
+def test_a_line_without_end_is_passed_on_in_rows_of_bounded_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(presentation, "MAX_LINE", 100)
+    out: list[Stream | Display] = []
+    presenter = Presenter(out.append)
+    for _ in range(1000):
+        presenter.add(Stream("stdout", "x" * 7))
+    assert len(joined(out)) >= 7000 - 100  # all but the last row has gone on
+    presenter.add(Stream("stdout", "\rY"))
+    presenter.flush()
+    text = joined(out)
+    assert len(text) == 7000 and text.count("Y") == 1  # \r went back to the last row only
