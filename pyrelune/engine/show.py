@@ -45,7 +45,8 @@ def install() -> None:
 
 def _send(item: Any, text: str) -> None:
     """Display the item through the engine's one display path (`display(raw=True)`)."""
-    display({ITEM_MIME: item, "text/plain": text}, raw=True)
+    # As JSON text: display() reads a str under a +json type as JSON, and an item may be a str.
+    display({ITEM_MIME: fastjson.dumps(item), "text/plain": text}, raw=True)
 
 
 class HtmlOutput:
