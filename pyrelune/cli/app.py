@@ -124,6 +124,8 @@ def _rpc(
     except rpc.ConfigError as exc:
         raise typer.BadParameter(str(exc), param_hint="--listen") from None
     limit = os.environ.get("PYRELUNE_MAX_OUTPUT")
+    if limit is not None and not (limit.isdigit() and int(limit) >= 1024):
+        raise typer.BadParameter(f"PYRELUNE_MAX_OUTPUT must be bytes >= 1024, not {limit!r}")
     return rpc.main(rpc.Settings(
         listen=address, token=token, allow_origins=tuple(allow_origin),
         certfile=str(certfile) if certfile else None, keyfile=str(keyfile) if keyfile else None,
