@@ -27,6 +27,7 @@ app = typer.Typer(
 class Mode(str, enum.Enum):
     oneshot = "oneshot"
     lines = "lines"
+    rpc = "rpc"
 
 
 def _version(value: bool) -> None:
@@ -48,21 +49,101 @@ def root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
+    listen: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="rpc: serve WebSocket on HOST:PORT (port 0: any free port; the "
+                     "address is printed as one JSON line on stdout). Default host 127.0.0.1.",
+                     rich_help_panel="rpc kernel"),
+    ] = None,
+    token: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="rpc over WebSocket: the secret clients send with kernel.auth "
+                     "(visible to other users in the process list: prefer --token-file or "
+                     "$PYRELUNE_TOKEN).", rich_help_panel="rpc kernel"),
+    ] = None,
+    token_file: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(help="rpc over WebSocket: read the token from this file.", dir_okay=False,
+                     exists=True, rich_help_panel="rpc kernel"),
+    ] = None,
+    allow_origin: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(help="rpc over WebSocket: a browser Origin allowed to connect "
+                     "(repeatable; by default only clients that send no Origin).",
+                     rich_help_panel="rpc kernel"),
+    ] = None,
+    certfile: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(help="rpc over WebSocket: serve TLS (wss://) with this certificate chain.",
+                     dir_okay=False, exists=True, rich_help_panel="rpc kernel"),
+    ] = None,
+    keyfile: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(help="rpc over WebSocket: the certificate's private key, if not in "
+                     "--certfile.", dir_okay=False, exists=True, rich_help_panel="rpc kernel"),
+    ] = None,
+    max_message_size: Annotated[
+        int,
+        typer.Option(min=1024, help="rpc: largest request (line or frame) in bytes.",
+                     rich_help_panel="rpc kernel"),
+    ] = 16 << 20,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
     if timeout is not None and timeout < 0:
         raise typer.BadParameter("must be >= 0", param_hint="--timeout")
+    if mode is not Mode.oneshot and timeout is not None:
+        raise typer.BadParameter("applies to oneshot mode only: a kernel's cells run until "
+                                 "done or interrupted", param_hint="--timeout")
+    rpc_only = {"--listen": listen, "--token": token, "--token-file": token_file,
+                "--allow-origin": allow_origin, "--certfile": certfile, "--keyfile": keyfile}
+    given = [name for name, value in rpc_only.items() if value]
+    if mode is not Mode.rpc and given:
+        raise typer.BadParameter("applies to --mode rpc only", param_hint=given[0])
     if mode is Mode.lines:
-        if timeout is not None:
-            raise typer.BadParameter("applies to oneshot mode only: a kernel's cells run until "
-                                     "done or interrupted", param_hint="--timeout")
         from pyrelune.modes import lines
 
         raise typer.Exit(lines.main())
+    if mode is Mode.rpc:
+        raise typer.Exit(_rpc(listen, token, token_file, allow_origin or [], certfile, keyfile,
+                              max_message_size))
     from pyrelune.modes import oneshot
 
     raise typer.Exit(oneshot.main(timeout))
+
+
+def _rpc(
+    listen: str | None,
+    token: str | None,
+    token_file: Path | None,
+    allow_origin: list[str],
+    certfile: Path | None,
+    keyfile: Path | None,
+    max_message_size: int,
+) -> int:
+    import os
+
+    from pyrelune.modes import rpc
+
+    if listen is None and (token is not None or token_file is not None):
+        raise typer.BadParameter("a token is for WebSocket kernels: add --listen",
+                                 param_hint="--token")
+    if token is None and token_file is not None:
+        token = token_file.read_text(encoding="utf-8").strip()
+    if token is None and listen is not None:
+        token = os.environ.get("PYRELUNE_TOKEN") or None
+    try:
+        address = rpc.parse_listen(listen) if listen is not None else None
+    except rpc.ConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--listen") from None
+    limit = os.environ.get("PYRELUNE_MAX_OUTPUT")
+    if limit is not None and not (limit.isdigit() and int(limit) >= 1024):
+        raise typer.BadParameter(f"PYRELUNE_MAX_OUTPUT must be bytes >= 1024, not {limit!r}")
+    return rpc.main(rpc.Settings(
+        listen=address, token=token, allow_origins=tuple(allow_origin),
+        certfile=str(certfile) if certfile else None, keyfile=str(keyfile) if keyfile else None,
+        max_message=max_message_size, max_output=int(limit) if limit else None,
+    ))
 
 
 @app.command()

@@ -49,6 +49,13 @@ MATPLOTLIB_BACKEND = "module://pyrelune.engine.mplbackend"
 #: Formatters for types whose module may never be imported, by qualified type name.
 DEFERRED_FORMATTERS = {
     "matplotlib.figure.Figure": ("pyrelune.engine.mplbackend", "figure_bundle"),
+    # Tables as JSONML too, for hosts that draw their own (the rpc kernel's).
+    # pandas 3 names its classes' module `pandas`; earlier versions the defining one.
+    **dict.fromkeys(
+        ("pandas.DataFrame", "pandas.Series", "pandas.core.frame.DataFrame",
+         "pandas.core.series.Series", "numpy.ndarray"),
+        ("pyrelune.engine.show", "table_bundle"),
+    ),
 }
 #: An attribute no honest object has: one that answers for it claims everything.
 _CANARY = "_ipython_canary_method_should_not_exist_"

@@ -25,13 +25,14 @@ LOST = "the kernel's namespace was lost and a fresh worker has started"
 class Kernel:
     """The current worker of a kernel and the session that reads it."""
 
-    def __init__(self, answers_input: bool = False) -> None:
+    def __init__(self, answers_input: bool = False, sheet_helpers: bool = False) -> None:
         self._answers_input = answers_input
+        self._sheet_helpers = sheet_helpers
         self.session = self._spawn()
 
     def _spawn(self) -> Session:
-        answers_input = self._answers_input
-        return Session(WorkerProcess(lambda fds: serve(fds, answers_input)))
+        answers_input, helpers = self._answers_input, self._sheet_helpers
+        return Session(WorkerProcess(lambda fds: serve(fds, answers_input, helpers)))
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
         """Start a cell; read its events with `events()` or `session.read()`."""
@@ -47,10 +48,14 @@ class Kernel:
 
     def reset(self) -> None:
         """A fresh namespace (the cell must be over); blocks until the worker confirms."""
-        self.session.begin()
-        self._command({"op": "reset"})
+        self.begin_reset()
         for _ in self.events():
             pass
+
+    def begin_reset(self) -> None:
+        """Ask for a fresh namespace; the worker confirms with a Done (for event-loop drivers)."""
+        self.session.begin()
+        self._command({"op": "reset"})
 
     def events(self) -> Iterator[Event]:
         """The running cell's events, ending with its Done (see `Session.run`)."""

@@ -259,8 +259,8 @@ class Session:
             if deadline is not None and self._kill_at is None and now >= deadline:
                 self._timeout = timeout
                 self.interrupt()
-            if self._kill_at is not None and now >= self._kill_at:
-                yield from self._kill()
+            if self.kill_at is not None and now >= self.kill_at:
+                yield from self.escalate()
                 return
             wake = self._kill_at if self._kill_at is not None else deadline
             if now < resume:
@@ -293,8 +293,16 @@ class Session:
             return Done(_timed_out(self._timeout, done.error))
         return done
 
-    def _kill(self) -> Iterator[Event]:
-        """The cell outlived its interrupt: kill it and everything it started."""
+    @property
+    def kill_at(self) -> float | None:
+        """When (`time.monotonic`) an unanswered interrupt calls for `escalate()`, if one is due.
+
+        `run()` checks it in its loop; an event-loop driver arms a timer for it.
+        """
+        return self._kill_at
+
+    def escalate(self) -> Iterator[Event]:
+        """The cell outlived its interrupt: kill it and everything it started; ends with Done."""
         self.worker.signal_group(_signal.SIGKILL)
         self.worker.reap(block=True)
         yield from self.drain()

@@ -288,8 +288,10 @@ class Prompter:
         return str(reply["value"])
 
 
-def serve(fds: WorkerFds, answers_input: bool) -> NoReturn:
+def serve(fds: WorkerFds, answers_input: bool, sheet_helpers: bool = False) -> NoReturn:
     """A kernel's worker: run cells from the control pipe in one namespace.
+
+    `sheet_helpers` adds the rpc kernel's `show()` and `plot()` builtins.
 
     Commands are JSON lines: `{"op": "execute", "source", "filename",
     "inputs"?}` and `{"op": "reset"}`; each is answered by a Done event.
@@ -302,6 +304,10 @@ def serve(fds: WorkerFds, answers_input: bool) -> NoReturn:
         channel = Channel(fds.events, fds.control)
         if answers_input:
             builtins.input = Prompter(channel)
+        if sheet_helpers:
+            from pyrelune.engine import show
+
+            show.install()
         namespace = fresh_namespace()
         while True:
             command = channel.receive()

@@ -1,0 +1,333 @@
+"""rpc kernel mode: the rpc-kernel protocol over a pipe or over WebSocket.
+
+One asyncio loop does everything: it reads the transport, hands lines to the
+codec (`pyrelune.protocols.rpc`), carries out its commands on the kernel
+(`pyrelune.engine.kernel`), and watches the worker's pipes with `add_reader`,
+so output streams to the host while the cell runs and an interrupt is read
+while it runs. Stream text passes through the engine's `Presenter` first, so
+`\r` progress bars arrive collapsed. Timers do what the blocking loop of `Session.run` does with
+`select` timeouts: flush coalesced output, escalate an unanswered interrupt.
+
+The kernel outlives its connections: a WebSocket client that reconnects finds
+the namespace (and a running cell) as it left them. One client at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import os
+import signal
+import sys
+import time
+
+from pyrelune.engine.events import Display, Done, Stream
+from pyrelune.engine.kernel import Kernel
+from pyrelune.engine.presentation import Presenter
+from pyrelune.protocols import rpc
+from pyrelune.transports.lines import OVERSIZED, LineConnection
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    from pyrelune.engine.events import Event
+    from pyrelune.transports.websocket import WebSocketConnection
+
+    class Connection(Protocol):
+        async def receive(self) -> bytes | str | None: ...
+        def send(self, data: bytes) -> None: ...
+
+#: Default largest message (a request line or a WebSocket frame), in bytes.
+DEFAULT_MAX_MESSAGE = 16 << 20
+#: A WebSocket close code for "try again later": a second client while one is connected.
+TRY_AGAIN_LATER = 1013
+POLICY_VIOLATION = 1008
+
+
+class Settings:
+    """What the command line decided."""
+
+    def __init__(
+        self,
+        listen: tuple[str, int] | None = None,
+        token: str | None = None,
+        allow_origins: tuple[str, ...] = (),
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        max_message: int = DEFAULT_MAX_MESSAGE,
+        max_output: int | None = None,
+    ) -> None:
+        self.listen = listen
+        self.token = token
+        self.allow_origins = allow_origins
+        self.certfile = certfile
+        self.keyfile = keyfile
+        self.max_message = max_message
+        self.max_output = max_output
+
+
+class ConfigError(Exception):
+    """Settings the kernel refuses to start with; the message says why."""
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """`HOST:PORT`, `[IPv6]:PORT`, `:PORT` or `PORT` (host 127.0.0.1)."""
+    host, _, port = value.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        number = int(port)
+    except ValueError:
+        raise ConfigError(f"--listen {value!r}: expected HOST:PORT") from None
+    if not 0 <= number <= 65535:
+        raise ConfigError(f"--listen {value!r}: port must be 0-65535")
+    return host, number
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check(settings: Settings) -> None:
+    """Refuse what would be unsafe or cannot work, before anything starts."""
+    if settings.token is not None and not settings.token:
+        raise ConfigError("the token is empty")
+    if settings.listen is None:
+        if settings.certfile or settings.keyfile or settings.allow_origins:
+            raise ConfigError("--certfile, --keyfile and --allow-origin need --listen")
+        return
+    host = settings.listen[0]
+    if settings.token is None and not is_loopback(host):
+        raise ConfigError(
+            f"refusing to listen on {host} without a token: anyone who can reach it could run "
+            "code; give --token-file, --token or PYRELUNE_TOKEN, or listen on 127.0.0.1"
+        )
+    if settings.keyfile and not settings.certfile:
+        raise ConfigError("--keyfile needs --certfile")
+
+
+class KernelServer:
+    """Connects the codec, the kernel and whichever client is connected."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.loop = asyncio.get_running_loop()
+        self.protocol = rpc.RpcKernel(settings.token, settings.max_output)
+        self.kernel = Kernel(answers_input=True, sheet_helpers=True)
+        self.client: Connection | None = None
+        self._watched: set[int] = set()
+        self._flush_timer: asyncio.TimerHandle | None = None
+        self._poll_timer: asyncio.TimerHandle | None = None
+        self._screen = Presenter(self._present)
+        self._watch()
+
+    # -- connections ---------------------------------------------------------
+
+    async def serve(self, connection: Connection) -> bool:
+        """Talk to `connection` until it closes; False when the kernel dropped it."""
+        self.client = connection
+        try:
+            self._send_all(self.protocol.connect())
+            while (raw := await connection.receive()) is not None:
+                if raw == OVERSIZED:
+                    self._send(rpc.error(None, rpc.INVALID_REQUEST,
+                                         f"Invalid request: message larger than "
+                                         f"{self.settings.max_message} bytes"))
+                    continue
+                if not self._apply(self.protocol.receive(raw)):
+                    return False
+            return True
+        finally:
+            if self.client is connection:
+                self.client = None
+
+    def _send(self, message: dict[str, Any]) -> None:
+        if self.client is not None:  # else a reconnecting client starts from kernel.ready
+            self.client.send(rpc.encode(message))
+
+    def _send_all(self, messages: list[dict[str, Any]]) -> None:
+        for message in messages:
+            self._send(message)
+
+    # -- the codec's outcomes --------------------------------------------------
+
+    def _apply(self, outcome: rpc.Outcome) -> bool:
+        """Send the messages, carry out the commands; False to drop the client."""
+        self._send_all(outcome.messages)
+        keep = True
+        for command in outcome.commands:
+            if isinstance(command, rpc.Execute):
+                self.kernel.execute(command.source, command.filename, command.inputs)
+            elif isinstance(command, rpc.Interrupt):
+                self._interrupt()
+            elif isinstance(command, rpc.InputReply):
+                self.kernel.reply_input(command.value)
+            elif isinstance(command, rpc.Reset):
+                self.kernel.begin_reset()
+            else:
+                keep = False
+        self._arm_flush()
+        return keep
+
+    def _arm_flush(self) -> None:
+        due = self.protocol.flush_at
+        if due is None or (self._flush_timer is not None and self._flush_timer.when() <= due):
+            return
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+        self._flush_timer = self.loop.call_at(due, self._flush)
+
+    def _flush(self) -> None:
+        self._flush_timer = None
+        self._send_all(self.protocol.tick(time.monotonic()))
+        self._arm_flush()
+
+    # -- the worker -------------------------------------------------------------
+
+    def _watch(self) -> None:
+        """Follow the worker's descriptors as they open and close."""
+        wanted = set(self.kernel.session.fds())
+        for fd in self._watched - wanted:
+            self.loop.remove_reader(fd)
+        for fd in wanted - self._watched:
+            self.loop.add_reader(fd, self._readable, fd)
+        self._watched = wanted
+        if self.kernel.session.worker.exit_fd < 0 and self._poll_timer is None:
+            self._poll_timer = self.loop.call_later(0.1, self._poll)  # no pidfd: poll for exit
+
+    def _unwatch(self) -> None:
+        for fd in self._watched:
+            self.loop.remove_reader(fd)
+        self._watched = set()
+
+    def _poll(self) -> None:
+        self._poll_timer = None
+        self._readable(-1)
+
+    def _readable(self, fd: int) -> None:
+        self._deliver(self.kernel.session.read([fd]))
+
+    def _interrupt(self) -> None:
+        """SIGINT to the cell now, SIGKILL when its grace period is over."""
+        self.kernel.interrupt()
+        session = self.kernel.session
+        if session.kill_at is not None:
+            self.loop.call_at(session.kill_at, self._escalate, session)
+
+    def _escalate(self, session: Any) -> None:
+        """An interrupt's grace period is over: kill the cell if it is still running."""
+        if (session is self.kernel.session and not session.finished
+                and session.kill_at is not None and time.monotonic() >= session.kill_at):
+            self._deliver(session.escalate())
+
+    def _deliver(self, events: Any) -> None:
+        event: Event
+        for event in events:
+            if isinstance(event, (Stream, Display)):
+                self._screen.add(event)  # \r and \b applied; on to _present
+                continue
+            if isinstance(event, Done):
+                self._unwatch()  # settle() may replace the worker, and so its descriptors
+                event = self.kernel.settle(event)
+            self._screen.flush()
+            self._apply(self.protocol.output(event, time.monotonic()))
+        self._watch()
+
+    def _present(self, item: Stream | Display) -> None:
+        self._apply(self.protocol.output(item, time.monotonic()))
+
+    def interrupt_or_stop(self, stop: asyncio.Event) -> None:
+        """SIGINT to the kernel process: interrupt the running cell; idle, stop if listening."""
+        if self.protocol.state != rpc.IDLE:
+            self._interrupt()
+        elif self.settings.listen is not None:
+            stop.set()
+
+    def close(self) -> None:
+        self._unwatch()
+        self.kernel.close()
+
+
+async def _serve_pipe(server: KernelServer, out_fd: int, stop: asyncio.Event) -> None:
+    connection = LineConnection(0, out_fd, server.settings.max_message)
+    serving = asyncio.create_task(server.serve(connection))
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait([serving, stopping], return_when=asyncio.FIRST_COMPLETED)
+    for task in (serving, stopping):
+        task.cancel()
+
+
+async def _serve_websocket(server: KernelServer, out_fd: int, stop: asyncio.Event) -> None:
+    import ssl
+
+    from pyrelune.transports.websocket import listen
+
+    settings = server.settings
+    assert settings.listen is not None
+    context = None
+    if settings.certfile:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(settings.certfile, settings.keyfile)
+
+    async def handle(connection: WebSocketConnection) -> None:
+        if server.client is not None:
+            connection.send(rpc.encode(rpc.error(
+                None, rpc.KERNEL_BUSY,
+                "Another client is connected to this kernel; only one may be at a time")))
+            await connection.close(TRY_AGAIN_LATER, "another client is connected")
+            return
+        if not await server.serve(connection):
+            await connection.close(POLICY_VIOLATION, "authentication failed")
+
+    origins: list[Any] = [None, *settings.allow_origins]
+    host, port = settings.listen
+    websocket_server = await listen(handle, host, port, origins=origins,
+                                    max_size=settings.max_message, ssl_context=context)
+    bound = websocket_server.sockets[0].getsockname()
+    scheme = "wss" if context else "ws"
+    shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    line = rpc.event("kernel.listening", {"url": f"{scheme}://{shown}:{bound[1]}",
+                                          "host": bound[0], "port": bound[1]})
+    os.write(out_fd, rpc.encode(line) + b"\n")
+    try:
+        await stop.wait()
+    finally:
+        websocket_server.close()
+        await websocket_server.wait_closed()
+
+
+async def serve(settings: Settings) -> None:
+    """Run the kernel until its input ends (pipe), or SIGTERM / SIGINT while idle (WebSocket)."""
+    # The protocol owns stdout: anything else this process prints goes to stderr.
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    server = KernelServer(settings)
+    stop = asyncio.Event()
+    server.loop.add_signal_handler(signal.SIGTERM, stop.set)
+    server.loop.add_signal_handler(signal.SIGINT, server.interrupt_or_stop, stop)
+    try:
+        if settings.listen is None:
+            await _serve_pipe(server, out_fd, stop)
+        else:
+            await _serve_websocket(server, out_fd, stop)
+    finally:
+        server.close()
+
+
+def main(settings: Settings) -> int:
+    """Start the rpc kernel; the exit status is 2 for settings it refuses."""
+    try:
+        check(settings)
+        asyncio.run(serve(settings))
+    except ConfigError as exc:
+        sys.stderr.write(f"pyrelune: {exc}\n")
+        return 2
+    except OSError as exc:  # the address is taken, the certificate cannot be read, ...
+        sys.stderr.write(f"pyrelune: cannot start the rpc kernel: {exc}\n")
+        return 1
+    return 0

@@ -1,0 +1,385 @@
+"""The rpc-kernel codec and state machine: request lines in, messages and commands out.
+
+No I/O, no clock of its own (h11's way): the driver (`pyrelune.modes.rpc`)
+hands it each incoming line and each engine event with the time, sends the
+messages it returns and carries out the commands (start a cell, interrupt,
+reset, answer `input()`, drop the client). So every transition and error code
+is tested with plain values.
+
+The kernel is `idle`, `running` or `waiting_input` (inside `input()`), as the
+spec says; a reset in progress counts as busy. Authentication belongs to the
+connection: `connect()` starts a new one.
+"""
+
+from __future__ import annotations
+
+import hmac
+import keyword
+import math
+import platform
+import sys
+
+from pyrelune import __version__, fastjson
+from pyrelune.engine.events import CellError, Display, Done, InputRequest, Stream
+from pyrelune.engine.show import ITEM_MIME, JSONML_MIME
+from pyrelune.protocols.streaming import Cap, Coalescer
+from pyrelune.protocols.validation import errors as schema_errors
+from pyrelune.protocols.vixnote import encode as strict_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+    Message: TypeAlias = dict[str, Any]
+    Command: TypeAlias = "Execute | Interrupt | Reset | InputReply | Disconnect"
+
+PROTOCOL_VERSION = 1
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+KERNEL_BUSY = -32001
+AUTH_REQUIRED = -32002
+AUTH_FAILED = -32003
+#: Wrong tokens a connection may send before it is dropped.
+MAX_AUTH_FAILURES = 3
+
+IDLE = "idle"
+RUNNING = "running"
+WAITING_INPUT = "waiting_input"
+
+METHODS = (
+    "kernel.info", "kernel.auth", "execute.cell", "execute.interrupt", "kernel.reset",
+    "execute.input_reply",
+)
+CAPABILITIES = ("stream", "display_data", "input_request", "interrupt", "reset", "inputs",
+                "show", "plot")
+
+
+class ProtocolError(Exception):
+    """A request answered with an error response."""
+
+    def __init__(self, code: int, message: str, request_id: str | int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+
+class Request:
+    """A well-formed request of a known method."""
+
+    __slots__ = ("id", "method", "params")
+
+    def __init__(self, request_id: str | int, method: str, params: dict[str, Any]) -> None:
+        self.id = request_id
+        self.method = method
+        self.params = params
+
+
+def parse(raw: bytes | str) -> Request:
+    """One request line, checked against the schemas; raises `ProtocolError` saying why not."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        message = fastjson.loads(text)
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(PARSE_ERROR, f"Parse error: not UTF-8 ({exc.reason})") from None
+    except ValueError as exc:  # json.JSONDecodeError
+        raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}") from None
+    except RecursionError:
+        raise ProtocolError(PARSE_ERROR, "Parse error: JSON nested too deeply") from None
+    if not isinstance(message, dict):
+        raise ProtocolError(INVALID_REQUEST, "Invalid request: a message must be a JSON object")
+    request_id = message.get("id")
+    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        request_id = None
+    problems = schema_errors(message, "rpc-kernel.request")
+    if problems:
+        raise ProtocolError(INVALID_REQUEST, f"Invalid request: {problems[0]}", request_id)
+    assert request_id is not None
+    method = message["method"]
+    if method not in METHODS:
+        raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method[:100]!r}", request_id)
+    problems = schema_errors(message, f"rpc-kernel.request.{method}")
+    if problems:
+        raise ProtocolError(INVALID_REQUEST, f"Invalid {method} request: {problems[0]}",
+                            request_id)
+    params: dict[str, Any] = message.get("params", {})
+    for name in params.get("inputs", {}) if method == "execute.cell" else ():
+        if not name.isidentifier() or keyword.iskeyword(name):
+            raise ProtocolError(
+                INVALID_REQUEST,
+                f"Invalid execute.cell request: inputs key {name[:100]!r} "
+                "is not a Python identifier",
+                request_id,
+            )
+    return Request(request_id, method, params)
+
+
+class Execute:
+    """Start `source` as cell `cell_id` with `inputs` bound first."""
+
+    __slots__ = ("cell_id", "inputs", "source")
+
+    def __init__(self, cell_id: str, source: str, inputs: dict[str, Any]) -> None:
+        self.cell_id = cell_id
+        self.source = source
+        self.inputs = inputs
+
+    @property
+    def filename(self) -> str:
+        """The name tracebacks give the cell's code."""
+        return f"<cell {self.cell_id}>"
+
+
+class Interrupt:
+    """KeyboardInterrupt to the running cell, SIGKILL if it does not stop."""
+
+
+class Reset:
+    """Start clearing the namespace; the worker confirms with a Done."""
+
+
+class InputReply:
+    """Hand `value` to the `input()` the cell waits in."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+class Disconnect:
+    """Close the connection (too many wrong tokens)."""
+
+
+class Outcome:
+    """What the driver must do: send `messages` in order, then carry out `commands`."""
+
+    __slots__ = ("commands", "messages")
+
+    def __init__(self, messages: list[Message] | None = None,
+                 commands: list[Command] | None = None) -> None:
+        self.messages = messages or []
+        self.commands = commands or []
+
+
+def response(request_id: str | int | None, result: dict[str, Any]) -> Message:
+    return {"kind": "response", "id": request_id, "result": result}
+
+
+def error(request_id: str | int | None, code: int, message: str) -> Message:
+    return {"kind": "response", "id": request_id, "error": {"code": code, "message": message}}
+
+
+def event(name: str, data: dict[str, Any]) -> Message:
+    return {"kind": "event", "event": name, "data": data}
+
+
+def encode(message: Message) -> bytes:
+    """One message as strict UTF-8 JSON (no newline): NaN and infinities become null."""
+    try:
+        return strict_json(message)
+    except ValueError:
+        return strict_json(_finite(message))
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def display_item(data: dict[str, Any]) -> Any:
+    """A MIME bundle as one item of the spec's shapes, the richest the bundle offers.
+
+    `show()`/`plot()` items travel whole; tables (pandas, numpy) as JSONML;
+    then HTML, PNG, SVG; anything else as its text.
+    """
+    if ITEM_MIME in data:
+        return data[ITEM_MIME]
+    if JSONML_MIME in data:
+        return data[JSONML_MIME]
+    if isinstance(data.get("text/html"), str):
+        return {"kind": "html", "content": data["text/html"]}
+    for mime, fmt in (("image/png", "png"), ("image/svg+xml", "svg")):
+        if isinstance(data.get(mime), str):
+            return {"kind": "image", "format": fmt, "data": data[mime]}
+    text = data.get("text/plain", "")
+    return text if isinstance(text, str) else fastjson.dumps(text)
+
+
+def done_data(cell_id: str, error: CellError | None) -> dict[str, Any]:
+    """`execute.done`'s data: the trimmed traceback (or the reason) when the cell failed."""
+    if error is None:
+        return {"cell_id": cell_id, "status": "ok"}
+    return {"cell_id": cell_id, "status": "error",
+            "error": error.traceback or error.summary + "\n",
+            "ename": error.ename, "evalue": error.evalue, "line": error.line}
+
+
+class RpcKernel:
+    """The protocol state of one kernel, across the connections it serves one at a time."""
+
+    def __init__(self, token: str | None = None, limit: int | None = None) -> None:
+        self._token = token.encode() if token is not None else None
+        self.state = IDLE
+        self.cell_id = ""
+        self._resetting = False
+        self._resets: list[str | int] = []  # requests waiting for the namespace to be cleared
+        self._authenticated = token is None
+        self._failures = 0
+        self._prompt: InputRequest | None = None
+        self._coalescer = Coalescer()
+        self._cap = Cap() if limit is None else Cap(limit)
+
+    @property
+    def busy(self) -> bool:
+        return self.state != IDLE or self._resetting
+
+    @property
+    def flush_at(self) -> float | None:
+        """When `tick()` has stream text to send (time.monotonic), if it has any."""
+        return self._coalescer.flush_at
+
+    def connect(self) -> list[Message]:
+        """A new connection: `kernel.ready`, and the pending prompt if it may see it."""
+        self._authenticated = self._token is None
+        self._failures = 0
+        ready = event("kernel.ready", {
+            "version": PROTOCOL_VERSION, "state": self.state,
+            "cell_id": self.cell_id if self.state != IDLE else None,
+            "auth_required": not self._authenticated,
+        })
+        return [ready, *self._pending_prompt()]
+
+    def _pending_prompt(self) -> list[Message]:
+        if self._authenticated and self.state == WAITING_INPUT and self._prompt is not None:
+            return [self._input_request(self._prompt)]
+        return []
+
+    def receive(self, raw: bytes | str) -> Outcome:
+        """One message from the host."""
+        try:
+            request = parse(raw)
+        except ProtocolError as exc:
+            return Outcome([error(exc.request_id, exc.code, exc.message)])
+        if not self._authenticated and request.method != "kernel.auth":
+            return Outcome([error(request.id, AUTH_REQUIRED, "Authentication required: "
+                                  "send kernel.auth with the token first")])
+        handler = getattr(self, "_on_" + request.method.replace(".", "_"))
+        try:
+            outcome: Outcome = handler(request)
+        except ProtocolError as exc:
+            return Outcome([error(request.id, exc.code, exc.message)])
+        return outcome
+
+    def _on_kernel_info(self, request: Request) -> Outcome:
+        return Outcome([response(request.id, {
+            "version": PROTOCOL_VERSION, "language": "python",
+            "python_version": "{}.{}".format(*sys.version_info[:2]),
+            "implementation": f"{platform.python_implementation()} {platform.python_version()}",
+            "pyrelune_version": __version__, "state": self.state,
+            "capabilities": list(CAPABILITIES),
+        })])
+
+    def _on_kernel_auth(self, request: Request) -> Outcome:
+        if self._token is not None and not hmac.compare_digest(
+            self._token, str(request.params["token"]).encode("utf-8", "surrogatepass")
+        ):
+            self._authenticated = False
+            self._failures += 1
+            left = MAX_AUTH_FAILURES - self._failures
+            if left <= 0:
+                failed = error(request.id, AUTH_FAILED, "Authentication failed: wrong token")
+                return Outcome([failed], [Disconnect()])
+            return Outcome([error(request.id, AUTH_FAILED,
+                                  f"Authentication failed: wrong token ({left} attempts left)")])
+        self._authenticated = True
+        return Outcome([response(request.id, {"ok": True}), *self._pending_prompt()])
+
+    def _on_execute_cell(self, request: Request) -> Outcome:
+        if self.busy:
+            what = "a reset" if self._resetting else f"cell {self.cell_id!r}"
+            raise ProtocolError(KERNEL_BUSY, f"Kernel busy: {what} is running "
+                                "(wait for execute.done, or send execute.interrupt)")
+        params = request.params
+        self.cell_id = params.get("cell_id", str(request.id))
+        self.state = RUNNING
+        self._cap.begin()
+        command = Execute(self.cell_id, params["source"], params.get("inputs", {}))
+        return Outcome([response(request.id, {"status": "started"})], [command])
+
+    def _on_execute_interrupt(self, request: Request) -> Outcome:
+        running = self.state != IDLE
+        return Outcome([response(request.id, {"ok": True, "interrupted": running})],
+                       [Interrupt()] if running else [])
+
+    def _on_kernel_reset(self, request: Request) -> Outcome:
+        self._resets.append(request.id)
+        if self.busy:
+            return Outcome()  # answered when the cell (or the reset under way) is over
+        self._resetting = True
+        return Outcome(commands=[Reset()])
+
+    def _on_execute_input_reply(self, request: Request) -> Outcome:
+        if self.state != WAITING_INPUT:
+            raise ProtocolError(INVALID_REQUEST,
+                                f"No input() is waiting for a reply (the kernel is {self.state})")
+        self.state = RUNNING
+        self._prompt = None
+        return Outcome([response(request.id, {"ok": True})],
+                       [InputReply(str(request.params["value"]))])
+
+    def output(self, item: Stream | Display | InputRequest | Done, now: float) -> Outcome:
+        """One engine event of the running cell (or of the reset)."""
+        if isinstance(item, Stream):
+            sent = self._cap.add(item)
+            return Outcome(self._streams(self._coalescer.add(sent, now) if sent else []))
+        messages = self._flush()
+        if isinstance(item, Display):
+            messages.append(event("display_data", {"cell_id": self.cell_id,
+                                                   "item": display_item(item.data)}))
+            return Outcome(messages)
+        if isinstance(item, InputRequest):
+            self.state = WAITING_INPUT
+            self._prompt = item
+            messages.append(self._input_request(item))
+            return Outcome(messages)
+        return self._done(item, messages)
+
+    def _done(self, done: Done, messages: list[Message]) -> Outcome:
+        self._prompt = None
+        if self._resetting:
+            self._resetting = False
+            messages += [response(request_id, {"ok": True}) for request_id in self._resets]
+            self._resets = []
+            return Outcome(messages)
+        if self.state == IDLE:
+            return Outcome(messages)  # not ours (no cell was running): nothing to report
+        self.state = IDLE
+        messages.append(event("execute.done", done_data(self.cell_id, done.error)))
+        if self._resets:
+            self._resetting = True
+            return Outcome(messages, [Reset()])
+        return Outcome(messages)
+
+    def tick(self, now: float) -> list[Message]:
+        """Stream text whose time has come (the driver's timer at `flush_at`)."""
+        return self._streams(self._coalescer.due(now))
+
+    def _flush(self) -> list[Message]:
+        return self._streams([*self._coalescer.flush(), *self._cap.release()])
+
+    def _streams(self, streams: list[Stream]) -> list[Message]:
+        return [event("stream", {"cell_id": self.cell_id, "name": s.name, "text": s.text})
+                for s in streams if s.text]
+
+    def _input_request(self, request: InputRequest) -> Message:
+        data: dict[str, Any] = {"cell_id": self.cell_id, "prompt": request.prompt}
+        if request.password:
+            data["password"] = True
+        return event("input_request", data)

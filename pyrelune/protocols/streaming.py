@@ -1,0 +1,125 @@
+"""Live stream output for a host that renders as the cell runs: coalesced and capped.
+
+A cell printing in a tight loop must not become one event per line: text is
+held for at most `INTERVAL` seconds, so each stream gets about one event per
+interval, and is let out at once before anything that must come after it
+(a display, an input prompt, the end of the cell). Runs of stdout and stderr
+stay in the order they were read.
+
+A cell printing 100 MB must not become 100 MB of events, nor 100 MB of
+memory: past `limit` bytes per cell only a window over the most recent text
+is kept; at the next flush it follows a marker saying how much was dropped.
+Sans-I/O: the caller passes the clock in and arms the timer `flush_at` asks for.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from pyrelune.engine.events import Stream
+from pyrelune.engine.limits import Omitted, _drop_front, _split, utf8_size
+
+#: The longest a piece of text waits before it is sent.
+INTERVAL = 0.05
+#: Bytes of stream text sent per cell before only the most recent are kept.
+DEFAULT_LIMIT = 1 << 20
+
+
+def _size(text: str) -> int:
+    return len(text) if text.isascii() else utf8_size(text)
+
+
+class Coalescer:
+    """Holds stream text for up to `INTERVAL` seconds and lets it out in order."""
+
+    def __init__(self, interval: float = INTERVAL) -> None:
+        self.interval = interval
+        self.flush_at: float | None = None  # when pending text is due; None when none is
+        self._runs: list[tuple[str, list[str]]] = []
+        self._last = float("-inf")
+
+    def add(self, stream: Stream, now: float) -> list[Stream]:
+        """Hold `stream`; what is due by `now` comes back (the first text of a burst at once)."""
+        if self._runs and self._runs[-1][0] == stream.name:
+            self._runs[-1][1].append(stream.text)
+        else:
+            self._runs.append((stream.name, [stream.text]))
+        if self.flush_at is None:
+            self.flush_at = max(now, self._last + self.interval)
+        return self.due(now)
+
+    def due(self, now: float) -> list[Stream]:
+        """Everything held, if its time has come."""
+        if self.flush_at is None or now < self.flush_at:
+            return []
+        self._last = now
+        return self.flush()
+
+    def flush(self) -> list[Stream]:
+        """Everything held, now: something that must follow it is about to be sent."""
+        out = [Stream(name, "".join(parts)) for name, parts in self._runs]
+        self._runs = []
+        self.flush_at = None
+        return out
+
+
+class Cap:
+    """Lets the first `limit` bytes of a cell's streams through, then keeps only a tail."""
+
+    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+        self.limit = limit
+        self._tail_limit = max(limit // 4, 1)
+        self.begin()
+
+    def begin(self) -> None:
+        """A new cell: a full budget."""
+        self._left = self.limit - self._tail_limit
+        self._tail: deque[Stream] = deque()
+        self._tail_size = 0
+        self._omitted = Omitted()
+
+    def add(self, stream: Stream) -> Stream | None:
+        """The part of `stream` to send now; the rest is kept in the tail window."""
+        size = _size(stream.text)
+        if size <= self._left:
+            self._left -= size
+            return stream
+        sent = None
+        if self._left > 0:
+            first, rest = _split(stream.text, self._left)
+            sent = Stream(stream.name, first)
+            stream = Stream(stream.name, rest)
+            size = _size(stream.text)
+            self._left = 0
+        self._tail.append(stream)
+        self._tail_size += size
+        self._trim()
+        return sent
+
+    def _trim(self) -> None:
+        while self._tail_size > self._tail_limit:
+            first = self._tail[0]
+            size = _size(first.text)
+            excess = self._tail_size - self._tail_limit
+            if size > excess:
+                kept = _drop_front(first.text, excess)
+                self._tail[0] = Stream(first.name, kept)
+                cut = size - _size(kept)
+            else:
+                self._tail.popleft()
+                cut = size
+            self._omitted.bytes[first.name] = self._omitted.bytes.get(first.name, 0) + cut
+            self._tail_size -= cut
+
+    def release(self) -> list[Stream]:
+        """What the window holds, after a marker for what was dropped (at a flush point)."""
+        out: list[Stream] = []
+        for name in ("stdout", "stderr"):
+            note = self._omitted.text(name)
+            if note:
+                out.append(Stream(name, note))
+        out.extend(self._tail)
+        self._tail.clear()
+        self._tail_size = 0
+        self._omitted = Omitted()
+        return out

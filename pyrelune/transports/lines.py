@@ -1,0 +1,118 @@
+"""Newline-delimited messages over a pair of file descriptors, for an asyncio kernel.
+
+The rpc kernel over a pipe: requests arrive one per line on stdin, messages
+leave one per line on a private duplicate of stdout. A pipe or socket is read on
+the event loop; anything else (a file, a terminal) on a thread. A line longer
+than `max_size` is reported, skipped to its end and never held in memory whole.
+Writes are plain blocking writes, in order, one per turn of the event loop:
+a host that stops reading stalls the kernel rather than making it buffer
+without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+import threading
+
+from pyrelune.transports.stdio import write_all
+
+#: What `receive()` returns for a line that was longer than `max_size`.
+OVERSIZED = b"\0oversized"
+
+
+class LineSplitter:
+    """Bytes in, complete lines out; a line over `max_size` becomes `OVERSIZED`, never kept."""
+
+    def __init__(self, max_size: int) -> None:
+        self._max_size = max_size
+        self._pending = b""
+        self._skipping = False  # inside a line already reported as too long
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The lines `chunk` completes; an empty chunk (end of input) ends the last one."""
+        if not chunk:
+            last, self._pending = self._pending, b""
+            return [last] if last.strip() and not self._skipping else []
+        self._pending += chunk
+        lines = []
+        while (end := self._pending.find(b"\n")) >= 0:
+            line, self._pending = self._pending[:end], self._pending[end + 1 :]
+            if self._skipping:
+                self._skipping = False
+            elif line.strip():
+                lines.append(line if len(line) <= self._max_size else OVERSIZED)
+        if len(self._pending) > self._max_size:
+            if not self._skipping:
+                lines.append(OVERSIZED)
+            self._skipping, self._pending = True, b""
+        return lines
+
+
+class LineConnection:
+    """One peer at the other end of `in_fd` and `out_fd`, for the life of the process."""
+
+    def __init__(self, in_fd: int, out_fd: int, max_size: int) -> None:
+        self._in_fd = in_fd
+        self._out_fd = out_fd
+        self._splitter = LineSplitter(max_size)
+        self._lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._outgoing: list[bytes] = []
+        self._loop = asyncio.get_running_loop()
+        mode = os.fstat(in_fd).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            # The common case (a host's pipe): read on the loop itself, no thread hop.
+            os.set_blocking(in_fd, False)
+            self._loop.add_reader(in_fd, self._readable)
+        else:  # a file or a terminal: the loop cannot wait on it
+            threading.Thread(target=self._read_blocking, daemon=True,
+                             name="pyrelune-stdin").start()
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self._in_fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        self._deliver(chunk)
+        if not chunk:
+            self._loop.remove_reader(self._in_fd)
+
+    def _read_blocking(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._in_fd, 1 << 16)
+            except OSError:
+                chunk = b""
+            self._loop.call_soon_threadsafe(self._deliver, chunk)
+            if not chunk:
+                return
+
+    def _deliver(self, chunk: bytes) -> None:
+        for line in self._splitter.feed(chunk):
+            self._lines.put_nowait(line)
+        if not chunk:
+            self._lines.put_nowait(None)
+
+    async def receive(self) -> bytes | None:
+        """The next line (without its newline), `OVERSIZED`, or None at end of input."""
+        return await self._lines.get()
+
+    def send(self, data: bytes) -> None:
+        """Queue one message; what one turn of the loop sends leaves in one write."""
+        if not self._outgoing:
+            self._loop.call_soon(self._flush)
+        self._outgoing.append(data)
+
+    def _flush(self) -> None:
+        data = b"\n".join(self._outgoing) + b"\n"
+        self._outgoing = []
+        try:
+            write_all(data, self._out_fd)
+        except OSError:
+            pass  # the host stopped reading: end of input follows
+
+    def close(self) -> None:
+        """Nothing to do: the peer is gone when stdin ends."""

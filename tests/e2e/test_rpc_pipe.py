@@ -1,0 +1,317 @@
+"""`pyrelune --mode rpc` over a real pipe, spoken to as an editor would; every message
+the kernel sends is checked against the schemas."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from rpc_host import PipeHost, stdout_of
+
+from pyrelune.engine.kernel import LOST
+
+
+@pytest.fixture
+def kernel() -> Iterator[PipeHost]:
+    host = PipeHost()
+    ready = host.receive()
+    assert ready["event"] == "kernel.ready"
+    assert ready["data"]["version"] == 1
+    assert ready["data"]["state"] == "idle"
+    yield host
+    assert host.close() == 0
+
+
+def test_kernel_info(kernel: PipeHost) -> None:
+    import sys
+
+    result = kernel.call("kernel.info", {})["result"]
+    assert result["language"] == "python"
+    assert result["python_version"] == "{}.{}".format(*sys.version_info[:2])
+    assert result["state"] == "idle"
+    assert "interrupt" in result["capabilities"]
+
+
+def test_auth_is_not_needed_over_a_pipe(kernel: PipeHost) -> None:
+    assert kernel.call("kernel.auth", {"token": "anything"})["result"] == {"ok": True}
+
+
+def test_output_display_and_done_keep_the_cells_order(kernel: PipeHost) -> None:
+    events = kernel.run(
+        "import sys\nprint('one')\nshow('two')\nprint('three')\n"
+        "print('four', file=sys.stderr)\nshow('five')\n6 * 7",
+        cell_id="order",
+    )
+    seen = [(e["event"], e["data"].get("text") or e["data"].get("item") or e["data"]["status"])
+            for e in events]
+    assert seen == [
+        ("stream", "one\n"), ("display_data", "two"), ("stream", "three\n"), ("stream", "four\n"),
+        ("display_data", "five"),
+        ("display_data", "42"), ("execute.done", "ok"),
+    ]
+    assert all(e["data"]["cell_id"] == "order" for e in events)
+    assert [e["data"]["name"] for e in events if e["event"] == "stream"] == [
+        "stdout", "stdout", "stderr"]
+
+
+def test_namespace_persists_and_inputs_are_bound(kernel: PipeHost) -> None:
+    assert kernel.run("x = 20")[-1]["data"]["status"] == "ok"
+    events = kernel.run("print(x + bonus, label)", inputs={"bonus": 22, "label": "ok"})
+    assert stdout_of(events) == "42 ok\n"
+
+
+@pytest.mark.parametrize("key", ["1abc", "a-b", "class", ""])
+def test_inputs_keys_must_be_identifiers(kernel: PipeHost, key: str) -> None:
+    reply = kernel.call("execute.cell", {"cell_id": "c", "source": "1", "inputs": {key: 1}})
+    assert reply["error"]["code"] == -32600
+    assert kernel.call("kernel.info", {})["result"]["state"] == "idle"
+
+
+def test_error_is_reported_with_the_cells_traceback(kernel: PipeHost) -> None:
+    done = kernel.run("def f():\n    return 1 / 0\nf()", cell_id="boom")[-1]
+    assert done["data"]["status"] == "error"
+    assert done["data"]["ename"] == "ZeroDivisionError"
+    assert done["data"]["line"] == 2  # the deepest line of the cell
+    assert "<cell boom>" in done["data"]["error"]
+    assert "pyrelune" not in done["data"]["error"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        ("{not json", -32700),
+        ("[1, 2]", -32600),
+        ('{"kind": "request", "method": "kernel.info"}', -32600),
+        ('{"kind": "request", "id": "a", "method": "execute.cell", "params": {}}', -32600),
+        ('{"kind": "request", "id": "a", "method": "execute.cell", '
+         '"params": {"source": 5}}', -32600),
+        ('{"kind": "request", "id": "a", "method": "kernel.explode", "params": {}}', -32601),
+        ('{"kind": "request", "id": "a", "method": "execute.input_reply", '
+         '"params": {"value": "x"}}', -32600),
+    ],
+)
+def test_bad_requests_get_their_error_code(kernel: PipeHost, raw: str, code: int) -> None:
+    kernel.send_raw(raw)
+    reply = kernel.receive()
+    assert reply["kind"] == "response"
+    assert reply["error"]["code"] == code
+    assert reply["id"] == ("a" if '"id": "a"' in raw else None)
+    assert kernel.call("kernel.info", {})["result"]["state"] == "idle"
+
+
+def test_invalid_utf8_is_a_parse_error(kernel: PipeHost) -> None:
+    kernel.send_bytes(b'{"kind": "request", "id": "\xff"}\n')
+    assert kernel.receive()["error"]["code"] == -32700
+
+
+def test_oversized_line_is_refused_and_the_kernel_goes_on() -> None:
+    host = PipeHost("--max-message-size", "2048")
+    host.receive()
+    host.send_raw('{"kind": "request", "id": "big", "method": "execute.cell", "params": '
+                  '{"source": "' + "x" * 5000 + '"}}')
+    reply = host.receive()
+    assert reply["error"]["code"] == -32600
+    assert "larger than 2048 bytes" in reply["error"]["message"]
+    assert stdout_of(host.run("print('still here')")) == "still here\n"
+    assert host.close() == 0
+
+
+def test_busy_kernel_rejects_a_second_cell(kernel: PipeHost) -> None:
+    kernel.call("execute.cell", {"cell_id": "slow", "source": "input('wait: ')"})
+    kernel.wait_event("input_request")
+    busy = kernel.call("execute.cell", {"cell_id": "other", "source": "1"})
+    assert busy["error"]["code"] == -32001
+    assert kernel.call("kernel.info", {})["result"]["state"] == "waiting_input"
+    assert kernel.call("execute.input_reply", {"value": "go"})["result"] == {"ok": True}
+    assert kernel.until_done()[-1]["data"] == {"cell_id": "slow", "status": "ok"}
+
+
+def test_input_round_trip(kernel: PipeHost) -> None:
+    kernel.call("execute.cell", {"cell_id": "ask", "source": "name = input('Name? ')\n"
+                                 "print('hello', name)"})
+    request = kernel.wait_event("input_request")
+    assert request["data"] == {"cell_id": "ask", "prompt": "Name? "}
+    kernel.call("execute.input_reply", {"value": "Ada"})
+    events = kernel.until_done()
+    assert stdout_of(events) == "hello Ada\n"
+    assert events[-1]["data"]["status"] == "ok"
+    again = kernel.call("execute.input_reply", {"value": "late"})
+    assert again["error"]["code"] == -32600
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["while True:\n    pass", "import time\ntime.sleep(600)", "input('never answered: ')"],
+    ids=["busy-loop", "sleep", "input"],
+)
+def test_interrupt(kernel: PipeHost, source: str) -> None:
+    kernel.run("kept = 'yes'")
+    kernel.call("execute.cell", {"cell_id": "stuck", "source": "print('started', flush=True)\n"
+                                 + source})
+    kernel.wait_event("input_request" if "input" in source else "stream")
+    reply = kernel.call("execute.interrupt", {})
+    assert reply["result"] == {"ok": True, "interrupted": True}
+    done = kernel.until_done()[-1]
+    assert done["data"]["status"] == "error"
+    assert done["data"]["ename"] == "KeyboardInterrupt"
+    assert stdout_of(kernel.run("print(kept)")) == "yes\n"
+
+
+def test_a_cell_that_ignores_interrupts_is_killed(kernel: PipeHost) -> None:
+    kernel.call("execute.cell", {"cell_id": "stubborn", "source": (
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "print('go', flush=True)\nwhile True:\n    pass")})
+    kernel.wait_event("stream")
+    kernel.call("execute.interrupt", {})
+    done = kernel.until_done()[-1]
+    assert done["data"]["status"] == "error"
+    assert LOST in done["data"]["error"]
+    assert stdout_of(kernel.run("print('fresh')")) == "fresh\n"
+
+
+def test_interrupt_while_idle_is_harmless(kernel: PipeHost) -> None:
+    kernel.run("kept = 1")
+    assert kernel.call("execute.interrupt", {})["result"] == {"ok": True, "interrupted": False}
+    assert stdout_of(kernel.run("print(kept)")) == "1\n"
+
+
+def test_reset_waits_for_the_running_cell(kernel: PipeHost) -> None:
+    kernel.run("old = 1")
+    kernel.call("execute.cell", {"cell_id": "long", "source": "x = input('hold: ')\nprint(x)"})
+    kernel.wait_event("input_request")
+    reset = kernel.request("kernel.reset", {})
+    kernel.call("execute.input_reply", {"value": "released"})
+    # execute.done of the running cell comes before the reset's answer
+    messages = []
+    while True:
+        message = kernel.receive()
+        messages.append(message)
+        if message.get("id") == reset:
+            break
+    kinds = [m.get("event") or "reset" for m in messages]
+    assert kinds == ["stream", "execute.done", "reset"]
+    assert messages[-1]["result"] == {"ok": True}
+    done = kernel.run("old")[-1]
+    assert done["data"]["ename"] == "NameError"
+
+
+def test_reset_while_idle(kernel: PipeHost) -> None:
+    kernel.run("old = 1")
+    assert kernel.call("kernel.reset", {})["result"] == {"ok": True}
+    assert kernel.run("old")[-1]["data"]["ename"] == "NameError"
+    assert kernel.run("show('helpers survive')")[0]["data"]["item"] == "helpers survive"
+
+
+def test_a_dead_worker_is_replaced(kernel: PipeHost) -> None:
+    kernel.run("x = 1")
+    done = kernel.run("import os\nos._exit(3)")[-1]
+    assert done["data"]["status"] == "error"
+    assert LOST in done["data"]["error"]
+    assert kernel.run("x")[-1]["data"]["ename"] == "NameError"
+    assert stdout_of(kernel.run("print('alive')")) == "alive\n"
+
+
+def test_fd_level_output_cannot_break_the_protocol(kernel: PipeHost) -> None:
+    events = kernel.run("import os\nos.write(1, b'raw\\n')\nos.system('echo from-shell')")
+    assert stdout_of(events) == "raw\nfrom-shell\n"
+
+
+def test_streams_are_coalesced(kernel: PipeHost) -> None:
+    events = kernel.run("for i in range(20000):\n    print(i)")
+    streams = [e for e in events if e["event"] == "stream"]
+    assert stdout_of(events) == "".join(f"{i}\n" for i in range(20000))
+    assert len(streams) < 2000  # one event per 50 ms, not one per print
+
+
+def test_huge_output_is_capped_with_a_marker() -> None:
+    host = PipeHost(env={"PYRELUNE_MAX_OUTPUT": "65536"})
+    host.receive()
+    events = host.run("import sys\nfor i in range(200000):\n    sys.stdout.write(f'line {i}\\n')\n"
+                      "print('the end')")
+    text = stdout_of(events)
+    assert len(text.encode()) < 65536 + 200
+    assert text.startswith("line 0\nline 1\n")
+    assert text.endswith("line 199999\nthe end\n")
+    assert "bytes of stdout omitted ...]" in text
+    assert events[-1]["data"]["status"] == "ok"
+    assert stdout_of(host.run("print('next cell streams again')")) == "next cell streams again\n"
+    assert host.close() == 0
+
+
+def test_plot_and_show_items(kernel: PipeHost) -> None:
+    events = kernel.run(
+        "plot([0, 1, 2], [1, 4, 9], title='squares', x_label='n', y_label='n²')\n"
+        "show(HtmlOutput('<b>bold</b>'))\n"
+        "class Custom:\n    def __show__(self):\n        return ['ul', {}, ['li', {}, 'a']]\n"
+        "show(Custom())\nshow(3.5)"
+    )
+    items = [e["data"]["item"] for e in events if e["event"] == "display_data"]
+    assert items == [
+        {"kind": "plot", "title": "squares", "x_label": "n", "y_label": "n²",
+         "series": [{"name": "series0", "x": [0.0, 1.0, 2.0], "y": [1.0, 4.0, 9.0]}]},
+        {"kind": "html", "content": "<b>bold</b>"},
+        ["ul", {}, ["li", {}, "a"]],
+        "3.5",
+    ]
+
+
+def test_plot_rejects_values_that_are_not_finite_numbers(kernel: PipeHost) -> None:
+    done = kernel.run("plot([1, float('nan')])")[-1]
+    assert done["data"]["ename"] == "ValueError"
+    assert "not finite" in done["data"]["evalue"]
+    done = kernel.run("plot(['a', 'b'])")[-1]
+    assert done["data"]["ename"] == "TypeError"
+
+
+def test_show_tables_as_jsonml(kernel: PipeHost) -> None:
+    pytest.importorskip("pandas")
+    events = kernel.run(
+        "import numpy as np, pandas as pd\n"
+        "show(pd.DataFrame({'a': [1, 2], 'b': ['x', 'y']}))\n"
+        "show(np.array([[1, 2], [3, 4]]))"
+    )
+    frame, array = (e["data"]["item"] for e in events if e["event"] == "display_data")
+    assert frame == ["table", {},
+                     ["tr", {}, ["th", {}, "index"], ["th", {}, "a"], ["th", {}, "b"]],
+                     ["tr", {}, ["td", {}, "0"], ["td", {}, "1"], ["td", {}, "x"]],
+                     ["tr", {}, ["td", {}, "1"], ["td", {}, "2"], ["td", {}, "y"]]]
+    assert array[0] == "table"
+    assert array[3:] == [["tr", {}, ["td", {}, "1"], ["td", {}, "2"]],
+                         ["tr", {}, ["td", {}, "3"], ["td", {}, "4"]]]
+
+
+def test_show_a_matplotlib_figure_as_png(kernel: PipeHost) -> None:
+    pytest.importorskip("matplotlib")
+    import base64
+
+    events = kernel.run(
+        "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+        "fig, ax = plt.subplots()\nax.plot([1, 2, 3])\nshow(fig)\nplt.close(fig)"
+    )
+    item = next(e["data"]["item"] for e in events if e["event"] == "display_data")
+    assert item["kind"] == "image"
+    assert item["format"] == "png"
+    assert base64.b64decode(item["data"]).startswith(b"\x89PNG")
+
+
+def test_progress_bars_arrive_collapsed(kernel: PipeHost) -> None:
+    events = kernel.run("for i in range(1001):\n    print(f'\\r{i / 10:.0f}%', end='')\nprint()")
+    assert stdout_of(events) == "100%\n"
+
+
+def test_display_and_final_values_of_tables_are_jsonml(kernel: PipeHost) -> None:
+    pytest.importorskip("pandas")
+    events = kernel.run("import pandas as pd\ndf = pd.DataFrame({'a': [1]})\ndisplay(df)\ndf")
+    items = [e["data"]["item"] for e in events if e["event"] == "display_data"]
+    expected = ["table", {}, ["tr", {}, ["th", {}, "index"], ["th", {}, "a"]],
+                ["tr", {}, ["td", {}, "0"], ["td", {}, "1"]]]
+    assert items == [expected, expected]
+
+
+def test_matplotlib_figures_left_open_are_shown(kernel: PipeHost) -> None:
+    pytest.importorskip("matplotlib")
+    events = kernel.run("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nNone")
+    (item,) = [e["data"]["item"] for e in events if e["event"] == "display_data"]
+    assert item["kind"] == "image"
+    assert item["format"] == "svg"
+    assert item["data"].lstrip().startswith("<svg") or "<svg" in item["data"]

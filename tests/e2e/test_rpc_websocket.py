@@ -1,0 +1,224 @@
+"""`pyrelune --mode rpc --listen` with a real WebSocket client (websockets): auth, Origin,
+TLS, frame size, one client at a time, reconnect; every message checked against the schemas."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import ssl
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rpc_host import TIMEOUT, Listener, WebSocketHost, kernel_command, stdout_of
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture
+def server() -> Iterator[Listener]:
+    listener = Listener(env={"PYRELUNE_TOKEN": TOKEN})
+    yield listener
+    listener.close()
+
+
+def connect(url: str, token: str | None = TOKEN, **options: object) -> WebSocketHost:
+    host = WebSocketHost(url, **options)
+    ready = host.receive()
+    assert ready["event"] == "kernel.ready"
+    if token is not None:
+        assert ready["data"]["auth_required"] is True
+        assert host.call("kernel.auth", {"token": token})["result"] == {"ok": True}
+    return host
+
+
+def test_listening_line_names_the_port_it_picked(server: Listener) -> None:
+    data = server.announcement["data"]
+    assert data["host"] == "127.0.0.1"
+    assert data["port"] > 0
+    assert server.url == f"ws://127.0.0.1:{data['port']}"
+
+
+def test_every_request_needs_auth_first(server: Listener) -> None:
+    host = connect(server.url, token=None)
+    for method, params in [("kernel.info", {}), ("execute.cell", {"source": "1"}),
+                           ("kernel.reset", {}), ("execute.interrupt", {})]:
+        assert host.call(method, params)["error"]["code"] == -32002
+    assert host.call("kernel.auth", {"token": TOKEN})["result"] == {"ok": True}
+    assert host.call("kernel.info", {})["result"]["language"] == "python"
+    host.close()
+
+
+def test_wrong_tokens_fail_and_then_close_the_connection(server: Listener) -> None:
+    host = connect(server.url, token=None)
+    for _ in range(2):
+        reply = host.call("kernel.auth", {"token": "guess"})
+        assert reply["error"]["code"] == -32003
+        assert "guess" not in reply["error"]["message"]
+        assert TOKEN not in reply["error"]["message"]
+    assert host.call("kernel.auth", {"token": TOKEN[:-1]})["error"]["code"] == -32003
+    with pytest.raises(ConnectionClosed) as closed:
+        host.receive(timeout=TIMEOUT)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+    connect(server.url).close()  # the kernel still serves the next client
+    server.close()
+    assert TOKEN not in server.stderr
+
+
+def test_execute_streams_input_and_done_over_websocket(server: Listener) -> None:
+    host = connect(server.url)
+    host.call("execute.cell", {"cell_id": "ws", "source":
+                               "print('before')\nname = input('who? ')\nshow(name)\nname"})
+    events = []
+    while (message := host.receive())["event"] != "input_request":
+        events.append(message)
+    assert stdout_of(events) == "before\n"
+    assert message["data"]["prompt"] == "who? "
+    host.call("execute.input_reply", {"value": "Grace"})
+    events = host.until_done()
+    assert [e["data"].get("item") for e in events if e["event"] == "display_data"] == [
+        "Grace", "'Grace'"]
+    assert events[-1]["data"] == {"cell_id": "ws", "status": "ok"}
+    host.close()
+
+
+def test_interrupt_over_websocket(server: Listener) -> None:
+    host = connect(server.url)
+    host.call("execute.cell", {"cell_id": "spin", "source":
+                               "print('spinning', flush=True)\nwhile True:\n    pass"})
+    host.wait_event("stream")
+    assert host.call("execute.interrupt", {})["result"]["interrupted"] is True
+    assert host.until_done()[-1]["data"]["ename"] == "KeyboardInterrupt"
+    host.close()
+
+
+def test_malformed_json_over_websocket(server: Listener) -> None:
+    host = connect(server.url)
+    host.send_raw("{oops")
+    reply = host.receive()
+    assert reply["id"] is None
+    assert reply["error"]["code"] == -32700
+    host.send_raw('{"kind": "request", "id": "m", "method": "nope", "params": {}}')
+    assert host.receive()["error"]["code"] == -32601
+    host.close()
+
+
+def test_a_second_client_is_refused_and_reconnect_finds_the_namespace(server: Listener) -> None:
+    first = connect(server.url)
+    first.run("kept = 41")
+    second = WebSocketHost(server.url)
+    refusal = second.receive()
+    assert refusal["error"]["code"] == -32001
+    assert "Another client" in refusal["error"]["message"]
+    with pytest.raises(ConnectionClosed) as closed:
+        second.receive()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013
+    first.close()
+    again = connect(server.url)
+    assert stdout_of(again.run("print(kept + 1)")) == "42\n"
+    again.close()
+
+
+def test_reconnect_while_a_cell_waits_for_input(server: Listener) -> None:
+    first = connect(server.url)
+    first.call("execute.cell", {"cell_id": "held", "source": "v = input('value? ')\nprint(v)"})
+    first.wait_event("input_request")
+    first.close()
+    second = WebSocketHost(server.url)
+    ready = second.receive()
+    assert ready["data"]["state"] == "waiting_input"
+    assert ready["data"]["cell_id"] == "held"
+    second.call("kernel.auth", {"token": TOKEN})
+    assert second.wait_event("input_request")["data"]["prompt"] == "value? "
+    second.call("execute.input_reply", {"value": "resumed"})
+    assert stdout_of(second.until_done()) == "resumed\n"
+    second.close()
+
+
+def test_forbidden_origin_is_rejected(server: Listener) -> None:
+    with pytest.raises(InvalidStatus) as refused:
+        WebSocketHost(server.url, origin="https://evil.example")
+    assert refused.value.response.status_code == 403
+
+
+def test_allowed_origin_is_accepted() -> None:
+    listener = Listener("--allow-origin", "https://notebook.example",
+                        env={"PYRELUNE_TOKEN": TOKEN})
+    try:
+        connect(listener.url, origin="https://notebook.example").close()
+        with pytest.raises(InvalidStatus):
+            WebSocketHost(listener.url, origin="https://other.example")
+    finally:
+        listener.close()
+
+
+def test_oversized_frame_closes_the_connection() -> None:
+    listener = Listener("--max-message-size", "4096", env={"PYRELUNE_TOKEN": TOKEN})
+    try:
+        host = connect(listener.url)
+        host.send_raw('{"kind": "request", "id": "x", "method": "execute.cell", "params": '
+                      '{"source": "' + "1" * 10000 + '"}}')
+        with pytest.raises(ConnectionClosed) as closed:
+            host.receive()
+        assert closed.value.sent is not None and closed.value.sent.code == 1009
+        connect(listener.url).close()
+    finally:
+        listener.close()
+
+
+def test_token_file(tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("from-a-file\n")
+    listener = Listener("--token-file", str(token_file))
+    try:
+        connect(listener.url, token="from-a-file").close()
+    finally:
+        listener.close()
+    assert "from-a-file" not in " ".join(listener.process.args)
+
+
+def test_no_token_means_no_auth_on_loopback() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYRELUNE_TOKEN"}
+    listener = Listener(env=env)
+    try:
+        host = connect(listener.url, token=None)
+        assert host.call("kernel.info", {})["result"]["state"] == "idle"
+        host.close()
+    finally:
+        listener.close()
+
+
+def test_refuses_a_public_address_without_a_token() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYRELUNE_TOKEN"}
+    result = subprocess.run(kernel_command("--listen", "0.0.0.0:0"), capture_output=True,
+                            env=env, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2
+    assert b"refusing to listen on 0.0.0.0 without a token" in result.stderr
+    assert result.stdout == b""
+
+
+def test_a_token_without_listen_is_a_usage_error() -> None:
+    result = subprocess.run(kernel_command("--token", "x"), capture_output=True,
+                            timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2
+    assert b"--listen" in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_tls(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    listener = Listener("--certfile", str(cert), "--keyfile", str(key),
+                        env={"PYRELUNE_TOKEN": TOKEN})
+    try:
+        assert listener.url.startswith("wss://127.0.0.1:")
+        context = ssl.create_default_context(cafile=str(cert))
+        host = connect(listener.url, ssl=context)
+        assert stdout_of(host.run("print('over tls')")) == "over tls\n"
+        host.close()
+    finally:
+        listener.close()

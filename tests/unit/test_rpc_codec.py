@@ -1,0 +1,245 @@
+"""The rpc-kernel codec and state machine on plain values: every transition, every error
+code, and every message it produces checked against the schemas."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from rpc_host import check
+
+from pyrelune.engine.events import CellError, Display, Done, InputRequest, Stream
+from pyrelune.engine.show import ITEM_MIME, JSONML_MIME
+from pyrelune.protocols import rpc
+
+
+def line(method: str, params: dict[str, Any] | None = None, request_id: str = "1") -> str:
+    message: dict[str, Any] = {"kind": "request", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message)
+
+
+def sent(outcome: rpc.Outcome, methods: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """The outcome's messages as the host receives them, schema-checked."""
+    out = []
+    for message in outcome.messages:
+        decoded = json.loads(rpc.encode(message))
+        check(decoded, (methods or {}).get(decoded.get("id")))
+        out.append(decoded)
+    return out
+
+
+def start(kernel: rpc.RpcKernel, cell_id: str = "c") -> rpc.Execute:
+    outcome = kernel.receive(line("execute.cell", {"cell_id": cell_id, "source": "x"}))
+    assert sent(outcome, {"1": "execute.cell"})[0]["result"] == {"status": "started"}
+    (command,) = outcome.commands
+    assert isinstance(command, rpc.Execute)
+    return command
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "request_id"),
+    [
+        (b"{", rpc.PARSE_ERROR, None),
+        (b"\xff\xfe", rpc.PARSE_ERROR, None),
+        (b"[" * 100000, rpc.PARSE_ERROR, None),
+        (b"42", rpc.INVALID_REQUEST, None),
+        (b'{"kind": "response", "id": "7", "method": "kernel.info"}', rpc.INVALID_REQUEST, "7"),
+        (b'{"kind": "request", "id": true, "method": "kernel.info"}', rpc.INVALID_REQUEST, None),
+        (b'{"kind": "request", "id": "7", "method": "kernel.nope"}', rpc.METHOD_NOT_FOUND, "7"),
+        (b'{"kind": "request", "id": "7", "method": "kernel.auth", "params": {}}',
+         rpc.INVALID_REQUEST, "7"),
+        (b'{"kind": "request", "id": 7, "method": "execute.cell", "params": {"source": "1",'
+         b' "inputs": {"not valid": 1}}}', rpc.INVALID_REQUEST, 7),
+    ],
+)
+def test_parse_errors(raw: bytes, code: int, request_id: Any) -> None:
+    with pytest.raises(rpc.ProtocolError) as error:
+        rpc.parse(raw)
+    assert error.value.code == code
+    assert error.value.request_id == request_id
+    reply = sent(rpc.RpcKernel().receive(raw))
+    assert reply == [{"kind": "response", "id": request_id,
+                      "error": {"code": code, "message": error.value.message}}]
+
+
+def test_cell_lifecycle_idle_running_waiting_input_idle() -> None:
+    kernel = rpc.RpcKernel()
+    ready = sent(rpc.Outcome(kernel.connect()))
+    assert ready[0]["data"] == {"version": 1, "state": "idle", "cell_id": None,
+                                "auth_required": False}
+    command = start(kernel, "cell-1")
+    assert (command.cell_id, command.source, command.inputs) == ("cell-1", "x", {})
+    assert command.filename == "<cell cell-1>"
+    assert kernel.state == rpc.RUNNING
+    asked = sent(kernel.output(InputRequest("name? "), 0.0))
+    assert asked[-1]["data"] == {"cell_id": "cell-1", "prompt": "name? "}
+    assert kernel.state == rpc.WAITING_INPUT
+    outcome = kernel.receive(line("execute.input_reply", {"value": "Ada"}, "2"))
+    assert sent(outcome, {"2": "execute.input_reply"})[0]["result"] == {"ok": True}
+    assert [type(c) for c in outcome.commands] == [rpc.InputReply]
+    assert kernel.state == rpc.RUNNING
+    done = sent(kernel.output(Done(), 0.1))
+    assert done == [{"kind": "event", "event": "execute.done",
+                     "data": {"cell_id": "cell-1", "status": "ok"}}]
+    assert kernel.state == rpc.IDLE
+
+
+def test_busy_and_misplaced_requests() -> None:
+    kernel = rpc.RpcKernel()
+    start(kernel)
+    busy = sent(kernel.receive(line("execute.cell", {"source": "y"}, "2")))
+    assert busy[0]["error"]["code"] == rpc.KERNEL_BUSY
+    not_waiting = sent(kernel.receive(line("execute.input_reply", {"value": "v"}, "3")))
+    assert not_waiting[0]["error"]["code"] == rpc.INVALID_REQUEST
+    kernel.output(InputRequest(""), 0.0)
+    assert sent(kernel.receive(line("execute.cell", {"source": "y"}, "4")))[0]["error"][
+        "code"] == rpc.KERNEL_BUSY
+    info = sent(kernel.receive(line("kernel.info", {}, "5")), {"5": "kernel.info"})
+    assert info[0]["result"]["state"] == "waiting_input"
+
+
+def test_interrupt_only_commands_when_a_cell_runs() -> None:
+    kernel = rpc.RpcKernel()
+    idle = kernel.receive(line("execute.interrupt"))
+    assert sent(idle, {"1": "execute.interrupt"})[0]["result"] == {"ok": True,
+                                                                    "interrupted": False}
+    assert idle.commands == []
+    start(kernel)
+    kernel.output(InputRequest("?"), 0.0)
+    waiting = kernel.receive(line("execute.interrupt", {}, "2"))
+    assert sent(waiting, {"2": "execute.interrupt"})[0]["result"]["interrupted"] is True
+    assert [type(c) for c in waiting.commands] == [rpc.Interrupt]
+
+
+def test_reset_while_running_is_answered_after_the_cell_and_the_reset() -> None:
+    kernel = rpc.RpcKernel()
+    start(kernel)
+    waiting = kernel.receive(line("kernel.reset", {}, "r1"))
+    assert waiting.messages == [] and waiting.commands == []
+    after = kernel.output(Done(CellError("interrupted", "KeyboardInterrupt", "stop")), 0.0)
+    assert [m["event"] for m in sent(after)] == ["execute.done"]
+    assert [type(c) for c in after.commands] == [rpc.Reset]
+    assert kernel.busy
+    assert sent(kernel.receive(line("execute.cell", {"source": "1"}, "2")))[0]["error"][
+        "code"] == rpc.KERNEL_BUSY
+    second = kernel.receive(line("kernel.reset", {}, "r2"))
+    assert second.messages == [] and second.commands == []
+    answered = sent(kernel.output(Done(), 0.1), {"r1": "kernel.reset", "r2": "kernel.reset"})
+    assert [(m["id"], m["result"]) for m in answered] == [("r1", {"ok": True}),
+                                                          ("r2", {"ok": True})]
+    assert not kernel.busy
+
+
+def test_reset_while_idle_commands_at_once() -> None:
+    kernel = rpc.RpcKernel()
+    outcome = kernel.receive(line("kernel.reset", {}))
+    assert [type(c) for c in outcome.commands] == [rpc.Reset]
+    assert sent(kernel.output(Done(), 0.0), {"1": "kernel.reset"})[0]["result"] == {"ok": True}
+
+
+def test_auth_gate() -> None:
+    kernel = rpc.RpcKernel(token="tok")
+    assert sent(rpc.Outcome(kernel.connect()))[0]["data"]["auth_required"] is True
+    for method in rpc.METHODS:
+        if method != "kernel.auth":
+            reply = sent(kernel.receive(line(method, {"source": "1", "value": "v"})))
+            assert reply[0]["error"]["code"] == rpc.AUTH_REQUIRED
+    for attempt in range(rpc.MAX_AUTH_FAILURES):
+        outcome = kernel.receive(line("kernel.auth", {"token": "nope"}))
+        assert sent(outcome)[0]["error"]["code"] == rpc.AUTH_FAILED
+        last = attempt == rpc.MAX_AUTH_FAILURES - 1
+        assert [type(c) for c in outcome.commands] == ([rpc.Disconnect] if last else [])
+    kernel.connect()  # a new connection starts over
+    ok = kernel.receive(line("kernel.auth", {"token": "tok"}))
+    assert sent(ok, {"1": "kernel.auth"})[0]["result"] == {"ok": True}
+    assert "result" in sent(kernel.receive(line("kernel.info")), {"1": "kernel.info"})[0]
+
+
+def test_pending_prompt_is_repeated_to_a_client_that_reconnects() -> None:
+    kernel = rpc.RpcKernel(token="tok")
+    kernel.connect()
+    kernel.receive(line("kernel.auth", {"token": "tok"}))
+    start(kernel, "held")
+    kernel.output(InputRequest("again? "), 0.0)
+    greeting = sent(rpc.Outcome(kernel.connect()))
+    assert [m["event"] for m in greeting] == ["kernel.ready"]  # nothing before auth
+    assert greeting[0]["data"]["state"] == "waiting_input"
+    authed = sent(kernel.receive(line("kernel.auth", {"token": "tok"})), {"1": "kernel.auth"})
+    assert authed[1]["data"] == {"cell_id": "held", "prompt": "again? "}
+
+
+def test_streams_are_coalesced_and_flushed_before_displays() -> None:
+    kernel = rpc.RpcKernel()
+    start(kernel)
+    first = sent(kernel.output(Stream("stdout", "a"), 10.0))
+    assert [m["data"]["text"] for m in first] == ["a"]  # the first text goes out at once
+    assert sent(kernel.output(Stream("stdout", "b"), 10.01)) == []
+    assert sent(kernel.output(Stream("stderr", "c"), 10.02)) == []
+    assert sent(kernel.output(Stream("stdout", "d"), 10.03)) == []
+    assert kernel.flush_at == pytest.approx(10.05)
+    assert sent(rpc.Outcome(kernel.tick(10.04))) == []
+    due = sent(rpc.Outcome(kernel.tick(10.05)))
+    assert [(m["data"]["name"], m["data"]["text"]) for m in due] == [
+        ("stdout", "b"), ("stderr", "c"), ("stdout", "d")]
+    kernel.output(Stream("stdout", "e"), 10.06)
+    shown = sent(kernel.output(Display({"text/plain": "'x'"}, {}), 10.07))
+    assert [m["event"] for m in shown] == ["stream", "display_data"]
+    assert shown[0]["data"]["text"] == "e"
+
+
+def test_cap_keeps_the_head_and_a_tail_with_a_marker() -> None:
+    kernel = rpc.RpcKernel(limit=1000)
+    start(kernel)
+    out: list[dict[str, Any]] = []
+    for i in range(500):
+        out += sent(kernel.output(Stream("stdout", f"{i:04d}\n"), float(i)))
+    out += sent(kernel.output(Done(), 1000.0))
+    text = "".join(m["data"]["text"] for m in out if m["event"] == "stream")
+    head, sep, tail = text.partition("\n[... ")
+    assert sep and head.startswith("0000\n0001\n")
+    assert len(head.encode()) <= 750
+    omitted = int(tail.split(" bytes of stdout omitted")[0].replace(",", ""))
+    kept_tail = tail.split("omitted ...]\n")[1]
+    assert kept_tail.endswith("0498\n0499\n")
+    assert len(head) + omitted + len(kept_tail) == 500 * 5
+    # the next cell gets a whole budget again
+    start(kernel)
+    assert sent(kernel.output(Stream("stdout", "fresh\n"), 2000.0))[0]["data"]["text"] == "fresh\n"
+
+
+def test_display_items_from_bundles() -> None:
+    assert rpc.display_item({ITEM_MIME: {"kind": "plot"}, "text/html": "<p>"}) == {"kind": "plot"}
+    assert rpc.display_item({JSONML_MIME: ["table", {}], "text/html": "<table>"}) == [
+        "table", {}]
+    assert rpc.display_item({"text/html": "<b>", "image/png": "iVBO"}) == {
+        "kind": "html", "content": "<b>"}
+    assert rpc.display_item({"image/png": "iVBO", "text/plain": "<Figure>"}) == {
+        "kind": "image", "format": "png", "data": "iVBO"}
+    assert rpc.display_item({"image/svg+xml": "<svg/>"}) == {
+        "kind": "image", "format": "svg", "data": "<svg/>"}
+    assert rpc.display_item({"text/plain": "42"}) == "42"
+    assert rpc.display_item({}) == ""
+
+
+def test_errors_render_the_traceback() -> None:
+    kernel = rpc.RpcKernel()
+    start(kernel, "bad")
+    failure = CellError("python_runtime_error", "ValueError", "nope",
+                        "Traceback (most recent call last):\n  ...\nValueError: nope\n", 3)
+    done = sent(kernel.output(Done(failure), 0.0))[0]
+    assert done["data"] == {"cell_id": "bad", "status": "error", "error": failure.traceback,
+                            "ename": "ValueError", "evalue": "nope", "line": 3}
+    start(kernel, "dead")
+    died = sent(kernel.output(Done(CellError("worker_died", "", "worker killed")), 0.0))[0]
+    assert died["data"]["error"] == "worker killed\n"
+
+
+def test_encode_never_writes_nan_or_lone_surrogates() -> None:
+    message = rpc.event("display_data", {"cell_id": "c", "item": {
+        "kind": "x", "values": [float("nan"), 1.5], "text": "\ud800"}})
+    decoded = json.loads(rpc.encode(message))
+    assert decoded["data"]["item"]["values"] == [None, 1.5]
+    assert set(decoded["data"]["item"]["text"]) == {"\ufffd"}
