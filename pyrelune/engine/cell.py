@@ -9,8 +9,8 @@ is compiled in, and only a cell that uses it pays for `asyncio`.
 from __future__ import annotations
 
 import _ast
-import sys
 
+from pyrelune.engine import sources
 from pyrelune.engine.events import CellError
 
 TYPE_CHECKING = False
@@ -25,32 +25,7 @@ _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
 #: Where the final expression's value is left for `_execute` to take back.
 _RESULT = "__pyrelune_result__"
 
-# Sources of the cells this process ran, by filename, so tracebacks can quote
-# them. Handed to `linecache` only once something imports it (an error, or the
-# cell itself), because importing it up front costs start-up time.
-_sources: dict[str, str] = {}
 _PACKAGE_DIR = __file__[: -len("engine/cell.py")]
-
-
-def remember_source(filename: str, source: str) -> None:
-    """Make `filename`'s lines available to tracebacks and warnings."""
-    _sources[filename] = source
-    linecache = sys.modules.get("linecache")
-    if linecache is not None:
-        _register(linecache, filename, source)
-
-
-def _register(linecache: Any, filename: str, source: str) -> None:
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-
-
-def register_sources() -> None:
-    """Hand the cells' sources to `linecache`: a traceback is about to quote them."""
-    import linecache
-
-    for filename, source in _sources.items():
-        if filename not in linecache.cache:
-            _register(linecache, filename, source)
 
 
 def run_cell(
@@ -58,13 +33,16 @@ def run_cell(
     filename: str,
     namespace: dict[str, Any],
     show_result: Callable[[Any], None],
+    after: Callable[[], None] | None = None,
 ) -> CellError | None:
     """Run `source` in `namespace`; None on success, else what went wrong.
 
-    `show_result` receives the final expression's value when it is not None.
+    `show_result` receives the final expression's value when it is not None;
+    `after` runs once the cell's code is over, failed or not, and its own
+    failure is the cell's (it shows the figures a cell left open).
     `SystemExit(0)` or `SystemExit(None)` ends the cell successfully.
     """
-    remember_source(filename, source)
+    sources.remember(filename, source)
     try:
         try:
             code, has_result = _compile(source, filename)
@@ -76,10 +54,8 @@ def run_cell(
                 namespace["_"] = value
                 show_result(value)
         finally:
-            if "matplotlib.pyplot" in sys.modules:  # figures the cell left open are shown
-                from pyrelune.engine.mplbackend import show_open_figures
-
-                show_open_figures()
+            if after is not None:
+                after()
     except SystemExit as exc:
         if exc.code is None or exc.code == 0:
             return None
@@ -144,7 +120,7 @@ def syntax_error(exc: SyntaxError | ValueError, filename: str) -> CellError:
     """A cell that does not compile; line and column point into the cell."""
     import traceback
 
-    register_sources()
+    sources.register_all()
     if isinstance(exc, SyntaxError):
         details = "".join(traceback.format_exception_only(type(exc), exc))
         return CellError("python_syntax_error", type(exc).__name__, exc.msg or "",
@@ -157,7 +133,7 @@ def exception_error(exc: BaseException, filename: str) -> CellError:
     """An exception raised while the cell ran, traceback trimmed to the cell's frames."""
     import traceback
 
-    register_sources()
+    sources.register_all()
     tb = _trim(exc.__traceback__)
     line = _last_cell_line(tb, filename)
     details = "".join(traceback.format_exception(type(exc), exc, tb))
@@ -182,7 +158,7 @@ def _trim(tb: TracebackType | None) -> TracebackType | None:
     called.
     """
     first = tb
-    while first is not None and first.tb_frame.f_code.co_filename not in _sources:
+    while first is not None and not sources.is_cell(first.tb_frame.f_code.co_filename):
         first = first.tb_next
     if first is None:
         return tb

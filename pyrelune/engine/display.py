@@ -198,9 +198,9 @@ def _report(obj: Any, name: str, problem: str, exc: BaseException | None = None)
     if exc is not None:
         import traceback
 
-        from pyrelune.engine.cell import register_sources
+        from pyrelune.engine import sources
 
-        register_sources()  # so that the traceback quotes the cell's lines
+        sources.register_all()  # so that the traceback quotes the cell's lines
         tb = exc.__traceback__.tb_next if exc.__traceback__ else None  # not our frame
         text += "".join(traceback.format_exception(type(exc), exc, tb))
     sys.stderr.write(text)

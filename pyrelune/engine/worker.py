@@ -241,12 +241,20 @@ def fresh_namespace() -> dict[str, Any]:
 _worker_pid = 0  # set by become_worker
 
 
+def _show_figures() -> None:
+    """Figures a cell left open are shown, if it used pyplot at all."""
+    if "matplotlib.pyplot" in sys.modules:
+        from pyrelune.engine.mplbackend import show_open_figures
+
+        show_open_figures()
+
+
 def _run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
     """Run one cell and report its end, unless this is a child the cell forked."""
     connect(channel.publish)
     interrupt_guard.running = True
     try:
-        error = run_cell(cell.source, cell.filename, namespace, show_result)
+        error = run_cell(cell.source, cell.filename, namespace, show_result, _show_figures)
     finally:
         interrupt_guard.running = False
         if os.getpid() != _worker_pid:
