@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pyrelune import fastjson
 from pyrelune.engine.events import CellError, Done
-from pyrelune.engine.session import Session, WorkerProcess
+from pyrelune.engine.process import WorkerProcess
+from pyrelune.engine.session import Session
 from pyrelune.engine.worker import serve
 
 TYPE_CHECKING = False

@@ -1,10 +1,8 @@
 """The session: the supervisor's side of one worker process.
 
-It forks the worker, reads its capture pipes and event pipe without ever
-blocking on one of them, enforces the deadline (SIGINT first, SIGKILL to the
-whole process group after a grace period), and notices a worker that dies.
-The worker runs in its own process group, so signals reach every process a
-cell started.
+It reads the worker's capture pipes and event pipe without ever blocking on
+one of them, enforces the deadline (SIGINT first, SIGKILL to the whole
+process group after a grace period), and notices a worker that dies.
 """
 
 from __future__ import annotations
@@ -15,14 +13,12 @@ import select
 import time
 
 from pyrelune import fastjson
-from pyrelune.engine.capture import CapturedStream
 from pyrelune.engine.events import CellError, Display, Done, Stream, from_wire
-from pyrelune.engine.worker import WorkerFds
+from pyrelune.engine.process import WorkerProcess, describe_exit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator
-    from typing import NoReturn
+    from collections.abc import Iterable, Iterator
 
     from pyrelune.engine.events import Event
 
@@ -35,98 +31,6 @@ _EVENT_READ = 1 << 16
 #: How long a trickle of output may gather in the capture pipes unread.
 COALESCE = 0.002
 _COALESCE_BELOW = 1 << 15
-
-
-class WorkerProcess:
-    """A forked worker: its pid and the session's ends of its pipes."""
-
-    def __init__(self, target: Callable[[WorkerFds], NoReturn]) -> None:
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        ev_r, ev_w = os.pipe()
-        ctl_r, ctl_w = os.pipe()
-        life_r, life_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r)
-            _close_all_but(fds)
-            target(fds)
-        for fd in (out_w, err_w, ev_w, ctl_r, life_r):
-            os.close(fd)
-        try:
-            os.setpgid(pid, pid)  # also done by the child; whoever runs first wins the race
-        except OSError:
-            pass
-        self.pid = pid
-        self.stdout = CapturedStream("stdout", out_r)
-        self.stderr = CapturedStream("stderr", err_r)
-        self.event_fd = ev_r
-        self.control_fd = ctl_w
-        self.lifeline_fd = life_w  # never written: closing it (or dying) ends the worker
-        self.exit_fd = _exit_notifier(pid)
-        self.status: int | None = None
-
-    def signal_group(self, signum: int) -> None:
-        try:
-            os.killpg(self.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def reap(self, block: bool) -> int | None:
-        """The wait status once the worker has exited, else None."""
-        if self.status is None:
-            pid, status = os.waitpid(self.pid, 0 if block else os.WNOHANG)
-            if pid:
-                self.status = status
-        return self.status
-
-    def close(self) -> None:
-        """Kill what is left of the process group and release every descriptor."""
-        self.signal_group(_signal.SIGKILL)
-        self.reap(block=True)
-        for fd in (self.event_fd, self.control_fd, self.lifeline_fd, self.exit_fd):
-            if fd >= 0:
-                os.close(fd)
-        self.event_fd = self.control_fd = self.lifeline_fd = self.exit_fd = -1
-        self.stdout.close()
-        self.stderr.close()
-
-
-def _close_all_but(fds: WorkerFds) -> None:
-    """In the new worker: close every inherited descriptor above 2 but its own.
-
-    The session may hold sockets, other workers' pipes or a listening port;
-    none of that belongs to user code.
-    """
-    low = 3
-    for fd in sorted((fds.stdout, fds.stderr, fds.events, fds.control, fds.lifeline)):
-        if fd >= low:
-            os.closerange(low, fd)
-            low = fd + 1
-    os.closerange(low, 1 << 20)
-
-
-def _exit_notifier(pid: int) -> int:
-    """A descriptor that becomes readable when `pid` exits (-1: poll instead)."""
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return -1
-
-
-def describe_exit(status: int) -> str:
-    """How a worker ended, in words: 'worker exited with status 3'."""
-    import signal
-
-    if os.WIFSIGNALED(status):
-        signum = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        meaning = signal.strsignal(signum)
-        return f"worker killed by {name} ({meaning.lower()})" if meaning else f"killed by {name}"
-    return f"worker exited with status {os.waitstatus_to_exitcode(status)}"
 
 
 class Session:

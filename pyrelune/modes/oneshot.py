@@ -13,7 +13,8 @@ import sys
 from pyrelune.engine.events import Display, Done, Stream
 from pyrelune.engine.limits import OutputBudget
 from pyrelune.engine.presentation import Presenter
-from pyrelune.engine.session import Session, WorkerProcess
+from pyrelune.engine.process import WorkerProcess
+from pyrelune.engine.session import Session
 from pyrelune.engine.worker import Cell, run_oneshot
 from pyrelune.protocols import vixnote, vixnote_outputs
 from pyrelune.transports import stdio
