@@ -26,22 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NoReturn
 
-
-class WorkerFds:
-    """The worker's ends of its pipes.
-
-    `lifeline` is the read end of a pipe only the session writes to: it hits
-    EOF exactly when the session is gone, however it died.
-    """
-
-    __slots__ = ("control", "events", "lifeline", "stderr", "stdout")
-
-    def __init__(self, stdout: int, stderr: int, events: int, control: int, lifeline: int) -> None:
-        self.stdout = stdout
-        self.stderr = stderr
-        self.events = events
-        self.control = control
-        self.lifeline = lifeline
+    from pyrelune.engine.process import WorkerFds
 
 
 class Cell:

@@ -11,13 +11,18 @@ import os
 import sys
 
 from pyrelune.engine.events import Display, Done, Stream
-from pyrelune.engine.limits import OutputBudget
-from pyrelune.engine.presentation import Presenter
 from pyrelune.engine.process import WorkerProcess
-from pyrelune.engine.session import Session
-from pyrelune.engine.worker import Cell, run_oneshot
 from pyrelune.protocols import vixnote, vixnote_outputs
 from pyrelune.transports import stdio
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NoReturn
+
+    from pyrelune.engine.events import CellError
+    from pyrelune.engine.limits import OutputBudget
+    from pyrelune.engine.process import WorkerFds
 
 DEFAULT_TIMEOUT = 9.0
 DEFAULT_MAX_OUTPUT = 900 * 1024
@@ -72,6 +77,32 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
         enter(request.working_directory)
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
+    worker = WorkerProcess(_cell_runner(request.source, request.filename))
+    budget, failure = _collect(worker, deadline, max_output, order)
+    return vixnote.respond(budget, failure, request_id)
+
+
+def _cell_runner(source: str, filename: str) -> Callable[[WorkerFds], NoReturn]:
+    def work(fds: WorkerFds) -> NoReturn:
+        # Imported in the worker only: the engine's execution side is no
+        # business of this process.
+        from pyrelune.engine.worker import Cell, run_oneshot
+
+        run_oneshot(Cell(source, filename), fds)
+
+    return work
+
+
+def _collect(
+    worker: WorkerProcess, deadline: float, max_output: int, order: tuple[str, ...]
+) -> tuple[OutputBudget, CellError | None]:
+    """The cell's output, shaped for Vix Note and within budget, and how it ended."""
+    # Imported after the fork, so that on two cores they load while the
+    # worker already compiles and runs the cell.
+    from pyrelune.engine.limits import OutputBudget
+    from pyrelune.engine.presentation import Presenter
+    from pyrelune.engine.session import Session
+
     budget = OutputBudget(max_output)
 
     def keep(item: Stream | Display) -> None:
@@ -80,8 +111,6 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
         budget.add(item)
 
     screen = Presenter(keep)
-    cell = Cell(request.source, request.filename)
-    worker = WorkerProcess(lambda fds: run_oneshot(cell, fds))
     session = Session(worker)
     failure = None
     try:
@@ -96,7 +125,7 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
         screen.flush()
     finally:
         session.close()
-    return vixnote.respond(budget, failure, request_id)
+    return budget, failure
 
 
 def enter(directory: str) -> None:
