@@ -74,9 +74,8 @@ def test_the_hot_path_imports_only_what_it_needs(tmp_path: Path) -> None:
 
 
 def test_the_worker_imports_only_what_the_cell_needs(tmp_path: Path) -> None:
-    cell = ("import sys\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in {%s}))"
-            % ", ".join(repr(m) for m in sorted(HEAVY)))
+    names = ", ".join(repr(m) for m in sorted(HEAVY))
+    cell = f"import sys\nprint(sorted(m for m in sys.modules if m.split('.')[0] in {{{names}}}))"
     request = json.dumps({"source": cell}).encode()
     proc = subprocess.run([sys.executable, "-c", WATCH], input=request, capture_output=True,
                           timeout=60, cwd=tmp_path)
