@@ -43,6 +43,45 @@ def display_size(display: Display) -> int:
     return max((utf8_size(str(v)) for v in display.data.values()), default=0)
 
 
+class TailWindow:
+    """The most recent `limit` bytes of a sequence of items, and what fell out of it.
+
+    The tail half of a response's budget, and the window a live stream keeps
+    once its cap is reached.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.items: list[Item] = []  # short: a few chunks
+        self.size = 0
+        self.omitted = Omitted()
+
+    def add(self, item: Item) -> None:
+        self.items.append(item)
+        self.size += _size(item)
+        while self.size > self.limit and self.items:
+            first = self.items[0]
+            excess = self.size - self.limit
+            size = _size(first)
+            if isinstance(first, Stream) and size > excess:
+                self.items[0] = Stream(first.name, _drop_front(first.text, excess))
+                cut = size - _size(self.items[0])
+            else:
+                del self.items[0]
+                cut = size
+                if isinstance(first, Display):
+                    self.omitted.displays += 1
+            if isinstance(first, Stream):
+                self.omitted.bytes[first.name] = self.omitted.bytes.get(first.name, 0) + cut
+            self.size -= cut
+
+
+def split_stream(stream: Stream, room: int) -> tuple[Stream, Stream]:
+    """`stream` as the part that fits in `room` bytes and the rest."""
+    first, rest = _split(stream.text, room)
+    return Stream(stream.name, first), Stream(stream.name, rest)
+
+
 class OutputBudget:
     """Head and tail of a cell's output, within `limit` bytes in all."""
 
@@ -52,12 +91,13 @@ class OutputBudget:
     def _reset(self, limit: int) -> None:
         self.limit = limit
         self.head: list[Item] = []
-        self.tail: list[Item] = []  # short: a few chunks
-        self.omitted = Omitted()
         self._head_left = limit // 2
-        self._tail_limit = limit - limit // 2
-        self._tail_used = 0
+        self._tail = TailWindow(limit - limit // 2)
         self._head_closed = False  # once something went to the tail, the head takes no more
+
+    @property
+    def omitted(self) -> Omitted:
+        return self._tail.omitted
 
     def add(self, item: Item) -> None:
         size = _size(item)
@@ -66,39 +106,20 @@ class OutputBudget:
             self._head_left -= size
             return
         if not self._head_closed and isinstance(item, Stream) and self._head_left > 0:
-            first, rest = _split(item.text, self._head_left)
-            self.head.append(Stream(item.name, first))
+            first, item = split_stream(item, self._head_left)
+            self.head.append(first)
             self._head_left = 0
-            item, size = Stream(item.name, rest), _size(Stream(item.name, rest))
         self._head_closed = True
-        self.tail.append(item)
-        self._tail_used += size
-        self._trim_tail()
+        self._tail.add(item)
 
     def room(self) -> int:
         """The size of the largest item `add` would keep right now."""
-        return self._tail_limit if self._head_closed else max(self._head_left, self._tail_limit)
-
-    def _trim_tail(self) -> None:
-        while self._tail_used > self._tail_limit and self.tail:
-            first = self.tail[0]
-            excess = self._tail_used - self._tail_limit
-            size = _size(first)
-            if isinstance(first, Stream) and size > excess:
-                self.tail[0] = Stream(first.name, _drop_front(first.text, excess))
-                cut = size - _size(self.tail[0])
-            else:
-                del self.tail[0]
-                cut = size
-                if isinstance(first, Display):
-                    self.omitted.displays += 1
-            if isinstance(first, Stream):
-                self.omitted.bytes[first.name] = self.omitted.bytes.get(first.name, 0) + cut
-            self._tail_used -= cut
+        tail = self._tail.limit
+        return tail if self._head_closed else max(self._head_left, tail)
 
     def shrink(self, limit: int) -> None:
         """Cut what is kept down to `limit` bytes (when encoding made it bigger)."""
-        head, tail, before = self.head, self.tail, self.omitted
+        head, tail, before = self.head, self._tail.items, self.omitted
         self._reset(limit)
         for item in head:
             self.add(item)
@@ -116,7 +137,7 @@ class OutputBudget:
         yield from self.head
         if self.omitted:
             yield self.omitted
-        yield from self.tail
+        yield from self._tail.items
 
 
 def clip(text: str, nbytes: int, sep: str = "\n") -> str:
@@ -135,7 +156,7 @@ def clip(text: str, nbytes: int, sep: str = "\n") -> str:
 
 def utf8_size(text: str) -> int:
     """Bytes of `text` in UTF-8; a lone surrogate counts as the 3 bytes it will become."""
-    return len(text.encode("utf-8", "surrogatepass"))
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def _size(item: Item) -> int:

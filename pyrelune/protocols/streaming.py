@@ -14,19 +14,13 @@ Sans-I/O: the caller passes the clock in and arms the timer `flush_at` asks for.
 
 from __future__ import annotations
 
-from collections import deque
-
 from pyrelune.engine.events import Stream
-from pyrelune.engine.limits import Omitted, _drop_front, _split, utf8_size
+from pyrelune.engine.limits import TailWindow, split_stream, utf8_size
 
 #: The longest a piece of text waits before it is sent.
 INTERVAL = 0.05
 #: Bytes of stream text sent per cell before only the most recent are kept.
 DEFAULT_LIMIT = 1 << 20
-
-
-def _size(text: str) -> int:
-    return len(text) if text.isascii() else utf8_size(text)
 
 
 class Coalescer:
@@ -74,52 +68,26 @@ class Cap:
     def begin(self) -> None:
         """A new cell: a full budget."""
         self._left = self.limit - self._tail_limit
-        self._tail: deque[Stream] = deque()
-        self._tail_size = 0
-        self._omitted = Omitted()
+        self._window = TailWindow(self._tail_limit)
 
     def add(self, stream: Stream) -> Stream | None:
         """The part of `stream` to send now; the rest is kept in the tail window."""
-        size = _size(stream.text)
+        size = utf8_size(stream.text)
         if size <= self._left:
             self._left -= size
             return stream
         sent = None
         if self._left > 0:
-            first, rest = _split(stream.text, self._left)
-            sent = Stream(stream.name, first)
-            stream = Stream(stream.name, rest)
-            size = _size(stream.text)
+            sent, stream = split_stream(stream, self._left)
             self._left = 0
-        self._tail.append(stream)
-        self._tail_size += size
-        self._trim()
+        self._window.add(stream)
         return sent
-
-    def _trim(self) -> None:
-        while self._tail_size > self._tail_limit:
-            first = self._tail[0]
-            size = _size(first.text)
-            excess = self._tail_size - self._tail_limit
-            if size > excess:
-                kept = _drop_front(first.text, excess)
-                self._tail[0] = Stream(first.name, kept)
-                cut = size - _size(kept)
-            else:
-                self._tail.popleft()
-                cut = size
-            self._omitted.bytes[first.name] = self._omitted.bytes.get(first.name, 0) + cut
-            self._tail_size -= cut
 
     def release(self) -> list[Stream]:
         """What the window holds, after a marker for what was dropped (at a flush point)."""
-        out: list[Stream] = []
-        for name in ("stdout", "stderr"):
-            note = self._omitted.text(name)
-            if note:
-                out.append(Stream(name, note))
-        out.extend(self._tail)
-        self._tail.clear()
-        self._tail_size = 0
-        self._omitted = Omitted()
+        window = self._window
+        out = [Stream(name, note) for name in ("stdout", "stderr")
+               if (note := window.omitted.text(name))]
+        out.extend(item for item in window.items if isinstance(item, Stream))
+        self._window = TailWindow(self._tail_limit)
         return out
