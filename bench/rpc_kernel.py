@@ -154,7 +154,7 @@ class InProcessKernel:
     def __init__(self) -> None:
         from pyrelune.engine.kernel import Kernel
 
-        self.kernel = Kernel(answers_input=True)
+        self.kernel = Kernel(interactive=True)
 
     def run(self, source: str) -> None:
         self.kernel.execute(source, "<cell bench>")

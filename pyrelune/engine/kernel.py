@@ -26,14 +26,13 @@ LOST = "the kernel's namespace was lost and a fresh worker has started"
 class Kernel:
     """The current worker of a kernel and the session that reads it."""
 
-    def __init__(self, answers_input: bool = False, sheet_helpers: bool = False) -> None:
-        self._answers_input = answers_input
-        self._sheet_helpers = sheet_helpers
+    def __init__(self, interactive: bool = False) -> None:
+        self._interactive = interactive
         self.session = self._spawn()
 
     def _spawn(self) -> Session:
-        answers_input, helpers = self._answers_input, self._sheet_helpers
-        return Session(WorkerProcess(lambda fds: serve(fds, answers_input, helpers)))
+        interactive = self._interactive
+        return Session(WorkerProcess(lambda fds: serve(fds, interactive)))
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
         """Start a cell; read its events with `events()` or `session.read()`."""

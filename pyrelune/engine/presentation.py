@@ -28,12 +28,20 @@ MAX_LINE = 1 << 16
 class Presenter:
     """Applies `\\r` and `\\b` to each stream, then hands items on to `sink`."""
 
-    def __init__(self, sink: Callable[[Stream | Display], None]) -> None:
+    def __init__(self, sink: Callable[[Stream | Display], None], interleave: bool = False) -> None:
+        """`interleave`: for a host that shows both streams in one place, as a
+        terminal does; a line held back on one stream is passed on when text
+        arrives on the other, so the two keep their order (a progress bar
+        interrupted by a print then goes on in a new line, as in a terminal).
+        """
         self._sink = sink
         self._lines: dict[str, Line] = {}
+        self._interleave = interleave
 
     def add(self, item: Stream | Display) -> None:
         if isinstance(item, Stream):
+            if self._interleave:
+                self._flush_others(item.name)
             line = self._lines.setdefault(item.name, Line())
             for text in line.feed(item.text):
                 if text:
@@ -44,9 +52,11 @@ class Presenter:
 
     def flush(self) -> None:
         """Pass on the lines held back (the end of the cell, or a display)."""
+        self._flush_others("")
+
+    def _flush_others(self, stream: str) -> None:
         for name, line in self._lines.items():
-            text = line.take()
-            if text:
+            if name != stream and (text := line.take()):
                 self._sink(Stream(name, text))
 
 

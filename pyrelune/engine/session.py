@@ -108,7 +108,13 @@ class Session:
             self._pending += data
             while b"\n" in self._pending:
                 line, _, self._pending = self._pending.partition(b"\n")
-                event = from_wire(fastjson.loads(line.decode()))
+                message = fastjson.loads(line.decode())
+                if message["t"] == "sync":
+                    # The worker switches between stdout and stderr: what it
+                    # wrote before is drained above, so it may go on.
+                    self.send(_CONTINUE)
+                    continue
+                event = from_wire(message)
                 self.finished = isinstance(event, Done)
                 yield event
                 if isinstance(event, Display) and not event.is_result:

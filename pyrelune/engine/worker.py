@@ -24,6 +24,7 @@ from pyrelune.engine.events import Display, Done, InputRequest, to_wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, NoReturn
 
     from pyrelune.engine.process import WorkerFds
@@ -39,6 +40,9 @@ class Cell:
         self.filename = filename
 
 
+_SYNC = b'{"t": "sync"}\n'
+
+
 class Channel:
     """The worker's ends of the event pipe (out) and the control pipe (in)."""
 
@@ -51,8 +55,15 @@ class Channel:
     def send(self, event: Display | InputRequest | Done) -> None:
         """Report `event` (and any posted before it) after everything the cell wrote."""
         flush_output()
-        data = self._queued + (fastjson.dumps(to_wire(event)) + "\n").encode()
+        self._write(self._queued + (fastjson.dumps(to_wire(event)) + "\n").encode())
         self._queued = b""
+
+    def sync(self) -> None:
+        """Wait until the session has read all output written so far (see `_StreamOrder`)."""
+        self._write(_SYNC)
+        self.receive()
+
+    def _write(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(self._event_fd, view) :]
@@ -150,6 +161,13 @@ class _StdFds:
         self.err = os.dup(err_fd)
         self._identity = [_identity(fd) for fd in (self.null, self.out, self.err)]
         self._streams: list[Any] = []
+        self.make_stream: Callable[[int], io.TextIOWrapper] = _text_stream
+
+    def order_streams(self, channel: Channel) -> None:
+        """From now on, sys.stdout and sys.stderr keep their mutual order (see `_StreamOrder`)."""
+        order = _StreamOrder(channel)
+        self.make_stream = lambda fd: _OrderedText(fd, order)
+        self._streams = []  # rebuilt by the next restore()
 
     def restore(self) -> None:
         """Point fds 0, 1, 2 and sys.stdin/out/err back at the runtime's own."""
@@ -161,8 +179,8 @@ class _StdFds:
             s.closed for s in self._streams
         ):
             sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
-            sys.stdout = _text_stream(1)
-            sys.stderr = _text_stream(2)
+            sys.stdout = self.make_stream(1)
+            sys.stderr = self.make_stream(2)
             self._streams = [sys.stdin, sys.stdout, sys.stderr]
 
 
@@ -210,12 +228,53 @@ def _text_stream(fd: int) -> io.TextIOWrapper:
     # with what os.write, subprocesses and C code put on the same descriptor,
     # and what was printed before a crash is not lost.
     # Lone surrogates are written as escapes instead of failing the print.
-    return io.TextIOWrapper(
-        io.BufferedWriter(io.FileIO(fd, "w", closefd=False)),
-        encoding="utf-8",
-        errors="backslashreplace",
-        line_buffering=True,
-    )
+    return io.TextIOWrapper(_raw_writer(fd), **_TEXT_OPTIONS)
+
+
+_TEXT_OPTIONS: dict[str, Any] = {
+    "encoding": "utf-8", "errors": "backslashreplace", "line_buffering": True,
+}
+
+
+def _raw_writer(fd: int) -> io.BufferedWriter:
+    return io.BufferedWriter(io.FileIO(fd, "w", closefd=False))
+
+
+class _StreamOrder:
+    """Keeps what Python writes to stdout and stderr in one order, for a live host.
+
+    The two streams are two pipes, and the session cannot tell which bytes
+    came first across them. So when the cell switches from one stream to the
+    other, the worker waits until the session has read everything so far
+    (a round trip per switch, none per line).
+    """
+
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
+        self.last: io.TextIOWrapper | None = None
+
+    def switch_to(self, stream: io.TextIOWrapper) -> None:
+        last, self.last = self.last, stream
+        if last is None:
+            return
+        try:
+            last.flush()
+        except (OSError, ValueError):
+            pass  # closed by the cell: nothing of it left to order
+        self._channel.sync()
+
+
+class _OrderedText(io.TextIOWrapper):
+    """A `_text_stream` that tells its `_StreamOrder` before each write to it."""
+
+    def __init__(self, fd: int, order: _StreamOrder) -> None:
+        super().__init__(_raw_writer(fd), **_TEXT_OPTIONS)
+        self._order = order
+
+    def write(self, text: str) -> int:
+        if self._order.last is not self:
+            self._order.switch_to(self)
+        return super().write(text)
 
 
 def fresh_namespace() -> dict[str, Any]:
@@ -281,10 +340,12 @@ class Prompter:
         return str(reply["value"])
 
 
-def serve(fds: WorkerFds, answers_input: bool, sheet_helpers: bool = False) -> NoReturn:
+def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
     """A kernel's worker: run cells from the control pipe in one namespace.
 
-    `sheet_helpers` adds the rpc kernel's `show()` and `plot()` builtins.
+    `interactive` is for a host that shows the cell while it runs and can
+    answer (the rpc kernel): `input()` asks it, `show()` and `plot()` are
+    builtins, and stdout and stderr keep their mutual order.
 
     Commands are JSON lines: `{"op": "execute", "source", "filename",
     "inputs"?}` and `{"op": "reset"}`; each is answered by a Done event.
@@ -295,12 +356,12 @@ def serve(fds: WorkerFds, answers_input: bool, sheet_helpers: bool = False) -> N
         std = become_worker(fds.stdout, fds.stderr, "this kernel")
         _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control)
-        if answers_input:
-            builtins.input = Prompter(channel)
-        if sheet_helpers:
+        if interactive:
             from pyrelune.engine import show
 
+            builtins.input = Prompter(channel)
             show.install()
+            std.order_streams(channel)
         namespace = fresh_namespace()
         while True:
             command = channel.receive()

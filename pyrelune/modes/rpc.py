@@ -118,12 +118,12 @@ class KernelServer:
         self.settings = settings
         self.loop = asyncio.get_running_loop()
         self.protocol = rpc.RpcKernel(settings.token, settings.max_output)
-        self.kernel = Kernel(answers_input=True, sheet_helpers=True)
+        self.kernel = Kernel(interactive=True)
         self.client: Connection | None = None
         self._watched: set[int] = set()
         self._flush_timer: asyncio.TimerHandle | None = None
         self._poll_timer: asyncio.TimerHandle | None = None
-        self._screen = Presenter(self._present)
+        self._screen = Presenter(self._present, interleave=True)
         self._watch()
 
     # -- connections ---------------------------------------------------------

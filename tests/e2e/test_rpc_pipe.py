@@ -211,6 +211,26 @@ def test_a_dead_worker_is_replaced(kernel: PipeHost) -> None:
     assert stdout_of(kernel.run("print('alive')")) == "alive\n"
 
 
+def test_stdout_and_stderr_keep_their_mutual_order(kernel: PipeHost) -> None:
+    events = kernel.run(
+        "import sys\nfor i in range(3):\n"
+        "    print('out', i)\n    print('err', i, file=sys.stderr)\n"
+        "print('partial', end='')\nprint('warning', file=sys.stderr)\nprint(' line')"
+    )
+    runs: list[list[str]] = []
+    for e in events:
+        if e["event"] == "stream":
+            if runs and runs[-1][0] == e["data"]["name"]:
+                runs[-1][1] += e["data"]["text"]
+            else:
+                runs.append([e["data"]["name"], e["data"]["text"]])
+    assert runs == [
+        ["stdout", "out 0\n"], ["stderr", "err 0\n"], ["stdout", "out 1\n"], ["stderr", "err 1\n"],
+        ["stdout", "out 2\n"], ["stderr", "err 2\n"], ["stdout", "partial"],
+        ["stderr", "warning\n"], ["stdout", " line\n"],
+    ]
+
+
 def test_fd_level_output_cannot_break_the_protocol(kernel: PipeHost) -> None:
     events = kernel.run("import os\nos.write(1, b'raw\\n')\nos.system('echo from-shell')")
     assert stdout_of(events) == "raw\nfrom-shell\n"

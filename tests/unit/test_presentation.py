@@ -126,3 +126,26 @@ def test_a_line_without_end_is_passed_on_in_rows_of_bounded_size(
     presenter.flush()
     text = joined(out)
     assert len(text) == 7000 and text.count("Y") == 1  # \r went back to the last row only
+
+
+@pytest.mark.parametrize(("interleave", "expected"), [
+    (False, [("stderr", "b\n"), ("stdout", "ac\n")]),
+    (True, [("stdout", "a"), ("stderr", "b\n"), ("stdout", "c\n")]),
+])
+def test_interleave_passes_a_held_line_on_when_the_other_stream_writes(
+    interleave: bool, expected: list[tuple[str, str]]
+) -> None:
+    runs: list[tuple[str, str]] = []
+
+    def sink(item: Stream | Display) -> None:
+        assert isinstance(item, Stream)
+        if runs and runs[-1][0] == item.name:
+            runs[-1] = (item.name, runs[-1][1] + item.text)
+        else:
+            runs.append((item.name, item.text))
+
+    screen = Presenter(sink, interleave=interleave)
+    for name, text in [("stdout", "a"), ("stderr", "b\n"), ("stdout", "c\n")]:
+        screen.add(Stream(name, text))
+    screen.flush()
+    assert runs == expected
