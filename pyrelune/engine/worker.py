@@ -166,7 +166,7 @@ class _StdFds:
     def order_streams(self, channel: Channel) -> None:
         """From now on, sys.stdout and sys.stderr keep their mutual order (see `_StreamOrder`)."""
         order = _StreamOrder(channel)
-        self.make_stream = lambda fd: _OrderedText(fd, order)
+        self.make_stream = lambda fd: _ordered_text(fd, order)
         self._streams = []  # rebuilt by the next restore()
 
     def restore(self) -> None:
@@ -228,7 +228,8 @@ def _text_stream(fd: int) -> io.TextIOWrapper:
     # with what os.write, subprocesses and C code put on the same descriptor,
     # and what was printed before a crash is not lost.
     # Lone surrogates are written as escapes instead of failing the print.
-    return io.TextIOWrapper(_raw_writer(fd), **_TEXT_OPTIONS)
+    raw = io.FileIO(fd, "w", closefd=False)
+    return io.TextIOWrapper(io.BufferedWriter(raw), **_TEXT_OPTIONS)
 
 
 _TEXT_OPTIONS: dict[str, Any] = {
@@ -236,45 +237,74 @@ _TEXT_OPTIONS: dict[str, Any] = {
 }
 
 
-def _raw_writer(fd: int) -> io.BufferedWriter:
-    return io.BufferedWriter(io.FileIO(fd, "w", closefd=False))
-
-
 class _StreamOrder:
     """Keeps what Python writes to stdout and stderr in one order, for a live host.
 
     The two streams are two pipes, and the session cannot tell which bytes
     came first across them. So when the cell switches from one stream to the
-    other, the worker waits until the session has read everything so far
-    (a round trip per switch, none per line).
+    other, the worker pushes out what the other holds, then waits until the
+    session has read everything so far: a round trip per switch, none per
+    line. stdout is watched where its bytes leave (once per line, cheap for
+    a flood of prints), stderr where text enters it (so that even a partial
+    line on stdout goes out before a warning).
     """
 
     def __init__(self, channel: Channel) -> None:
         self._channel = channel
-        self.last: io.TextIOWrapper | None = None
+        self.last: str | None = None
+        self.texts: dict[str, io.TextIOWrapper] = {}
 
-    def switch_to(self, stream: io.TextIOWrapper) -> None:
-        last, self.last = self.last, stream
-        if last is None:
-            return
+    def switch_to(self, name: str) -> None:
+        last = self.last
+        if last is not None:
+            self.flush(last)  # before `last` changes: no switch back from there
+        self.last = name
+        if last is not None:
+            self._channel.sync()
+
+    def flush(self, name: str) -> None:
         try:
-            last.flush()
-        except (OSError, ValueError):
-            pass  # closed by the cell: nothing of it left to order
-        self._channel.sync()
+            self.texts[name].flush()
+        except (OSError, ValueError, KeyError):
+            pass  # closed by the cell, or not made yet: nothing of it to order
+
+
+class _OrderedRaw(io.FileIO):
+    """The descriptor under an interactive kernel's sys.stdout."""
+
+    def __init__(self, fd: int, order: _StreamOrder) -> None:
+        super().__init__(fd, "w", closefd=False)
+        self._order = order
+
+    def write(self, data: Any, /) -> int:
+        if self._order.last != "stdout":
+            self._order.switch_to("stdout")
+        return super().write(data)
 
 
 class _OrderedText(io.TextIOWrapper):
-    """A `_text_stream` that tells its `_StreamOrder` before each write to it."""
+    """An interactive kernel's sys.stderr."""
 
     def __init__(self, fd: int, order: _StreamOrder) -> None:
-        super().__init__(_raw_writer(fd), **_TEXT_OPTIONS)
+        super().__init__(io.BufferedWriter(io.FileIO(fd, "w", closefd=False)), **_TEXT_OPTIONS)
         self._order = order
 
-    def write(self, text: str) -> int:
-        if self._order.last is not self:
-            self._order.switch_to(self)
+    def write(self, text: str, /) -> int:
+        order = self._order
+        order.flush("stdout")  # a partial line printed before this goes out first
+        if order.last != "stderr":
+            order.switch_to("stderr")
         return super().write(text)
+
+
+def _ordered_text(fd: int, order: _StreamOrder) -> io.TextIOWrapper:
+    text: io.TextIOWrapper
+    if fd == 1:
+        text = io.TextIOWrapper(io.BufferedWriter(_OrderedRaw(fd, order)), **_TEXT_OPTIONS)
+    else:
+        text = _OrderedText(fd, order)
+    order.texts["stdout" if fd == 1 else "stderr"] = text
+    return text
 
 
 def fresh_namespace() -> dict[str, Any]:
