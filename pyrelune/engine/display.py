@@ -123,10 +123,17 @@ def _send(data: dict[str, Any], metadata: dict[str, Any], is_result: bool) -> No
         print(data.get("text/plain", ""))
 
 
+#: Types that have only their repr: no formatter, no `_repr_*_` method to look for.
+_BUILTIN_TYPES = frozenset({int, float, complex, bool, str, bytes, type(None),
+                            list, tuple, dict, set, frozenset, range})
+
+
 def mime_bundle(
     obj: Any, include: Collection[str] | None = None, exclude: Collection[str] | None = None
 ) -> Bundle:
     """`(data, metadata)` for `obj`; `text/plain` is always there unless excluded."""
+    if type(obj) in _BUILTIN_TYPES and include is None and exclude is None:
+        return {"text/plain": _plain(obj)}, {}  # nothing else to ask them: skip the protocol
 
     def wanted(mime: str) -> bool:
         return (include is None or mime in include) and (exclude is None or mime not in exclude)
