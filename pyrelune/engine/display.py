@@ -23,11 +23,11 @@ import os
 import sys
 
 from pyrelune import fastjson
+from pyrelune.engine import importhooks
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Sequence
-    from importlib.machinery import ModuleSpec
+    from collections.abc import Callable, Collection
     from types import ModuleType
     from typing import Any, TypeAlias
 
@@ -78,11 +78,10 @@ def connect(sink: Sink) -> None:
     builtins.display = display  # type: ignore[attr-defined]
     if not os.environ.get("MPLBACKEND"):
         os.environ["MPLBACKEND"] = MATPLOTLIB_BACKEND
-    for name in (*_IPYTHON_MODULES, "IPython.display"):
-        if name in sys.modules:
-            _patch_ipython(sys.modules[name])
-    if not any(isinstance(finder, _IPythonWatch) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _IPythonWatch())
+    for name in _IPYTHON_MODULES:
+        importhooks.after_import(name, _patch_ipython)
+    if "IPython.display" in sys.modules:  # it re-exports `display`, already imported
+        _patch_ipython(sys.modules["IPython.display"])
 
 
 def display(
@@ -306,49 +305,6 @@ def _plain(obj: Any) -> str:
     except Exception as exc:
         _report(obj, "__repr__", "failed", exc)
         return object.__repr__(obj)
-
-
-class _IPythonWatch:
-    """Replaces IPython's `display` with ours the moment IPython defines it.
-
-    A meta path finder that answers only for IPython's display modules and
-    lets the real finder load them; the loader is wrapped so that the patch
-    happens right after the module runs, before anything can import
-    `display` from it. Other imports cost one string comparison.
-    """
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> ModuleSpec | None:
-        if fullname not in _IPYTHON_MODULES:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec: ModuleSpec | None = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                if spec.loader is not None:
-                    spec.loader = _PatchingLoader(spec.loader)  # type: ignore[assignment]
-                return spec
-        return None
-
-
-class _PatchingLoader:
-    """Runs a module with its own loader, then patches its `display`."""
-
-    def __init__(self, loader: Any) -> None:
-        self._loader = loader
-
-    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
-        module: ModuleType | None = self._loader.create_module(spec)
-        return module
-
-    def exec_module(self, module: ModuleType) -> None:
-        self._loader.exec_module(module)
-        _patch_ipython(module)
-
-    def __getattr__(self, name: str) -> Any:  # get_source, get_resource_reader, ...
-        return getattr(self._loader, name)
 
 
 def _patch_ipython(module: ModuleType) -> None:

@@ -1,16 +1,18 @@
 """The sources of the cells this process ran, so tracebacks can quote them.
 
-Handed to `linecache` only once something has imported it (an error, the
-display machinery, or the cell itself), because importing it up front costs
-start-up time.
+Handed to `linecache` the moment something imports it (an error, a warning,
+the cell itself), because importing it up front costs start-up time.
 """
 
 from __future__ import annotations
 
 import sys
 
+from pyrelune.engine import importhooks
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any
 
 _sources: dict[str, str] = {}
@@ -22,6 +24,12 @@ def remember(filename: str, source: str) -> None:
     linecache = sys.modules.get("linecache")
     if linecache is not None:
         _register(linecache, filename, source)
+    else:  # whoever imports it (warnings, traceback, logging) will find the cells there
+        importhooks.after_import("linecache", _register_everything)
+
+
+def _register_everything(linecache: ModuleType) -> None:
+    register_all()
 
 
 def is_cell(filename: str) -> bool:

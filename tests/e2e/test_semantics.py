@@ -175,3 +175,13 @@ def test_sys_exit_nonzero_is_an_error(host: VixHost) -> None:
     assert result.response["stdout"] == "a\n"
     message = host.run_cell("import sys\nsys.exit('bad things')").failure
     assert message == "SystemExit: bad things (line 2)"
+
+
+def test_warnings_and_printed_tracebacks_quote_the_cell(host: VixHost) -> None:
+    result = host.run_cell(
+        "import warnings\nwarnings.warn('careful')\n"
+        "import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    traceback.print_exc()"
+    )
+    stderr = result.response["stderr"]
+    assert "<cell cell-python>:2: UserWarning: careful\n  warnings.warn('careful')\n" in stderr
+    assert 'File "<cell cell-python>", line 5, in <module>\n    1 / 0\n' in stderr
