@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sys
 
-#: Kernel modes a host spawns, started without the full command line: a host
-#: waits for the first answer, and typer alone takes about 100 ms to import.
-_FAST_MODES = {("--mode", "lines"): "lines", ("--mode=lines",): "lines"}
+#: The lines kernel is started without the full command line: its host waits
+#: for the first answer, and typer alone takes about 100 ms to import.
+_LINES = {("--mode", "lines"), ("--mode=lines",)}
 
 
 def main() -> None:
@@ -18,7 +18,7 @@ def main() -> None:
         from pyrelune.modes import oneshot
 
         sys.exit(oneshot.main())
-    if _FAST_MODES.get(tuple(sys.argv[1:])) == "lines":
+    if tuple(sys.argv[1:]) in _LINES:
         from pyrelune.modes import lines
 
         sys.exit(lines.main())
