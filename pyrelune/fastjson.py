@@ -63,6 +63,15 @@ def loads(text: str) -> Any:
     return value
 
 
+def encodable(obj: Any, allow_nan: bool = True) -> bool:
+    """Whether `dumps` takes `obj` (not too deeply nested, no foreign types, NaN if allowed)."""
+    try:
+        dumps(obj, allow_nan=allow_nan)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
+
+
 def dumps(obj: Any, ensure_ascii: bool = True, allow_nan: bool = True) -> str:
     """`json.dumps(obj, ensure_ascii=..., allow_nan=...)` with default separators."""
     if isinstance(obj, str):

@@ -216,7 +216,7 @@ def _split_metadata(returned: Any) -> tuple[Any, dict[str, Any]]:
     """`(value, metadata)` from what a formatter returned, which may be either."""
     if isinstance(returned, tuple) and len(returned) == 2:
         value, meta = returned
-        return value, meta if isinstance(meta, dict) and _jsonable(meta) else {}
+        return value, meta if isinstance(meta, dict) and fastjson.encodable(meta) else {}
     return returned, {}
 
 
@@ -261,7 +261,7 @@ def checked_bundle(bundle: Any, metadata: Any, obj: Any, name: str) -> Bundle:
             _report(obj, name, f"returned an unusable {mime!r} value")
         else:
             data[mime] = safe
-    return data, metadata if isinstance(metadata, dict) and _jsonable(metadata) else {}
+    return data, metadata if isinstance(metadata, dict) and fastjson.encodable(metadata) else {}
 
 
 def json_safe(mime: str, value: Any) -> Any:
@@ -283,20 +283,12 @@ def json_safe(mime: str, value: Any) -> Any:
                 return fastjson.loads(value)
             except (ValueError, RecursionError):
                 return None
-        return value if _jsonable(value) else None
+        return value if fastjson.encodable(value) else None
     return value if isinstance(value, str) else None
 
 
 def _is_text(mime: str) -> bool:
     return mime.startswith("text/") or mime == "image/svg+xml" or mime.endswith("+xml")
-
-
-def _jsonable(value: Any) -> bool:
-    try:
-        fastjson.dumps(value)
-    except (TypeError, ValueError, RecursionError):
-        return False
-    return True
 
 
 def _plain(obj: Any) -> str:

@@ -70,7 +70,7 @@ def to_item(obj: Any) -> Any:
     method = None if isinstance(obj, type) else getattr(obj, "__show__", None)
     if callable(method):
         item = method()
-        return item if _jsonable(item) else str(item)
+        return item if fastjson.encodable(item, allow_nan=False) else str(item)
     figure = sys.modules.get("matplotlib.figure")
     if figure is not None and isinstance(obj, figure.Figure):
         return figure_item(obj)
@@ -240,14 +240,6 @@ def _numbers(values: Any, what: str) -> list[float]:
             raise ValueError(f"plot(): {what}[{i}] is not finite: {value!r}")
         out.append(number)
     return out
-
-
-def _jsonable(value: Any) -> bool:
-    try:
-        fastjson.dumps(value, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        return False
-    return True
 
 
 def _text(obj: Any) -> str:
