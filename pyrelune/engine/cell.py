@@ -1,14 +1,13 @@
 """Compile and run one cell in a namespace, the way a script runs.
 
-Runs inside the worker. The source is parsed with the compiler's own AST flag
-(no `ast` module import on the hot path); a final bare expression becomes an
-assignment whose value is taken back and displayed. Top-level `await`
-is compiled in, and only a cell that uses it pays for `asyncio`.
+Runs inside the worker. A cell that is one expression is compiled as one; any
+other is parsed with the compiler's own AST flag (never the `ast` module) and
+a final bare expression becomes an assignment whose value is taken back and
+displayed. Top-level `await` is compiled in, and only a cell that uses it
+pays for `asyncio`.
 """
 
 from __future__ import annotations
-
-import _ast
 
 from pyrelune.engine import sources
 from pyrelune.engine.events import CellError
@@ -24,6 +23,8 @@ _TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
 #: Where the final expression's value is left for `_execute` to take back.
 _RESULT = "__pyrelune_result__"
+# How a compiled cell gives the value to show (see `_compile`).
+_EVALUATED, _ASSIGNED, _NONE = "evaluated", "assigned", "none"
 
 _PACKAGE_DIR = __file__[: -len("engine/cell.py")]
 
@@ -45,11 +46,11 @@ def run_cell(
     sources.remember(filename, source)
     try:
         try:
-            code, has_result = _compile(source, filename)
+            code, result = _compile(source, filename)
         except (SyntaxError, ValueError) as exc:
             return syntax_error(exc, filename)
         try:
-            value = _execute(code, has_result, namespace)
+            value = _execute(code, result, namespace)
             if value is not None:
                 namespace["_"] = value
                 show_result(value)
@@ -65,16 +66,26 @@ def run_cell(
     return None
 
 
-def _compile(source: str, filename: str) -> tuple[CodeType, bool]:
-    """One code object for the cell, and whether it ends in an expression to show.
+def _compile(source: str, filename: str) -> tuple[CodeType, str]:
+    """One code object for the cell, and how it gives its value to show.
 
-    A final bare expression becomes an assignment to `_RESULT`, so the cell
-    is parsed once and compiled once (a cell's cost is mostly compiling).
+    The value is `_EVALUATED` when the whole cell is one expression, compiled
+    as such: no syntax tree, and no `_ast` to import (a cost a oneshot cell
+    feels). Otherwise a final bare expression becomes an assignment to
+    `_RESULT` (`_ASSIGNED`), so the cell is parsed once and compiled once;
+    `_NONE` when there is nothing to show.
     """
     flags = _TOP_LEVEL_AWAIT
+    if _one_simple_line(source):
+        try:
+            return compile(source, filename, "eval", flags), _EVALUATED
+        except SyntaxError:
+            pass  # a statement, not an expression
+    import _ast
+
     tree = compile(source, filename, "exec", flags | _ONLY_AST)
     statements = tree.body
-    has_result = False
+    result = _NONE
     if statements and isinstance(statements[-1], _ast.Expr):
         last = statements[-1]
         if not _followed_by_semicolon(source, last):
@@ -84,8 +95,17 @@ def _compile(source: str, filename: str) -> tuple[CodeType, bool]:
                 node.lineno, node.col_offset = last.lineno, last.col_offset
                 node.end_lineno, node.end_col_offset = last.end_lineno, last.end_col_offset
             statements[-1] = assign
-            has_result = True
-    return compile(tree, filename, "exec", flags), has_result
+            result = _ASSIGNED
+    return compile(tree, filename, "exec", flags), result
+
+
+def _one_simple_line(source: str) -> bool:
+    """Worth trying as one expression: a single line, no `;`, no backslash.
+
+    A backslash could hold an invalid escape, and the parser's warning about
+    it would come twice if the expression attempt failed.
+    """
+    return "\n" not in source.strip() and ";" not in source and "\\" not in source
 
 
 def _followed_by_semicolon(source: str, node: Any) -> bool:
@@ -95,22 +115,24 @@ def _followed_by_semicolon(source: str, node: Any) -> bool:
     return bool(rest.lstrip().startswith(";"))
 
 
-def _execute(code: CodeType, has_result: bool, namespace: dict[str, Any]) -> Any:
+def _execute(code: CodeType, result: str, namespace: dict[str, Any]) -> Any:
     """Run the cell; the final expression's value, or None."""
     if code.co_flags & _CO_COROUTINE:
-        _execute_async(code, namespace)
+        value = _execute_async(code, namespace)
     else:
-        exec(code, namespace)
-    return namespace.pop(_RESULT, None) if has_result else None
+        value = eval(code, namespace)  # runs "exec" code objects too, returning None
+    if result == _EVALUATED:
+        return value
+    return namespace.pop(_RESULT, None) if result == _ASSIGNED else None
 
 
-def _execute_async(code: CodeType, namespace: dict[str, Any]) -> None:
+def _execute_async(code: CodeType, namespace: dict[str, Any]) -> Any:
     """Top-level await: the cell runs as a coroutine on a loop of its own."""
     import asyncio
 
     loop = asyncio.new_event_loop()
     try:
-        loop.run_until_complete(eval(code, namespace))
+        return loop.run_until_complete(eval(code, namespace))
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()

@@ -102,3 +102,19 @@ def test_keyboard_interrupt_is_interrupted() -> None:
 def test_error_in_final_expression() -> None:
     error, shown = run("x = 1\nx + undefined_name")
     assert shown == [] and error is not None and error.line == 2
+
+
+def test_one_line_cells_behave_the_same_whichever_way_they_compile() -> None:
+    # One expression is compiled as such; a backslash, a `;` or a statement
+    # sends the line through the syntax tree instead: the results agree.
+    namespace = fresh_namespace()
+    assert run("'a\\\\d'", namespace) == (None, ["a\\d"])
+    assert run("x = 6", namespace) == (None, [])
+    assert run("x * 7  # a comment", namespace) == (None, [42])
+    assert run("x * 7;", namespace) == (None, [])
+    assert run("print", namespace) == (None, [print])
+    assert namespace["_"] is print
+
+
+def test_one_expression_may_await() -> None:
+    assert run("await __import__('asyncio').sleep(0, 'slept')") == (None, ["slept"])
