@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import any_text
@@ -24,6 +26,18 @@ def kept(budget: OutputBudget) -> dict[str, tuple[str, str]]:
     return {name: (a, b) for name, (a, b) in out.items()}
 
 
+def accounts(
+    budget: OutputBudget, chunks: list[tuple[str, str]]
+) -> Iterator[tuple[str, str, int, str]]:
+    """Per stream: the kept text is a prefix and a suffix; omitted bytes make up the rest."""
+    for name, (head, tail) in kept(budget).items():
+        full = "".join(text for n, text in chunks if n == name)
+        assert full.startswith(head) and full.endswith(tail)
+        omitted = budget.omitted.bytes.get(name, 0)
+        assert utf8_size(head) + omitted + utf8_size(tail) == utf8_size(full)
+        yield head, tail, omitted, full
+
+
 @given(streams, st.integers(min_value=0, max_value=200))
 def test_head_and_tail_are_prefix_and_suffix_and_bytes_add_up(
     chunks: list[tuple[str, str]], limit: int
@@ -31,11 +45,7 @@ def test_head_and_tail_are_prefix_and_suffix_and_bytes_add_up(
     budget = OutputBudget(limit)
     for name, text in chunks:
         budget.add(Stream(name, text))
-    for name, (head, tail) in kept(budget).items():
-        full = "".join(text for n, text in chunks if n == name)
-        assert full.startswith(head) and full.endswith(tail)
-        omitted = budget.omitted.bytes.get(name, 0)
-        assert utf8_size(head) + omitted + utf8_size(tail) == utf8_size(full)
+    for head, tail, omitted, full in accounts(budget, chunks):
         if not omitted:
             assert head + tail == full
     total = sum(utf8_size(h) + utf8_size(t) for h, t in kept(budget).values())
@@ -78,11 +88,7 @@ def test_shrink_keeps_the_counts(chunks: list[tuple[str, str]], limit: int, smal
     for name, text in chunks:
         budget.add(Stream(name, text))
     budget.shrink(min(limit, smaller))
-    for name, (head, tail) in kept(budget).items():
-        full = "".join(text for n, text in chunks if n == name)
-        assert full.startswith(head) and full.endswith(tail)
-        omitted = budget.omitted.bytes.get(name, 0)
-        assert utf8_size(head) + omitted + utf8_size(tail) == utf8_size(full)
+    list(accounts(budget, chunks))
 
 
 def test_clip() -> None:
