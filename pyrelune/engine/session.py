@@ -13,6 +13,7 @@ import select
 import time
 
 from pyrelune import fastjson
+from pyrelune.engine import spin
 from pyrelune.engine.events import CellError, Display, Done, Stream, from_wire
 from pyrelune.engine.process import WorkerProcess, describe_exit
 
@@ -164,6 +165,7 @@ class Session:
         deadline = time.monotonic() + timeout if timeout else None
         resume = 0.0  # until then, output waits in the capture pipes (see below)
         streams = {self.worker.stdout.fd, self.worker.stderr.fd}
+        first = True  # the cell was just sent: its events may be a moment away
         while True:
             now = time.monotonic()
             if deadline is not None and self._kill_at is None and now >= deadline:
@@ -181,7 +183,11 @@ class Session:
             fds = self.fds()
             if now < resume:
                 fds = [fd for fd in fds if fd not in streams]
-            ready, _, _ = select.select([*fds, self._wake_r], [], [], wait)
+            fds.append(self._wake_r)
+            ready = spin.poll(fds) if first else []
+            first = False
+            if not ready:
+                ready = select.select(fds, [], [], wait)[0]
             if self._wake_r in ready:
                 _drain_wakeups(self._wake_r)
             output = 0

@@ -18,6 +18,7 @@ import os
 import sys
 
 from pyrelune import fastjson
+from pyrelune.engine import spin
 from pyrelune.engine.cell import run_cell
 from pyrelune.engine.display import connect, show_result
 from pyrelune.engine.events import Display, Done, InputRequest, to_wire
@@ -90,6 +91,7 @@ class Channel:
     def receive(self) -> dict[str, Any]:
         """The next command from the session (one JSON object per line)."""
         while b"\n" not in self._pending:
+            spin.poll([self._control_fd])  # then read, sleeping if need be
             chunk = os.read(self._control_fd, 1 << 16)
             if not chunk:
                 os._exit(0)  # the session is gone: so is the reason to exist
