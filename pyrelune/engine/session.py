@@ -12,8 +12,7 @@ import os
 import select
 import time
 
-from pyrelune import fastjson
-from pyrelune.engine import spin
+from pyrelune import fastjson, spin
 from pyrelune.engine.events import CellError, Display, Done, Stream, from_wire
 from pyrelune.engine.process import WorkerProcess, describe_exit
 

@@ -17,8 +17,7 @@ import io
 import os
 import sys
 
-from pyrelune import fastjson
-from pyrelune.engine import spin
+from pyrelune import fastjson, spin
 from pyrelune.engine.cell import run_cell
 from pyrelune.engine.display import connect, show_result
 from pyrelune.engine.events import Display, Done, InputRequest, to_wire

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
-from pyrelune.engine import spin
+from pyrelune import spin
 
 
 def test_a_readable_pipe_is_reported_at_once() -> None:
