@@ -15,7 +15,7 @@ from pyrelune.engine.worker import serve
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     from pyrelune.engine.events import Event
@@ -62,10 +62,16 @@ class Kernel:
         for event in self.session.run():
             yield self.settle(event) if isinstance(event, Done) else event
 
-    def settle(self, done: Done) -> Done:
-        """After a cell's Done: if the worker is gone, start a new one and say so."""
+    def settle(self, done: Done, before_restart: Callable[[], None] | None = None) -> Done:
+        """After a cell's Done: if the worker is gone, start a new one and say so.
+
+        `before_restart` runs first when it comes to that: an event loop stops
+        watching the old worker's descriptors, whose numbers the new one may reuse.
+        """
         if self.session.worker.reap(block=False) is None:
             return done
+        if before_restart is not None:
+            before_restart()
         self.restart()
         error = done.error or CellError("worker_died", "", "the worker ended")
         return Done(CellError(error.code, error.ename, f"{error.evalue}; {LOST}",

@@ -21,6 +21,7 @@ import signal
 import sys
 import time
 
+from pyrelune import spin
 from pyrelune.engine.events import Display, Done, Stream
 from pyrelune.engine.kernel import Kernel
 from pyrelune.engine.presentation import Presenter
@@ -163,6 +164,7 @@ class KernelServer:
         for command in outcome.commands:
             if isinstance(command, rpc.Execute):
                 self.kernel.execute(command.source, command.filename, command.inputs)
+                self._catch_quick_end()
             elif isinstance(command, rpc.Interrupt):
                 self._interrupt()
             elif isinstance(command, rpc.InputReply):
@@ -212,6 +214,11 @@ class KernelServer:
     def _readable(self, fd: int) -> None:
         self._deliver(self.kernel.session.read([fd]))
 
+    def _catch_quick_end(self) -> None:
+        """Read a cell's first events before the loop sleeps: a short cell is over by then."""
+        if ready := spin.poll(self.kernel.session.fds()):
+            self._deliver(self.kernel.session.read(ready))
+
     def _interrupt(self) -> None:
         """SIGINT to the cell now, SIGKILL when its grace period is over."""
         self.kernel.interrupt()
@@ -232,8 +239,7 @@ class KernelServer:
                 self._screen.add(event)  # \r and \b applied; on to _present
                 continue
             if isinstance(event, Done):
-                self._unwatch()  # settle() may replace the worker, and so its descriptors
-                event = self.kernel.settle(event)
+                event = self.kernel.settle(event, before_restart=self._unwatch)
             self._screen.flush()
             self._apply(self.protocol.output(event, time.monotonic()))
         self._watch()

@@ -16,6 +16,7 @@ import os
 import stat
 import threading
 
+from pyrelune import spin
 from pyrelune.transports.stdio import write_all
 
 #: What `receive()` returns for a line that was longer than `max_size`.
@@ -60,11 +61,13 @@ class LineConnection:
         self._lines: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._outgoing: list[bytes] = []
         self._loop = asyncio.get_running_loop()
+        self._reading = False  # stdin is a pipe or socket, read on the loop, not at its end yet
         mode = os.fstat(in_fd).st_mode
         if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
             # The common case (a host's pipe): read on the loop itself, no thread hop.
             os.set_blocking(in_fd, False)
             self._loop.add_reader(in_fd, self._readable)
+            self._reading = True
         else:  # a file or a terminal: the loop cannot wait on it
             threading.Thread(target=self._read_blocking, daemon=True,
                              name="pyrelune-stdin").start()
@@ -79,6 +82,7 @@ class LineConnection:
         self._deliver(chunk)
         if not chunk:
             self._loop.remove_reader(self._in_fd)
+            self._reading = False
 
     def _read_blocking(self) -> None:
         while True:
@@ -113,6 +117,11 @@ class LineConnection:
             write_all(data, self._out_fd)
         except OSError:
             pass  # the host stopped reading: end of input follows
+            return
+        # A host running cells back to back answers at once: read its next
+        # request now rather than after the loop has slept (see `spin`).
+        if self._reading and spin.poll([self._in_fd]):
+            self._readable()
 
     def close(self) -> None:
         """Nothing to do: the peer is gone when stdin ends."""
