@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
@@ -18,7 +19,7 @@ from websockets.exceptions import ConnectionClosed
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import Awaitable, Callable, Sequence
+    from collections.abc import Awaitable, Callable, Iterator, Sequence
 
     from websockets.asyncio.server import Server
     from websockets.typing import Origin
@@ -33,11 +34,23 @@ class WebSocketConnection:
         self._writer = asyncio.create_task(self._write())
 
     async def _write(self) -> None:
-        while (text := await self._outgoing.get()) is not None:
-            try:
-                await self._websocket.send(text)
-            except ConnectionClosed:
-                return
+        """Send what is queued, in order; what was queued together leaves in one TCP segment.
+
+        A cell's end is usually three messages at once (the started response,
+        its result, execute.done): corked, the client wakes up once, not three times.
+        """
+        while True:
+            batch = [await self._outgoing.get()]
+            while not self._outgoing.empty():
+                batch.append(self._outgoing.get_nowait())
+            with _corked(self._websocket, len(batch) > 1):
+                for text in batch:
+                    if text is None:
+                        return
+                    try:
+                        await self._websocket.send(text)
+                    except ConnectionClosed:
+                        return
 
     async def receive(self) -> bytes | str | None:
         """The next message, or None once the connection is closed."""
@@ -55,6 +68,22 @@ class WebSocketConnection:
         with contextlib.suppress(ConnectionClosed):
             await self._writer
         await self._websocket.close(code, reason)
+
+
+@contextlib.contextmanager
+def _corked(websocket: ServerConnection, cork: bool) -> Iterator[None]:
+    """Hold back partial TCP segments while the block runs (Linux TCP_CORK), if `cork`."""
+    sock = websocket.transport.get_extra_info("socket") if cork else None
+    option = getattr(socket, "TCP_CORK", None)
+    if sock is None or option is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        yield
+        return
+    sock.setsockopt(socket.IPPROTO_TCP, option, 1)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):  # the connection is gone: nothing to send anyway
+            sock.setsockopt(socket.IPPROTO_TCP, option, 0)
 
 
 async def listen(
@@ -76,5 +105,5 @@ async def listen(
             await connection.close()
 
     server: Server = await serve(accept, host, port, origins=origins, max_size=max_size,
-                                 ssl=ssl_context, server_header=None)
+                                 ssl=ssl_context, server_header=None, compression=None)
     return server
