@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any
 
 ONE_PLUS_ONE = "1+1"
 KERNEL = [sys.executable, "-m", "pyrelune", "--mode"]
@@ -88,10 +89,15 @@ def _hwm(pid: int) -> int:
 
 
 class WebSocketClient:
-    """A host's end of `pyrelune --mode rpc --listen 127.0.0.1:0`."""
+    """A host's end of `pyrelune --mode rpc --listen 127.0.0.1:0`.
+
+    An asyncio client on this thread, as a browser's event loop would be:
+    the synchronous client of `websockets` reads on a thread of its own, and
+    the hand-over between threads would be timed as if it were the kernel's.
+    """
 
     def __init__(self) -> None:
-        from websockets.sync.client import connect
+        import asyncio
 
         env = {k: v for k, v in os.environ.items() if k != "PYRELUNE_TOKEN"}
         self.proc = subprocess.Popen([*KERNEL, "rpc", "--listen", "127.0.0.1:0"],
@@ -99,17 +105,28 @@ class WebSocketClient:
                                      stdin=subprocess.DEVNULL, env=env)
         assert self.proc.stdout
         url = json.loads(self.proc.stdout.readline())["data"]["url"]
-        self.ws = connect(url).__enter__()
-        assert "kernel.ready" in str(self.ws.recv())
+        self.loop = asyncio.new_event_loop()
+        self.ws = self.loop.run_until_complete(self._connect(url))
+
+    async def _connect(self, url: str) -> Any:
+        from websockets.asyncio.client import connect
+
+        ws = await connect(url)
+        assert "kernel.ready" in str(await ws.recv())
+        return ws
 
     def run(self, source: str) -> None:
-        self.ws.send(execute_line("b", source).decode())
-        while '"execute.done"' not in (message := str(self.ws.recv())):
+        self.loop.run_until_complete(self._run(source))
+
+    async def _run(self, source: str) -> None:
+        await self.ws.send(execute_line("b", source).decode())
+        while '"execute.done"' not in (message := str(await self.ws.recv())):
             pass
         assert '"status": "ok"' in message, message
 
     def close(self) -> None:
-        self.ws.close()
+        self.loop.run_until_complete(self.ws.close())
+        self.loop.close()
         self.proc.terminate()
         self.proc.wait(timeout=30)
 
