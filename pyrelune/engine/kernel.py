@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
     from pyrelune.engine.events import Event
 
+#: A kernel's capture pipes hold this much: a cell may print for a while unread.
+CAPTURE_PIPE_SIZE = 1 << 20
 LOST = "the kernel's namespace was lost and a fresh worker has started"
 
 
@@ -32,7 +34,9 @@ class Kernel:
 
     def _spawn(self) -> Session:
         interactive = self._interactive
-        return Session(WorkerProcess(lambda fds: serve(fds, interactive)))
+        worker = WorkerProcess(lambda fds: serve(fds, interactive))
+        worker.widen_capture(CAPTURE_PIPE_SIZE)
+        return Session(worker)
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
         """Start a cell; read its events with `events()` or `session.read()`."""

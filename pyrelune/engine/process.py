@@ -64,6 +64,23 @@ class WorkerProcess:
         self.exit_fd = _exit_notifier(pid)
         self.status: int | None = None
 
+    def widen_capture(self, size: int) -> None:
+        """Let each capture pipe hold `size` bytes (Linux; else nothing changes).
+
+        A session that lets a trickle of output gather before reading it
+        (see `Session.run`) would otherwise stall a cell that prints faster
+        than 64 KiB per pause.
+        """
+        import fcntl
+
+        setting = getattr(fcntl, "F_SETPIPE_SZ", None)
+        for stream in (self.stdout, self.stderr):
+            try:
+                if setting is not None:
+                    fcntl.fcntl(stream.fd, setting, size)
+            except OSError:
+                pass  # over /proc/sys/fs/pipe-max-size for this user: the default it is
+
     def signal_group(self, signum: int) -> None:
         try:
             os.killpg(self.pid, signum)

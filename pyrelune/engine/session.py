@@ -28,9 +28,10 @@ GRACE = 0.4
 LINGER = 0.05
 _CONTINUE = b'{"op": "continue"}\n'
 _EVENT_READ = 1 << 16
-#: How long a trickle of output may gather in the capture pipes unread.
+#: How long a trickle of output (less than `COALESCE_BELOW` characters read
+#: at once) may gather in the capture pipes unread.
 COALESCE = 0.002
-_COALESCE_BELOW = 1 << 15
+COALESCE_BELOW = 1 << 15
 
 
 class Session:
@@ -197,7 +198,7 @@ class Session:
                 if isinstance(event, Stream):
                     output += len(event.text)
                 yield event
-            if 0 < output < _COALESCE_BELOW and not self.finished:
+            if 0 < output < COALESCE_BELOW and not self.finished:
                 # A trickle of output (a loop of prints, a line each): let it
                 # gather in the pipe for a moment instead of waking up for
                 # every line. An event still wakes us at once, and drains.

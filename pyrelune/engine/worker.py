@@ -245,9 +245,11 @@ class _StreamOrder:
     came first across them. So when the cell switches from one stream to the
     other, the worker pushes out what the other holds, then waits until the
     session has read everything so far: a round trip per switch, none per
-    line. stdout is watched where its bytes leave (once per line, cheap for
-    a flood of prints), stderr where text enters it (so that even a partial
-    line on stdout goes out before a warning).
+    line. stderr is watched where text enters it (so that even a partial
+    line on stdout goes out before a warning). stdout is watched only when
+    a switch to it is due: its next write finds a hook in the instance (which
+    `print` looks up before the class's method) and takes it away, so a flood
+    of prints runs at the plain stream's speed.
     """
 
     def __init__(self, channel: Channel) -> None:
@@ -269,18 +271,18 @@ class _StreamOrder:
         except (OSError, ValueError, KeyError):
             pass  # closed by the cell, or not made yet: nothing of it to order
 
+    def watch_stdout(self) -> None:
+        """The next write to sys.stdout switches to it first."""
+        text = self.texts.get("stdout")
+        if text is None or "write" in vars(text):
+            return
 
-class _OrderedRaw(io.FileIO):
-    """The descriptor under an interactive kernel's sys.stdout."""
+        def switch_then_write(data: str, /) -> int:
+            delattr(text, "write")  # back to the stream's own method
+            self.switch_to("stdout")
+            return text.write(data)
 
-    def __init__(self, fd: int, order: _StreamOrder) -> None:
-        super().__init__(fd, "w", closefd=False)
-        self._order = order
-
-    def write(self, data: Any, /) -> int:
-        if self._order.last != "stdout":
-            self._order.switch_to("stdout")
-        return super().write(data)
+        setattr(text, "write", switch_then_write)  # noqa: B010 (an instance attribute, on purpose)
 
 
 class _OrderedText(io.TextIOWrapper):
@@ -295,17 +297,18 @@ class _OrderedText(io.TextIOWrapper):
         order.flush("stdout")  # a partial line printed before this goes out first
         if order.last != "stderr":
             order.switch_to("stderr")
+            order.watch_stdout()
         return super().write(text)
 
 
 def _ordered_text(fd: int, order: _StreamOrder) -> io.TextIOWrapper:
-    text: io.TextIOWrapper
-    if fd == 1:
-        text = io.TextIOWrapper(io.BufferedWriter(_OrderedRaw(fd, order)), **_TEXT_OPTIONS)
-    else:
-        text = _OrderedText(fd, order)
-    order.texts["stdout" if fd == 1 else "stderr"] = text
-    return text
+    if fd != 1:
+        order.texts["stderr"] = _OrderedText(fd, order)
+        return order.texts["stderr"]
+    order.texts["stdout"] = _text_stream(fd)
+    if order.last != "stdout":
+        order.watch_stdout()
+    return order.texts["stdout"]
 
 
 def fresh_namespace() -> dict[str, Any]:

@@ -25,6 +25,7 @@ from pyrelune import spin
 from pyrelune.engine.events import Display, Done, Stream
 from pyrelune.engine.kernel import Kernel
 from pyrelune.engine.presentation import Presenter
+from pyrelune.engine.session import COALESCE, COALESCE_BELOW
 from pyrelune.protocols import rpc
 from pyrelune.transports.lines import OVERSIZED, LineConnection
 
@@ -122,6 +123,7 @@ class KernelServer:
         self.kernel = Kernel(interactive=True)
         self.client: Connection | None = None
         self._watched: set[int] = set()
+        self._paused: set[int] = set()  # capture pipes left to fill for a moment
         self._flush_timer: asyncio.TimerHandle | None = None
         self._poll_timer: asyncio.TimerHandle | None = None
         self._screen = Presenter(self._present, interleave=True)
@@ -193,7 +195,7 @@ class KernelServer:
 
     def _watch(self) -> None:
         """Follow the worker's descriptors as they open and close."""
-        wanted = set(self.kernel.session.fds())
+        wanted = set(self.kernel.session.fds()) - self._paused
         for fd in self._watched - wanted:
             self.loop.remove_reader(fd)
         for fd in wanted - self._watched:
@@ -206,13 +208,29 @@ class KernelServer:
         for fd in self._watched:
             self.loop.remove_reader(fd)
         self._watched = set()
+        self._paused = set()
 
     def _poll(self) -> None:
         self._poll_timer = None
         self._readable(-1)
 
     def _readable(self, fd: int) -> None:
-        self._deliver(self.kernel.session.read([fd]))
+        output = self._deliver(self.kernel.session.read([fd]))
+        if 0 < output < COALESCE_BELOW and not self.kernel.session.finished:
+            # A trickle of output (a loop of prints, a line each): let it
+            # gather in the capture pipes for a moment instead of waking up
+            # for every line. Events still wake the loop, and drain the pipes.
+            self._paused.update(self._watched & self._capture_fds())
+            self._watch()
+            self.loop.call_later(COALESCE, self._resume)
+
+    def _resume(self) -> None:
+        self._paused.clear()
+        self._watch()
+
+    def _capture_fds(self) -> set[int]:
+        worker = self.kernel.session.worker
+        return {worker.stdout.fd, worker.stderr.fd}
 
     def _catch_quick_end(self) -> None:
         """Read a cell's first events before the loop sleeps: a short cell is over by then."""
@@ -232,10 +250,14 @@ class KernelServer:
                 and session.kill_at is not None and time.monotonic() >= session.kill_at):
             self._deliver(session.escalate())
 
-    def _deliver(self, events: Any) -> None:
+    def _deliver(self, events: Any) -> int:
+        """Pass the events on; how many characters of stream text there were."""
         event: Event
+        output = 0
         for event in events:
             if isinstance(event, (Stream, Display)):
+                if isinstance(event, Stream):
+                    output += len(event.text)
                 self._screen.add(event)  # \r and \b applied; on to _present
                 continue
             if isinstance(event, Done):
@@ -243,6 +265,7 @@ class KernelServer:
             self._screen.flush()
             self._apply(self.protocol.output(event, time.monotonic()))
         self._watch()
+        return output
 
     def _present(self, item: Stream | Display) -> None:
         self._apply(self.protocol.output(item, time.monotonic()))

@@ -335,3 +335,13 @@ def test_matplotlib_figures_left_open_are_shown(kernel: PipeHost) -> None:
     assert item["kind"] == "image"
     assert item["format"] == "svg"
     assert item["data"].lstrip().startswith("<svg") or "<svg" in item["data"]
+
+
+def test_stdout_is_watched_only_until_its_first_write_after_stderr(kernel: PipeHost) -> None:
+    events = kernel.run(
+        "import sys\nprint('err', file=sys.stderr)\nprint('out')\n"
+        "print('write' in vars(sys.stdout))"
+    )
+    assert stdout_of(events) == "out\nFalse\n"
+    # The next cell starts where this one left off: stdout first, nothing to wait for.
+    assert stdout_of(kernel.run("print('again')")) == "again\n"
