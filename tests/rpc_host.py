@@ -172,6 +172,11 @@ class PipeHost(Host):
     def _receive_text(self, timeout: float) -> str | None:
         return self._lines.get(timeout=timeout)
 
+    def end_input(self) -> None:
+        """Close the kernel's stdin, as a host does that has nothing more to ask."""
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+
     def close(self) -> int:
         """End stdin and wait for the kernel to exit; its status."""
         assert self.process.stdin is not None

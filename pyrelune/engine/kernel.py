@@ -50,6 +50,10 @@ class Kernel:
         """Answer the InputRequest the running cell is waiting on."""
         self._command({"op": "input", "value": value})
 
+    def cancel_input(self) -> None:
+        """The running cell's `input()` raises EOFError: no one is left to answer it."""
+        self._command({"op": "cancel"})
+
     def reset(self) -> None:
         """A fresh namespace (the cell must be over); blocks until the worker confirms."""
         self.begin_reset()

@@ -22,7 +22,7 @@ import sys
 import time
 
 from pyrelune import spin
-from pyrelune.engine.events import Display, Done, Stream
+from pyrelune.engine.events import Display, Done, InputRequest, Stream
 from pyrelune.engine.kernel import Kernel
 from pyrelune.engine.presentation import Presenter
 from pyrelune.engine.session import COALESCE, COALESCE_BELOW
@@ -124,6 +124,10 @@ class KernelServer:
         self.client: Connection | None = None
         self._watched: set[int] = set()
         self._paused: set[int] = set()  # capture pipes left to fill for a moment
+        self._resume_timer: asyncio.TimerHandle | None = None
+        self._settled = asyncio.Event()  # set while no cell runs and no reset is under way
+        self._settled.set()
+        self._input_ended = False  # the pipe's input is over: no input() can be answered
         self._flush_timer: asyncio.TimerHandle | None = None
         self._poll_timer: asyncio.TimerHandle | None = None
         self._screen = Presenter(self._present, interleave=True)
@@ -131,8 +135,13 @@ class KernelServer:
 
     # -- connections ---------------------------------------------------------
 
-    async def serve(self, connection: Connection) -> bool:
-        """Talk to `connection` until it closes; False when the kernel dropped it."""
+    async def serve(self, connection: Connection, finish: bool = False) -> bool:
+        """Talk to `connection` until it closes; False when the kernel dropped it.
+
+        With `finish` (a pipe: the host closed our stdin but still reads our
+        stdout), the running cell ends first and its events are sent; an
+        `input()` it waits in, or calls later, gets EOFError.
+        """
         self.client = connection
         try:
             self._send_all(self.protocol.connect())
@@ -144,6 +153,11 @@ class KernelServer:
                     continue
                 if not self._apply(self.protocol.receive(raw)):
                     return False
+            if finish:
+                self._input_ended = True
+                if self.protocol.state == rpc.WAITING_INPUT:
+                    self.kernel.cancel_input()
+                await self._settled.wait()
             return True
         finally:
             if self.client is connection:
@@ -176,6 +190,10 @@ class KernelServer:
             else:
                 keep = False
         self._arm_flush()
+        if self.protocol.busy:
+            self._settled.clear()
+        else:
+            self._settled.set()
         return keep
 
     def _arm_flush(self) -> None:
@@ -209,6 +227,9 @@ class KernelServer:
             self.loop.remove_reader(fd)
         self._watched = set()
         self._paused = set()
+        if self._resume_timer is not None:
+            self._resume_timer.cancel()
+            self._resume_timer = None
 
     def _poll(self) -> None:
         self._poll_timer = None
@@ -222,9 +243,11 @@ class KernelServer:
             # for every line. Events still wake the loop, and drain the pipes.
             self._paused.update(self._watched & self._capture_fds())
             self._watch()
-            self.loop.call_later(COALESCE, self._resume)
+            if self._resume_timer is None:
+                self._resume_timer = self.loop.call_later(COALESCE, self._resume)
 
     def _resume(self) -> None:
+        self._resume_timer = None
         self._paused.clear()
         self._watch()
 
@@ -260,6 +283,8 @@ class KernelServer:
                     output += len(event.text)
                 self._screen.add(event)  # \r and \b applied; on to _present
                 continue
+            if isinstance(event, InputRequest) and self._input_ended:
+                self.kernel.cancel_input()
             if isinstance(event, Done):
                 event = self.kernel.settle(event, before_restart=self._unwatch)
             self._screen.flush()
@@ -284,7 +309,7 @@ class KernelServer:
 
 async def _serve_pipe(server: KernelServer, out_fd: int, stop: asyncio.Event) -> None:
     connection = LineConnection(0, out_fd, server.settings.max_message)
-    serving = asyncio.create_task(server.serve(connection))
+    serving = asyncio.create_task(server.serve(connection, finish=True))
     stopping = asyncio.create_task(stop.wait())
     await asyncio.wait([serving, stopping], return_when=asyncio.FIRST_COMPLETED)
     for task in (serving, stopping):
@@ -331,7 +356,8 @@ async def _serve_websocket(server: KernelServer, out_fd: int, stop: asyncio.Even
 
 
 async def serve(settings: Settings) -> None:
-    """Run the kernel until its input ends (pipe), or SIGTERM / SIGINT while idle (WebSocket)."""
+    """Run the kernel until its input ends and its cell is over (pipe), or SIGTERM / SIGINT while
+    idle (WebSocket)."""
     # The protocol owns stdout: anything else this process prints goes to stderr.
     out_fd = os.dup(1)
     os.dup2(2, 1)

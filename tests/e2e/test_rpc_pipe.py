@@ -345,3 +345,32 @@ def test_stdout_is_watched_only_until_its_first_write_after_stderr(kernel: PipeH
     assert stdout_of(events) == "out\nFalse\n"
     # The next cell starts where this one left off: stdout first, nothing to wait for.
     assert stdout_of(kernel.run("print('again')")) == "again\n"
+
+
+def test_the_running_cell_finishes_after_the_end_of_input(kernel: PipeHost) -> None:
+    request = kernel.request("execute.cell", {
+        "cell_id": "c", "source": "import time\ntime.sleep(0.3)\nprint('finished')"})
+    kernel.end_input()
+    assert kernel.response(request)["result"] == {"status": "started"}
+    events = kernel.until_done()
+    assert stdout_of(events) == "finished\n"
+    assert events[-1]["data"]["status"] == "ok"
+
+
+def test_input_after_the_end_of_input_raises_eof(kernel: PipeHost) -> None:
+    request = kernel.request("execute.cell", {
+        "cell_id": "c", "source": "import time\ntime.sleep(0.2)\nname = input('name? ')"})
+    kernel.end_input()
+    kernel.response(request)
+    events = kernel.until_done()
+    assert [e["event"] for e in events][-2:] == ["input_request", "execute.done"]
+    assert events[-1]["data"]["ename"] == "EOFError"
+
+
+def test_a_prompt_waiting_at_the_end_of_input_raises_eof(kernel: PipeHost) -> None:
+    request = kernel.request("execute.cell", {"cell_id": "c", "source": "name = input('name? ')"})
+    kernel.response(request)
+    assert kernel.wait_event("input_request")["data"]["prompt"] == "name? "
+    kernel.end_input()
+    events = kernel.until_done()
+    assert events[-1]["data"]["ename"] == "EOFError"
