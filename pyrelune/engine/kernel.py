@@ -67,7 +67,7 @@ class Kernel:
 
     def events(self) -> Iterator[Event]:
         """The running cell's events, ending with its Done (see `Session.run`)."""
-        for event in self.session.run():
+        for event in self.session.run(soon=True):
             yield self.settle(event) if isinstance(event, Done) else event
 
     def settle(self, done: Done, before_restart: Callable[[], None] | None = None) -> Done:

@@ -12,7 +12,7 @@ import os
 import select
 import time
 
-from pyrelune import fastjson, spin
+from pyrelune import fastjson
 from pyrelune.engine.events import CellError, Display, Done, Stream, from_wire
 from pyrelune.engine.process import WorkerProcess, describe_exit
 
@@ -153,8 +153,12 @@ class Session:
         except BlockingIOError:
             pass  # already full of wake-ups
 
-    def run(self, timeout: float | None = None) -> Iterator[Event]:
+    def run(self, timeout: float | None = None, soon: bool = False) -> Iterator[Event]:
         """Events of the current cell until its Done, within `timeout` seconds.
+
+        `soon`: the worker was idle and the cell was just sent to it, so its
+        first events may be only microseconds away: poll before sleeping (see
+        `spin`). A oneshot worker still starting up gains nothing from it.
 
         Past the deadline the cell is interrupted, and killed with its whole
         process group after `GRACE`; the Done then carries a `timeout` error
@@ -165,7 +169,7 @@ class Session:
         deadline = time.monotonic() + timeout if timeout else None
         resume = 0.0  # until then, output waits in the capture pipes (see below)
         streams = {self.worker.stdout.fd, self.worker.stderr.fd}
-        first = True  # the cell was just sent: its events may be a moment away
+        first = soon
         while True:
             now = time.monotonic()
             if deadline is not None and self._kill_at is None and now >= deadline:
@@ -184,8 +188,12 @@ class Session:
             if now < resume:
                 fds = [fd for fd in fds if fd not in streams]
             fds.append(self._wake_r)
-            ready = spin.poll(fds) if first else []
-            first = False
+            ready = []
+            if first:
+                from pyrelune import spin
+
+                ready = spin.poll(fds)
+                first = False
             if not ready:
                 ready = select.select(fds, [], [], wait)[0]
             if self._wake_r in ready:

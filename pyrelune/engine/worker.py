@@ -17,7 +17,7 @@ import io
 import os
 import sys
 
-from pyrelune import fastjson, spin
+from pyrelune import fastjson
 from pyrelune.engine.cell import run_cell
 from pyrelune.engine.display import connect, show_result
 from pyrelune.engine.events import Display, Done, InputRequest, to_wire
@@ -90,6 +90,8 @@ class Channel:
     def receive(self) -> dict[str, Any]:
         """The next command from the session (one JSON object per line)."""
         while b"\n" not in self._pending:
+            from pyrelune import spin  # here, not at start-up: a oneshot worker seldom waits
+
             spin.poll([self._control_fd])  # then read, sleeping if need be
             chunk = os.read(self._control_fd, 1 << 16)
             if not chunk:
