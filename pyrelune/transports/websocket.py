@@ -10,47 +10,34 @@ handed to `handler` as a `WebSocketConnection`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
 
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ssl
-    from collections.abc import Awaitable, Callable, Iterator, Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
     from websockets.asyncio.server import Server
     from websockets.typing import Origin
 
 
 class WebSocketConnection:
-    """One client: `receive()` its frames, `send()` without waiting (frames keep their order)."""
+    """One client: `receive()` its frames, `send()` without waiting (frames keep their order).
+
+    What is sent in one turn of the event loop leaves in one write: a cell's
+    end is usually three messages at once (the started response, its result,
+    execute.done), and the client then wakes up once, not three times. The
+    frames are made by the connection's own sans-I/O protocol, as its `send()`
+    makes them; only the coroutine around each one is left out.
+    """
 
     def __init__(self, websocket: ServerConnection) -> None:
         self._websocket = websocket
-        self._outgoing: asyncio.Queue[str | None] = asyncio.Queue()
-        self._writer = asyncio.create_task(self._write())
-
-    async def _write(self) -> None:
-        """Send what is queued, in order; what was queued together leaves in one TCP segment.
-
-        A cell's end is usually three messages at once (the started response,
-        its result, execute.done): corked, the client wakes up once, not three times.
-        """
-        while True:
-            batch = [await self._outgoing.get()]
-            while not self._outgoing.empty():
-                batch.append(self._outgoing.get_nowait())
-            with _corked(self._websocket, len(batch) > 1):
-                for text in batch:
-                    if text is None:
-                        return
-                    try:
-                        await self._websocket.send(text)
-                    except ConnectionClosed:
-                        return
+        self._outgoing: list[bytes] = []
+        self._loop = asyncio.get_running_loop()
 
     async def receive(self) -> bytes | str | None:
         """The next message, or None once the connection is closed."""
@@ -60,30 +47,24 @@ class WebSocketConnection:
             return None
 
     def send(self, data: bytes) -> None:
-        self._outgoing.put_nowait(data.decode("utf-8"))
+        """Queue one message (UTF-8 JSON text); it leaves at the end of this turn of the loop."""
+        if not self._outgoing:
+            self._loop.call_soon(self._flush)
+        self._outgoing.append(data)
+
+    def _flush(self) -> None:
+        batch, self._outgoing = self._outgoing, []
+        protocol = self._websocket.protocol
+        if protocol.state is not State.OPEN:
+            return  # closing: the client is gone, as it would be for any message sent now
+        for data in batch:
+            protocol.send_text(data)
+        self._websocket.transport.write(b"".join(protocol.data_to_send()))
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         """Send what is queued, then close with `code` and `reason`."""
-        self._outgoing.put_nowait(None)
-        with contextlib.suppress(ConnectionClosed):
-            await self._writer
+        self._flush()
         await self._websocket.close(code, reason)
-
-
-@contextlib.contextmanager
-def _corked(websocket: ServerConnection, cork: bool) -> Iterator[None]:
-    """Hold back partial TCP segments while the block runs (Linux TCP_CORK), if `cork`."""
-    sock = websocket.transport.get_extra_info("socket") if cork else None
-    option = getattr(socket, "TCP_CORK", None)
-    if sock is None or option is None or sock.family not in (socket.AF_INET, socket.AF_INET6):
-        yield
-        return
-    sock.setsockopt(socket.IPPROTO_TCP, option, 1)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(OSError):  # the connection is gone: nothing to send anyway
-            sock.setsockopt(socket.IPPROTO_TCP, option, 0)
 
 
 async def listen(
