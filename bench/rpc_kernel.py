@@ -4,7 +4,9 @@
 
 Measures, in one run:
 - the median `execute.cell` -> `execute.done` round trip of `1+1` over the
-  pipe (`pyrelune --mode rpc`) and over loopback WebSocket (`--listen`);
+  pipe (`pyrelune --mode rpc`) and over loopback WebSocket (`--listen`),
+  the latter with a plain-socket client as lean as the pipe's (the target's
+  row) and with the `websockets` package's client;
 - the same for the lines kernel (`pyrelune --mode lines`, `execute` ->
   response) when this checkout has it, and always for the engine's own
   `Kernel` driven in-process (no protocol at all: the floor);
@@ -88,25 +90,97 @@ def _hwm(pid: int) -> int:
     return 0
 
 
-class WebSocketClient:
-    """A host's end of `pyrelune --mode rpc --listen 127.0.0.1:0`.
+def _listening_kernel() -> tuple[subprocess.Popen[bytes], str, int]:
+    """`pyrelune --mode rpc --listen 127.0.0.1:0`, its host and port."""
+    env = {k: v for k, v in os.environ.items() if k != "PYRELUNE_TOKEN"}
+    proc = subprocess.Popen([*KERNEL, "rpc", "--listen", "127.0.0.1:0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, env=env)
+    assert proc.stdout
+    data = json.loads(proc.stdout.readline())["data"]
+    return proc, data["host"], data["port"]
 
-    An asyncio client on this thread, as a browser's event loop would be:
-    the synchronous client of `websockets` reads on a thread of its own, and
-    the hand-over between threads would be timed as if it were the kernel's.
+
+class WebSocketClient:
+    """A host's end of the WebSocket kernel, as lean as a browser's own WebSocket.
+
+    Plain sockets and RFC 6455 framing, in the spirit of the pipe clients:
+    what is timed is the kernel, not a Python WebSocket library on the host's
+    side (`LibraryWebSocketClient` times that combination too).
     """
+
+    def __init__(self) -> None:
+        import base64
+        import socket
+
+        self.proc, host, port = _listening_kernel()
+        self.sock = socket.create_connection((host, port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall(f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+                          f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                          f"Sec-WebSocket-Version: 13\r\n\r\n".encode())
+        self._pending = b""
+        while b"\r\n\r\n" not in self._pending:
+            self._pending += self.sock.recv(1 << 16)
+        head, _, self._pending = self._pending.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 101"), head
+        assert b"kernel.ready" in self._message()
+
+    def _send(self, payload: bytes) -> None:
+        size = len(payload)
+        if size < 126:
+            header = bytes([0x81, 0x80 | size])
+        elif size < 1 << 16:
+            header = bytes([0x81, 0x80 | 126]) + size.to_bytes(2, "big")
+        else:
+            header = bytes([0x81, 0x80 | 127]) + size.to_bytes(8, "big")
+        mask = os.urandom(4)
+        key = (mask * (size // 4 + 1))[:size]
+        masked = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(size, "big")
+        self.sock.sendall(header + mask + masked)
+
+    def _take(self, count: int) -> bytes:
+        while len(self._pending) < count:
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                raise RuntimeError("the kernel closed the connection")
+            self._pending += chunk
+        data, self._pending = self._pending[:count], self._pending[count:]
+        return data
+
+    def _message(self) -> bytes:
+        """The next text message (the kernel sends them unfragmented and unmasked)."""
+        first, second = self._take(2)
+        assert first == 0x81, f"unexpected frame {first:#x}"
+        size = second & 0x7F
+        if size == 126:
+            size = int.from_bytes(self._take(2), "big")
+        elif size == 127:
+            size = int.from_bytes(self._take(8), "big")
+        return self._take(size)
+
+    def run(self, source: str) -> None:
+        self._send(execute_line("b", source).rstrip(b"\n"))
+        while b'"execute.done"' not in (message := self._message()):
+            pass
+        assert b'"status": "ok"' in message, message
+
+    def close(self) -> None:
+        self.sock.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+class LibraryWebSocketClient:
+    """The same host written with the `websockets` package's asyncio client."""
 
     def __init__(self) -> None:
         import asyncio
 
-        env = {k: v for k, v in os.environ.items() if k != "PYRELUNE_TOKEN"}
-        self.proc = subprocess.Popen([*KERNEL, "rpc", "--listen", "127.0.0.1:0"],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     stdin=subprocess.DEVNULL, env=env)
-        assert self.proc.stdout
-        url = json.loads(self.proc.stdout.readline())["data"]["url"]
+        self.proc, host, port = _listening_kernel()
         self.loop = asyncio.new_event_loop()
-        self.ws = self.loop.run_until_complete(self._connect(url))
+        self.ws = self.loop.run_until_complete(self._connect(f"ws://{host}:{port}"))
 
     async def _connect(self, url: str) -> Any:
         from websockets.asyncio.client import connect
@@ -223,6 +297,7 @@ def main() -> None:
     big_print(args.megabytes)
     results = {}
     clients = {"rpc pipe": PipeClient(), "rpc WebSocket": WebSocketClient(),
+               "rpc WebSocket, websockets client": LibraryWebSocketClient(),
                "in-process Kernel (no protocol)": InProcessKernel()}
     lines = lines_client()
     if lines is not None:
