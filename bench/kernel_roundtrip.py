@@ -27,6 +27,8 @@ import time
 
 ONE_PLUS_ONE = "1+1"
 THOUSAND_PRINTS = "for i in range(1000):\n    print(i)"
+#: Turns each server is timed in, in rotation (see `main`).
+ROUNDS = 4
 
 
 def reference_server() -> None:
@@ -195,14 +197,14 @@ def main() -> None:
         kernel, ref = LinesClient(ours), LinesClient(reference)
         assert json.loads(kernel.execute(code))["error"] is None
         assert json.loads(kernel.execute(code)) == json.loads(ref.execute(code)) | {"id": "r"}
-        # Alternate halves so that drift of a noisy machine hits both alike.
-        k1 = median_round_trip(kernel, code, count // 2)
-        r1 = median_round_trip(ref, code, count // 2)
-        k2 = median_round_trip(kernel, code, count // 2)
-        r2 = median_round_trip(ref, code, count // 2)
+        # Take turns, so that drift of a noisy machine hits both alike.
+        ours_times, ref_times = [], []
+        for _ in range(ROUNDS):
+            ours_times.append(median_round_trip(kernel, code, count // ROUNDS))
+            ref_times.append(median_round_trip(ref, code, count // ROUNDS))
         kernel.close()
         ref.close()
-        ours_s, ref_s = (k1 + k2) / 2, (r1 + r2) / 2
+        ours_s, ref_s = statistics.mean(ours_times), statistics.mean(ref_times)
         rows.append((name, ours_s, ref_s))
         print(f"{name:>14}: pyrelune {ours_s * 1e6:8.1f} us   reference {ref_s * 1e6:8.1f} us"
               f"   ratio {ours_s / ref_s:5.2f}x", flush=True)

@@ -30,6 +30,9 @@ import time
 from typing import Any
 
 ONE_PLUS_ONE = "1+1"
+#: Each client is timed in this many turns, taken in rotation: this machine's
+#: speed drifts within seconds, and the drift should hit every client alike.
+ROUNDS = 4
 KERNEL = [sys.executable, "-m", "pyrelune", "--mode"]
 
 
@@ -302,10 +305,9 @@ def main() -> None:
     lines = lines_client()
     if lines is not None:
         clients["lines kernel"] = lines
-    # Interleave halves so that a noisy machine's drift hits every client alike.
-    for _ in range(2):
+    for _ in range(ROUNDS):
         for name, client in clients.items():
-            results.setdefault(name, []).append(median_ms(client, args.requests // 2))
+            results.setdefault(name, []).append(median_ms(client, args.requests // ROUNDS))
     for client in clients.values():
         client.close()
     medians = {name: statistics.mean(values) for name, values in results.items()}
