@@ -45,6 +45,12 @@ class LineReader:
 
     def __next__(self) -> bytes:
         while not self._lines:
+            # A host running cells back to back sends the next request at once:
+            # read it without sleeping first (see `spin`; imported here, as the
+            # oneshot runtime, which uses this module too, never waits for input).
+            from pyrelune import spin
+
+            spin.poll([self._fd])
             chunk = os.read(self._fd, 1 << 16)
             if not chunk:
                 if not self._partial:
