@@ -1,0 +1,21 @@
+"""A kernel's capture pipes are widened, so a batching session never stalls a cell."""
+
+from __future__ import annotations
+
+import fcntl
+import sys
+
+import pytest
+
+from pyrelune.engine.kernel import CAPTURE_PIPE_SIZE, Kernel
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_GETPIPE_SZ is Linux's")
+def test_capture_pipes_hold_a_mebibyte() -> None:
+    kernel = Kernel()
+    try:
+        worker = kernel.session.worker
+        for stream in (worker.stdout, worker.stderr):
+            assert fcntl.fcntl(stream.fd, fcntl.F_GETPIPE_SZ) >= CAPTURE_PIPE_SIZE
+    finally:
+        kernel.close()
