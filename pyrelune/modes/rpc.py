@@ -31,13 +31,14 @@ from pyrelune.transports.lines import OVERSIZED, LineConnection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, Protocol
 
     from pyrelune.engine.events import Event
     from pyrelune.transports.websocket import WebSocketConnection
 
     class Connection(Protocol):
-        async def receive(self) -> bytes | str | None: ...
+        async def deliver(self, handler: Callable[[Any], bool]) -> bool: ...
         def send(self, data: bytes) -> None: ...
 
 #: Default largest message (a request line or a WebSocket frame), in bytes.
@@ -145,14 +146,8 @@ class KernelServer:
         self.client = connection
         try:
             self._send_all(self.protocol.connect())
-            while (raw := await connection.receive()) is not None:
-                if raw == OVERSIZED:
-                    self._send(rpc.error(None, rpc.INVALID_REQUEST,
-                                         f"Invalid request: message larger than "
-                                         f"{self.settings.max_message} bytes"))
-                    continue
-                if not self._apply(self.protocol.receive(raw)):
-                    return False
+            if not await connection.deliver(self._take):
+                return False
             if finish:
                 self._input_ended = True
                 if self.protocol.state == rpc.WAITING_INPUT:
@@ -162,6 +157,15 @@ class KernelServer:
         finally:
             if self.client is connection:
                 self.client = None
+
+    def _take(self, raw: bytes | str) -> bool:
+        """One message from the client; False when the client is to be dropped."""
+        if raw == OVERSIZED:
+            self._send(rpc.error(None, rpc.INVALID_REQUEST,
+                                 f"Invalid request: message larger than "
+                                 f"{self.settings.max_message} bytes"))
+            return True
+        return self._apply(self.protocol.receive(raw))
 
     def _send(self, message: dict[str, Any]) -> None:
         if self.client is not None:  # else a reconnecting client starts from kernel.ready

@@ -19,7 +19,11 @@ import threading
 from pyrelune import spin
 from pyrelune.transports.stdio import write_all
 
-#: What `receive()` returns for a line that was longer than `max_size`.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: What the handler gets for a line that was longer than `max_size`.
 OVERSIZED = b"\0oversized"
 
 
@@ -58,9 +62,11 @@ class LineConnection:
         self._in_fd = in_fd
         self._out_fd = out_fd
         self._splitter = LineSplitter(max_size)
-        self._lines: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._outgoing: list[bytes] = []
         self._loop = asyncio.get_running_loop()
+        self._handler: Callable[[bytes], bool] | None = None
+        self._early: list[bytes] = []  # lines read before there was a handler
+        self._ended: asyncio.Future[bool] = self._loop.create_future()
         self._reading = False  # stdin is a pipe or socket, read on the loop, not at its end yet
         mode = os.fstat(in_fd).st_mode
         if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
@@ -96,13 +102,31 @@ class LineConnection:
 
     def _deliver(self, chunk: bytes) -> None:
         for line in self._splitter.feed(chunk):
-            self._lines.put_nowait(line)
-        if not chunk:
-            self._lines.put_nowait(None)
+            self._early.append(line)
+        self._hand_over()
+        if not chunk and not self._ended.done():
+            self._ended.set_result(True)
 
-    async def receive(self) -> bytes | None:
-        """The next line (without its newline), `OVERSIZED`, or None at end of input."""
-        return await self._lines.get()
+    def _hand_over(self) -> None:
+        while self._handler is not None and self._early and not self._ended.done():
+            try:
+                accepted = self._handler(self._early.pop(0))
+            except BaseException as exc:  # the server's own failure: let deliver() raise it
+                self._ended.set_exception(exc)
+                return
+            if not accepted:
+                self._ended.set_result(False)
+
+    async def deliver(self, handler: Callable[[bytes], bool]) -> bool:
+        """Hand each line to `handler` until the end of input (True) or a refused line (False).
+
+        Lines go to `handler` in the reader's own callback, not through a
+        queue to a waiting coroutine: that costs a turn of the loop a request.
+        A line longer than `max_size` arrives as `OVERSIZED`.
+        """
+        self._handler = handler
+        self._hand_over()
+        return await self._ended
 
     def send(self, data: bytes) -> None:
         """Queue one message; what one turn of the loop sends leaves in one write."""

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 class WebSocketConnection:
-    """One client: `receive()` its frames, `send()` without waiting (frames keep their order).
+    """One client: `deliver()` its frames, `send()` without waiting (frames keep their order).
 
     What is sent in one turn of the event loop leaves in one write: a cell's
     end is usually three messages at once (the started response, its result,
@@ -39,12 +39,14 @@ class WebSocketConnection:
         self._outgoing: list[bytes] = []
         self._loop = asyncio.get_running_loop()
 
-    async def receive(self) -> bytes | str | None:
-        """The next message, or None once the connection is closed."""
+    async def deliver(self, handler: Callable[[bytes | str], bool]) -> bool:
+        """Hand each message to `handler` until the connection closes (True) or it refuses one."""
         try:
-            return await self._websocket.recv()
+            while True:
+                if not handler(await self._websocket.recv()):
+                    return False
         except ConnectionClosed:
-            return None
+            return True
 
     def send(self, data: bytes) -> None:
         """Queue one message (UTF-8 JSON text); it leaves at the end of this turn of the loop."""
