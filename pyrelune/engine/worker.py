@@ -404,9 +404,10 @@ def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
             if command["op"] == "reset":
                 namespace = fresh_namespace()
                 channel.send(Done())
-                continue
-            std.restore()
-            namespace.update(command.get("inputs") or {})
-            _run(Cell(command["source"], command["filename"]), namespace, channel)
+            elif command["op"] == "execute":
+                std.restore()
+                namespace.update(command.get("inputs") or {})
+                _run(Cell(command["source"], command["filename"]), namespace, channel)
+            # Anything else answered an input() that an interrupt ended first: nothing waits for it.
     finally:
         os._exit(0)
