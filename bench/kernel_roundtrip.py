@@ -28,7 +28,7 @@ import time
 ONE_PLUS_ONE = "1+1"
 THOUSAND_PRINTS = "for i in range(1000):\n    print(i)"
 #: Turns each server is timed in, in rotation (see `main`).
-ROUNDS = 4
+ROUNDS = 10
 
 
 def reference_server() -> None:
@@ -197,17 +197,20 @@ def main() -> None:
         kernel, ref = LinesClient(ours), LinesClient(reference)
         assert json.loads(kernel.execute(code))["error"] is None
         assert json.loads(kernel.execute(code)) == json.loads(ref.execute(code)) | {"id": "r"}
-        # Take turns, so that drift of a noisy machine hits both alike.
+        # Short turns, in alternating order, each pair giving a ratio: the
+        # machine's speed drifts within seconds, and a pair shares its drift.
         ours_times, ref_times = [], []
-        for _ in range(ROUNDS):
-            ours_times.append(median_round_trip(kernel, code, count // ROUNDS))
-            ref_times.append(median_round_trip(ref, code, count // ROUNDS))
+        for turn in range(ROUNDS):
+            pair = [(kernel, ours_times), (ref, ref_times)]
+            for client, times in pair if turn % 2 == 0 else reversed(pair):
+                times.append(median_round_trip(client, code, count // ROUNDS))
         kernel.close()
         ref.close()
-        ours_s, ref_s = statistics.mean(ours_times), statistics.mean(ref_times)
+        ours_s, ref_s = statistics.median(ours_times), statistics.median(ref_times)
+        ratio = statistics.median(o / r for o, r in zip(ours_times, ref_times, strict=True))
         rows.append((name, ours_s, ref_s))
         print(f"{name:>14}: pyrelune {ours_s * 1e6:8.1f} us   reference {ref_s * 1e6:8.1f} us"
-              f"   ratio {ours_s / ref_s:5.2f}x", flush=True)
+              f"   ratio {ratio:5.2f}x (median of {ROUNDS} paired turns)", flush=True)
     pong = spawn_to_pong(ours, 15)
     pong_ref = spawn_to_pong(reference, 15)
     print(f"{'spawn-to-pong':>14}: pyrelune {pong * 1e3:8.1f} ms   "

@@ -293,7 +293,7 @@ def big_print(megabytes: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--megabytes", type=int, default=100)
     args = parser.parse_args()
 
@@ -305,17 +305,19 @@ def main() -> None:
     lines = lines_client()
     if lines is not None:
         clients["lines kernel"] = lines
-    for _ in range(ROUNDS):
-        for name, client in clients.items():
+    for turn in range(ROUNDS):
+        order = list(clients.items())
+        for name, client in order if turn % 2 == 0 else reversed(order):
             results.setdefault(name, []).append(median_ms(client, args.requests // ROUNDS))
     for client in clients.values():
         client.close()
-    medians = {name: statistics.mean(values) for name, values in results.items()}
     base_name = "lines kernel" if lines is not None else "in-process Kernel (no protocol)"
-    base = medians[base_name]
-    print(f"1+1 round trip (median of {args.requests}), against the {base_name}:")
-    for name, value in medians.items():
-        print(f"  {name:34s} {value * 1000:8.0f} us  {value / base:5.2f}x")
+    base = results[base_name]
+    print(f"1+1 round trip (median of {ROUNDS} turns of {args.requests // ROUNDS}), against "
+          f"the {base_name} (ratio: median of the turns' ratios):")
+    for name, values in results.items():
+        ratio = statistics.median(v / b for v, b in zip(values, base, strict=True))
+        print(f"  {name:34s} {statistics.median(values) * 1000:8.0f} us  {ratio:5.2f}x")
     if lines is None:
         print("  (no lines kernel in this checkout: targets pipe <= 1.5x, WebSocket <= 3x of it)")
 
