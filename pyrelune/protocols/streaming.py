@@ -86,6 +86,8 @@ class Cap:
     def release(self) -> list[Stream]:
         """What the window holds, after a marker for what was dropped (at a flush point)."""
         window = self._window
+        if not window.items and not window.omitted:
+            return []  # the usual case: the cap was never reached
         out = [Stream(name, note) for name in ("stdout", "stderr")
                if (note := window.omitted.text(name))]
         out.extend(item for item in window.items if isinstance(item, Stream))
