@@ -118,7 +118,7 @@ class Session:
                 event = from_wire(message)
                 self.finished = isinstance(event, Done)
                 yield event
-                if isinstance(event, Display) and not event.is_result:
+                if isinstance(event, Display) and not event.is_result and message.get("wait", True):
                     self.send(_CONTINUE)  # the worker waits for it (Channel.ask)
             if len(data) < _EVENT_READ:
                 return  # the pipe is empty: no need for a read that says so

@@ -12,6 +12,7 @@ events in the order the cell produced them.
 from __future__ import annotations
 
 import _signal
+import _thread
 import builtins
 import io
 import os
@@ -44,13 +45,26 @@ _SYNC = b'{"t": "sync"}\n'
 
 
 class Channel:
-    """The worker's ends of the event pipe (out) and the control pipe (in)."""
+    """The worker's ends of the event pipe (out) and the control pipe (in).
+
+    Only the thread that made it (the worker's main thread, which runs the
+    cells) waits for the session's answers. Threads a cell starts would race
+    it, and each other, for the control pipe, and may outlive the cell: their
+    displays go out unanswered, their switches between stdout and stderr are
+    not waited for, and their `input()` raises EOFError.
+    """
 
     def __init__(self, event_fd: int, control_fd: int) -> None:
         self._event_fd = event_fd
         self._control_fd = control_fd
         self._pending = b""
         self._queued = b""  # events posted, written with the next one sent
+        self._owner = _thread.get_ident()
+        self._writing = _thread.allocate_lock()  # one event at a time, whole
+
+    def waits_here(self) -> bool:
+        """Whether the calling thread may wait for the session's answers."""
+        return _thread.get_ident() == self._owner
 
     def send(self, event: Display | InputRequest | Done) -> None:
         """Report `event` (and any posted before it) after everything the cell wrote."""
@@ -60,13 +74,15 @@ class Channel:
 
     def sync(self) -> None:
         """Wait until the session has read all output written so far (see `_StreamOrder`)."""
-        self._write(_SYNC)
-        self.receive()
+        if self.waits_here():
+            self._write(_SYNC)
+            self.receive()
 
     def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._event_fd, view) :]
+        with self._writing:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._event_fd, view) :]
 
     def post(self, event: Display) -> None:
         """Queue `event` to go with the next `send`: one write, one wake-up of the session.
@@ -108,10 +124,14 @@ class Channel:
         follow it, and they are displays that wait for their own turn. It is
         posted, to go in one write with what follows (Done, usually).
         """
+        display = Display(data, metadata, is_result)
         if is_result:
-            self.post(Display(data, metadata, is_result))
-        else:
-            self.ask(Display(data, metadata, is_result))
+            self.post(display)
+        elif self.waits_here():
+            self.ask(display)
+        else:  # another thread of the cell's: nothing to wait for (see the class docstring)
+            flush_output()
+            self._write((fastjson.dumps(to_wire(display) | {"wait": False}) + "\n").encode())
 
 
 def flush_output() -> None:
@@ -280,7 +300,7 @@ class _StreamOrder:
             return
 
         def switch_then_write(data: str, /) -> int:
-            delattr(text, "write")  # back to the stream's own method
+            vars(text).pop("write", None)  # back to the stream's own method (once, if threads race)
             self.switch_to("stdout")
             return text.write(data)
 
@@ -370,6 +390,8 @@ class Prompter:
         self._channel = channel
 
     def __call__(self, prompt: object = "") -> str:
+        if not self._channel.waits_here():
+            raise EOFError("input() can be answered only on the thread that runs the cell")
         reply = self._channel.ask(InputRequest(str(prompt)))
         if reply.get("op") != "input":
             raise EOFError("input() was cancelled")
@@ -386,8 +408,6 @@ def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
     Commands are JSON lines: `{"op": "execute", "source", "filename",
     "inputs"?}` and `{"op": "reset"}`; each is answered by a Done event.
     """
-    import _thread
-
     try:
         std = become_worker(fds.stdout, fds.stderr, "this kernel")
         _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))

@@ -66,6 +66,7 @@ class LineConnection:
         self._loop = asyncio.get_running_loop()
         self._handler: Callable[[bytes], bool] | None = None
         self._early: list[bytes] = []  # lines read before there was a handler
+        self._at_end = False  # the end of input was read
         self._ended: asyncio.Future[bool] = self._loop.create_future()
         self._reading = False  # stdin is a pipe or socket, read on the loop, not at its end yet
         mode = os.fstat(in_fd).st_mode
@@ -101,13 +102,12 @@ class LineConnection:
                 return
 
     def _deliver(self, chunk: bytes) -> None:
-        for line in self._splitter.feed(chunk):
-            self._early.append(line)
+        self._early.extend(self._splitter.feed(chunk))
+        self._at_end = self._at_end or not chunk
         self._hand_over()
-        if not chunk and not self._ended.done():
-            self._ended.set_result(True)
 
     def _hand_over(self) -> None:
+        """Lines to the handler, in order; at the end of input, once all are handed over, stop."""
         while self._handler is not None and self._early and not self._ended.done():
             try:
                 accepted = self._handler(self._early.pop(0))
@@ -116,6 +116,8 @@ class LineConnection:
                 return
             if not accepted:
                 self._ended.set_result(False)
+        if self._at_end and self._handler is not None and not self._ended.done():
+            self._ended.set_result(True)
 
     async def deliver(self, handler: Callable[[bytes], bool]) -> bool:
         """Hand each line to `handler` until the end of input (True) or a refused line (False).

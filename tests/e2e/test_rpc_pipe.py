@@ -3,10 +3,13 @@ the kernel sends is checked against the schemas."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from rpc_host import PipeHost, stdout_of
+from rpc_host import PipeHost, kernel_command, stdout_of
 
 from pyrelune.engine.kernel import LOST
 
@@ -374,3 +377,47 @@ def test_a_prompt_waiting_at_the_end_of_input_raises_eof(kernel: PipeHost) -> No
     kernel.end_input()
     events = kernel.until_done()
     assert events[-1]["data"]["ename"] == "EOFError"
+
+
+def test_requests_from_a_file_are_all_answered(tmp_path: Path) -> None:
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(
+        json.dumps({"kind": "request", "id": 1, "method": "execute.cell",
+                    "params": {"cell_id": "a", "source": "6 * 7"}}) + "\n"
+        + json.dumps({"kind": "request", "id": 2, "method": "kernel.info"}) + "\n")
+    with requests.open("rb") as stdin:
+        done = subprocess.run(kernel_command(), stdin=stdin, capture_output=True, timeout=60)
+    messages = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0
+    assert {m.get("id") for m in messages if m["kind"] == "response"} == {1, 2}
+    assert [m["data"]["item"] for m in messages if m.get("event") == "display_data"] == ["42"]
+    assert [m["event"] for m in messages if m["kind"] == "event"][-1] == "execute.done"
+
+
+def test_threads_of_a_cell_print_display_and_ask(kernel: PipeHost) -> None:
+    events = kernel.run(
+        "import sys, threading\n"
+        "from IPython.display import display\n"
+        "answers = []\n"
+        "def work(n):\n"
+        "    for i in range(100):\n"
+        "        print(n, i)\n"
+        "        if i % 10 == 0:\n"
+        "            print('warning', n, i, file=sys.stderr)\n"
+        "    display(f'from {n}')\n"
+        "    try:\n"
+        "        input('? ')\n"
+        "    except EOFError as exc:\n"
+        "        answers.append(str(exc))\n"
+        "threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]\n"
+        "for t in threads: t.start()\n"
+        "for t in threads: t.join()\n"
+        "print(sorted(set(answers)))"
+    )
+    assert events[-1]["data"]["status"] == "ok", events[-1]
+    out = stdout_of(events).splitlines()
+    assert sorted(out[:-1]) == sorted(f"{n} {i}" for n in range(4) for i in range(100))
+    assert "only on the thread that runs the cell" in out[-1]
+    assert stdout_of(events, "stderr").count("warning") == 40
+    displays = sorted(e["data"]["item"] for e in events if e["event"] == "display_data")
+    assert displays == ["'from 0'", "'from 1'", "'from 2'", "'from 3'"]
