@@ -23,6 +23,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+#: Requests answered in a row by one call of the reader (see `_readable`).
+_RUN = 16
 #: What the handler gets for a line that was longer than `max_size`.
 OVERSIZED = b"\0oversized"
 
@@ -80,16 +82,27 @@ class LineConnection:
                              name="pyrelune-stdin").start()
 
     def _readable(self) -> None:
-        try:
-            chunk = os.read(self._in_fd, 1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        self._deliver(chunk)
-        if not chunk:
-            self._loop.remove_reader(self._in_fd)
-            self._reading = False
+        """Read and answer requests while the host keeps sending them at once (see `spin`).
+
+        At most `_RUN` in a row: the loop's other work (the worker's output,
+        timers) must not wait behind a host that never pauses.
+        """
+        for _ in range(_RUN):
+            try:
+                chunk = os.read(self._in_fd, 1 << 16)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            self._deliver(chunk)
+            if not chunk:
+                self._loop.remove_reader(self._in_fd)
+                self._reading = False
+                return
+            # What was answered at once (a short cell's whole run) goes out now,
+            # not a turn of the loop later.
+            if not self._write_out() or not spin.poll([self._in_fd]):
+                return
 
     def _read_blocking(self) -> None:
         while True:
@@ -137,17 +150,22 @@ class LineConnection:
         self._outgoing.append(data)
 
     def _flush(self) -> None:
+        # After a cell's last message, a host running cells back to back
+        # sends the next request at once: read it without sleeping first.
+        if self._write_out() and self._reading and spin.poll([self._in_fd]):
+            self._readable()
+
+    def _write_out(self) -> bool:
+        """Write what is queued, in one write; False if nothing was, or the host is gone."""
+        if not self._outgoing:
+            return False
         data = b"\n".join(self._outgoing) + b"\n"
         self._outgoing = []
         try:
             write_all(data, self._out_fd)
         except OSError:
-            pass  # the host stopped reading: end of input follows
-            return
-        # A host running cells back to back answers at once: read its next
-        # request now rather than after the loop has slept (see `spin`).
-        if self._reading and spin.poll([self._in_fd]):
-            self._readable()
+            return False  # the host stopped reading: end of input follows
+        return True
 
     def close(self) -> None:
         """Nothing to do: the peer is gone when stdin ends."""
