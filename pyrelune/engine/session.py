@@ -28,10 +28,10 @@ GRACE = 0.4
 LINGER = 0.05
 _CONTINUE = b'{"op": "continue"}\n'
 _EVENT_READ = 1 << 16
-#: How long a trickle of output (less than `COALESCE_BELOW` characters read
-#: at once) may gather in the capture pipes unread.
+#: How long a trickle of output (less than `_COALESCE_BELOW` characters read
+#: at once) may gather in the capture pipes unread (see `Session.trickle`).
 COALESCE = 0.002
-COALESCE_BELOW = 1 << 15
+_COALESCE_BELOW = 1 << 15
 
 
 class Session:
@@ -206,11 +206,17 @@ class Session:
                 if isinstance(event, Stream):
                     output += len(event.text)
                 yield event
-            if 0 < output < COALESCE_BELOW and not self.finished:
-                # A trickle of output (a loop of prints, a line each): let it
-                # gather in the pipe for a moment instead of waking up for
-                # every line. An event still wakes us at once, and drains.
+            if self.trickle(output):
                 resume = time.monotonic() + COALESCE
+
+    def trickle(self, output: int) -> bool:
+        """Whether `output` characters just read are a trickle, to leave unread for `COALESCE`.
+
+        A trickle (a loop of prints, a line each) gathers in the pipes for a
+        moment instead of waking the reader for every line; an event still
+        wakes it at once, and drains them.
+        """
+        return 0 < output < _COALESCE_BELOW and not self.finished
 
     def _conclude(self, done: Done) -> Done:
         if self._timeout is not None:

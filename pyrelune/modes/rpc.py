@@ -25,7 +25,7 @@ from pyrelune import spin
 from pyrelune.engine.events import Display, Done, InputRequest, Stream
 from pyrelune.engine.kernel import Kernel
 from pyrelune.engine.presentation import Presenter
-from pyrelune.engine.session import COALESCE, COALESCE_BELOW
+from pyrelune.engine.session import COALESCE
 from pyrelune.protocols import rpc
 from pyrelune.transports.lines import OVERSIZED, LineConnection
 
@@ -241,10 +241,7 @@ class KernelServer:
 
     def _readable(self, fd: int) -> None:
         output = self._deliver(self.kernel.session.read([fd]))
-        if 0 < output < COALESCE_BELOW and not self.kernel.session.finished:
-            # A trickle of output (a loop of prints, a line each): let it
-            # gather in the capture pipes for a moment instead of waking up
-            # for every line. Events still wake the loop, and drain the pipes.
+        if self.kernel.session.trickle(output):
             self._paused.update(self._watched & self._capture_fds())
             self._watch()
             if self._resume_timer is None:
