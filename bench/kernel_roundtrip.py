@@ -85,13 +85,17 @@ class LinesClient:
 
     def request(self, line: bytes) -> bytes:
         os.write(self._in, line)
+        return self.read_line()
+
+    def read_line(self) -> bytes:
+        """The next line the kernel writes, without its newline."""
         while b"\n" not in self._pending:
             chunk = os.read(self._out, 1 << 16)
             if not chunk:
                 raise RuntimeError("the kernel closed its stdout")
             self._pending += chunk
-        response, _, self._pending = self._pending.partition(b"\n")
-        return response
+        line, _, self._pending = self._pending.partition(b"\n")
+        return line
 
     def execute(self, code: str) -> bytes:
         return self.request(json.dumps({"id": "r", "type": "execute", "code": code}).encode()

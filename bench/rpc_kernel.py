@@ -15,7 +15,8 @@ Measures, in one run:
   to /dev/null, with the peak resident memory (VmHWM) of the kernel process
   and of its worker.
 
-Only the standard library and `websockets`: time.perf_counter, subprocess, os.
+Only the standard library and `websockets` (and the pipe client of
+`kernel_roundtrip.py`, beside this file): time.perf_counter, subprocess, os.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import sys
 import time
 from typing import Any
 
+from kernel_roundtrip import LinesClient
+
 ONE_PLUS_ONE = "1+1"
 #: Each client is timed in this many turns, taken in rotation: this machine's
 #: speed drifts within seconds, and the drift should hit every client alike.
@@ -41,32 +44,19 @@ def execute_line(request_id: str, source: str) -> bytes:
                        "params": {"cell_id": "bench", "source": source}}).encode() + b"\n"
 
 
-class PipeClient:
+class PipeClient(LinesClient):
     """A host's end of `pyrelune --mode rpc` over pipes."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([*KERNEL, "rpc"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        assert self.proc.stdin and self.proc.stdout
-        self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        self._pending = b""
-        assert b"kernel.ready" in self._line()
-
-    def _line(self) -> bytes:
-        while b"\n" not in self._pending:
-            chunk = os.read(self._out, 1 << 20)
-            if not chunk:
-                raise RuntimeError("the kernel closed its stdout")
-            self._pending += chunk
-        line, _, self._pending = self._pending.partition(b"\n")
-        return line
+        super().__init__([*KERNEL, "rpc"])
+        assert b"kernel.ready" in self.read_line()
 
     def run(self, source: str) -> int:
         """Execute `source` and read until execute.done; the bytes of messages received."""
         os.write(self._in, execute_line("b", source))
         size = 0
         while True:
-            line = self._line()
+            line = self.read_line()
             size += len(line)
             if b'"execute.done"' in line:
                 assert b'"status": "ok"' in line, line
@@ -78,11 +68,6 @@ class PipeClient:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
             worker = int(f.read().split()[0])
         return _hwm(pid), _hwm(worker)
-
-    def close(self) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
 
 
 def _hwm(pid: int) -> int:
@@ -208,34 +193,20 @@ class LibraryWebSocketClient:
         self.proc.wait(timeout=30)
 
 
-class LinesClient:
-    """`pyrelune --mode lines`, if this checkout has it (None otherwise)."""
+class LinesKernel(LinesClient):
+    """`pyrelune --mode lines`, timed like the others (`run`)."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen([*KERNEL, "lines"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        assert self.proc.stdin and self.proc.stdout
-        self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        super().__init__([*KERNEL, "lines"])
 
     def run(self, source: str) -> None:
-        os.write(self._in, json.dumps({"id": "b", "type": "execute", "code": source}).encode()
-                 + b"\n")
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = os.read(self._out, 1 << 16)
-            if not chunk:
-                raise RuntimeError("no lines kernel")
-            data += chunk
-
-    def close(self) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+        self.execute(source)
 
 
-def lines_client() -> LinesClient | None:
+def lines_client() -> LinesKernel | None:
+    """The lines kernel, if this checkout has it (None otherwise)."""
     try:
-        client = LinesClient()
+        client = LinesKernel()
         client.run("1")
     except (RuntimeError, OSError):
         return None
