@@ -102,10 +102,8 @@ def discover_global(places: Places, into: Discovery | None = None) -> Discovery:
         extensions = package.get("extensions")
         if not isinstance(extensions, dict) or "note" not in extensions:
             continue
-        wrong = [k for k in ("id", "version", "installed_path")
-                 if k in package and not isinstance(package[k], str)]
-        if wrong:
-            found.skipped.append(f"{where}: {', '.join(wrong)} not a string (crashes Vix Note)")
+        if problem := _non_strings(package, ("id", "version", "installed_path"), where):
+            found.skipped.append(problem)
             continue
         _register(found, extensions["note"], package.get("id", ""), package.get("version", ""),
                   "global", Path(package.get("installed_path", "")), places.bin_dir, disabled,
@@ -132,15 +130,19 @@ def discover_project(project: Path, places: Places, into: Discovery | None = Non
         extensions = root.get("extensions")
         if not isinstance(extensions, dict) or "note" not in extensions:
             continue
-        wrong = [k for k in ("namespace", "name", "version")
-                 if k in root and not isinstance(root[k], str)]
-        if wrong:
-            found.skipped.append(f"{manifest}: {', '.join(wrong)} not a string (crashes Vix Note)")
+        if problem := _non_strings(root, ("namespace", "name", "version"), str(manifest)):
+            found.skipped.append(problem)
             continue
         package_id = root.get("namespace", "") + "/" + root.get("name", folder.name)
         _register(found, extensions["note"], package_id, root.get("version", ""), "project",
                   folder, None, disabled, str(manifest))
     return found
+
+
+def _non_strings(record: dict[str, Any], keys: tuple[str, ...], where: str) -> str | None:
+    """Why Vix Note would crash on `record` (one of `keys` present but not a string), if so."""
+    wrong = [k for k in keys if k in record and not isinstance(record[k], str)]
+    return f"{where}: {', '.join(wrong)} not a string (crashes Vix Note)" if wrong else None
 
 
 def _register(found: Discovery, note: Any, package_id: str, version: str, source: str,
