@@ -15,6 +15,7 @@ import asyncio
 import os
 import stat
 import threading
+from collections import deque
 
 from pyrelune import spin
 from pyrelune.transports.stdio import write_all
@@ -67,16 +68,15 @@ class LineConnection:
         self._outgoing: list[bytes] = []
         self._loop = asyncio.get_running_loop()
         self._handler: Callable[[bytes], bool] | None = None
-        self._early: list[bytes] = []  # lines read before there was a handler
+        self._unhanded: deque[bytes] = deque()  # lines read, not yet given to the handler
         self._at_end = False  # the end of input was read
         self._ended: asyncio.Future[bool] = self._loop.create_future()
-        self._reading = False  # stdin is a pipe or socket, read on the loop, not at its end yet
         mode = os.fstat(in_fd).st_mode
-        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        self._on_loop = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+        if self._on_loop:
             # The common case (a host's pipe): read on the loop itself, no thread hop.
             os.set_blocking(in_fd, False)
             self._loop.add_reader(in_fd, self._readable)
-            self._reading = True
         else:  # a file or a terminal: the loop cannot wait on it
             threading.Thread(target=self._read_blocking, daemon=True,
                              name="pyrelune-stdin").start()
@@ -97,7 +97,6 @@ class LineConnection:
             self._deliver(chunk)
             if not chunk:
                 self._loop.remove_reader(self._in_fd)
-                self._reading = False
                 return
             # What was answered at once (a short cell's whole run) goes out now,
             # not a turn of the loop later.
@@ -115,15 +114,15 @@ class LineConnection:
                 return
 
     def _deliver(self, chunk: bytes) -> None:
-        self._early.extend(self._splitter.feed(chunk))
+        self._unhanded.extend(self._splitter.feed(chunk))
         self._at_end = self._at_end or not chunk
         self._hand_over()
 
     def _hand_over(self) -> None:
         """Lines to the handler, in order; at the end of input, once all are handed over, stop."""
-        while self._handler is not None and self._early and not self._ended.done():
+        while self._handler is not None and self._unhanded and not self._ended.done():
             try:
-                accepted = self._handler(self._early.pop(0))
+                accepted = self._handler(self._unhanded.popleft())
             except BaseException as exc:  # the server's own failure: let deliver() raise it
                 self._ended.set_exception(exc)
                 return
@@ -152,7 +151,8 @@ class LineConnection:
     def _flush(self) -> None:
         # After a cell's last message, a host running cells back to back
         # sends the next request at once: read it without sleeping first.
-        if self._write_out() and self._reading and spin.poll([self._in_fd]):
+        reading = self._on_loop and not self._at_end
+        if self._write_out() and reading and spin.poll([self._in_fd]):
             self._readable()
 
     def _write_out(self) -> bool:
