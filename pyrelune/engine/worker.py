@@ -69,7 +69,7 @@ class Channel:
     def send(self, event: Display | InputRequest | Done) -> None:
         """Report `event` (and any posted before it) after everything the cell wrote."""
         flush_output()
-        self._write(self._queued + (fastjson.dumps(to_wire(event)) + "\n").encode())
+        self._write(self._queued + _line(to_wire(event)))
         self._queued = b""
 
     def sync(self) -> None:
@@ -91,7 +91,7 @@ class Channel:
         result), since the session would read such output before it.
         """
         flush_output()
-        self._queued += (fastjson.dumps(to_wire(event)) + "\n").encode()
+        self._queued += _line(to_wire(event))
 
     def ask(self, event: Display | InputRequest) -> dict[str, Any]:
         """Send `event` and wait for the session's answer.
@@ -131,7 +131,12 @@ class Channel:
             self.ask(display)
         else:  # another thread of the cell's: nothing to wait for (see the class docstring)
             flush_output()
-            self._write((fastjson.dumps(to_wire(display) | {"wait": False}) + "\n").encode())
+            self._write(_line(to_wire(display) | {"wait": False}))
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    """One message to the session: a JSON line."""
+    return (fastjson.dumps(message) + "\n").encode()
 
 
 def flush_output() -> None:
