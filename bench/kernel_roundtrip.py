@@ -6,8 +6,10 @@ Measures, over real pipes as a host drives them, the median round trip of an
 `execute` of `1+1` and of a cell of 1,000 `print` calls, for pyrelune and for
 the reference server below (the same protocol with `sys.stdout` swapped for a
 buffer: no isolation, no fd capture, no interrupt; the floor a lean kernel is
-compared with). Also spawn-to-pong, and how much the kernel's memory (the
-supervisor and its worker) grows over 10,000 executes. When `ipykernel` and
+compared with); the 1,000 prints once more with PYTHONUNBUFFERED=1, which
+makes the kernel write each line at once. Also spawn-to-pong, and how much
+the kernel's memory (the supervisor and its worker) grows over 10,000
+executes. When `ipykernel` and
 `jupyter_client` are installed, ipykernel's `execute_interactive` round trip
 is measured too.
 
@@ -29,6 +31,10 @@ ONE_PLUS_ONE = "1+1"
 THOUSAND_PRINTS = "for i in range(1000):\n    print(i)"
 #: Turns each server is timed in, in rotation (see `main`).
 ROUNDS = 10
+#: The kernels' own defaults, whatever this shell sets: PYTHONUNBUFFERED makes
+#: the lines kernel write every printed line at once (timed in its own row).
+DEFAULTS = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+UNBUFFERED = DEFAULTS | {"PYTHONUNBUFFERED": "1"}
 
 
 def reference_server() -> None:
@@ -74,10 +80,10 @@ def reference_server() -> None:
 class LinesClient:
     """A host's end of a lines kernel: one request, then its response line."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+                                     stderr=subprocess.DEVNULL, env=env or DEFAULTS)
         assert self.proc.stdin and self.proc.stdout
         self._in = self.proc.stdin.fileno()
         self._out = self.proc.stdout.fileno()
@@ -196,9 +202,12 @@ def main() -> None:
     reference = [sys.executable, os.path.abspath(__file__), "--serve-reference"]
 
     rows = []
-    for name, code, count in (("1+1", ONE_PLUS_ONE, args.requests),
-                              ("1,000 prints", THOUSAND_PRINTS, max(200, args.requests // 10))):
-        kernel, ref = LinesClient(ours), LinesClient(reference)
+    for name, code, count, env in (
+        ("1+1", ONE_PLUS_ONE, args.requests, DEFAULTS),
+        ("1,000 prints", THOUSAND_PRINTS, max(200, args.requests // 10), DEFAULTS),
+        ("same, -u", THOUSAND_PRINTS, max(200, args.requests // 10), UNBUFFERED),
+    ):
+        kernel, ref = LinesClient(ours, env), LinesClient(reference, env)
         assert json.loads(kernel.execute(code))["error"] is None
         assert json.loads(kernel.execute(code)) == json.loads(ref.execute(code)) | {"id": "r"}
         # Short turns, in alternating order, each pair giving a ratio: the

@@ -32,6 +32,12 @@ WAIT = 60.0
 KILL_AFTER_INTERRUPT = 2.0
 
 
+def default_env(**changes: str) -> dict[str, str]:
+    """This environment with the kernel's defaults, PYTHONUNBUFFERED unset whatever it says."""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    return env | changes
+
+
 class KernelBroken(AssertionError):
     """What the host reports when the kernel breaks its protocol."""
 
@@ -56,7 +62,7 @@ class Host:
     def __init__(self, command: list[str] | None = None, env: dict[str, str] | None = None):
         self.proc = subprocess.Popen(
             command or COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env,
+            stderr=subprocess.PIPE, env=default_env() if env is None else env,
         )
         self.stderr = bytearray()
         self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)

@@ -7,11 +7,13 @@ host always gets an answer and a kernel that can run the next cell.
 
 from __future__ import annotations
 
+import os
+
 from pyrelune import fastjson
 from pyrelune.engine.events import CellError, Done
 from pyrelune.engine.process import WorkerProcess
 from pyrelune.engine.session import Session
-from pyrelune.engine.worker import serve
+from pyrelune.engine.worker import buffers_stdout, serve
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 #: A kernel's capture pipes hold this much: a cell may print for a while unread.
 CAPTURE_PIPE_SIZE = 1 << 20
 LOST = "the kernel's namespace was lost and a fresh worker has started"
+UNFLUSHED = ("what the cell printed last may be missing, as stdout is block-buffered "
+             "(PYTHONUNBUFFERED=1 writes every line at once)")
 
 
 class Kernel:
@@ -76,13 +80,17 @@ class Kernel:
         `before_restart` runs first when it comes to that: an event loop stops
         watching the old worker's descriptors, whose numbers the new one may reuse.
         """
-        if self.session.worker.reap(block=False) is None:
+        status = self.session.worker.reap(block=False)
+        if status is None:
             return done
         if before_restart is not None:
             before_restart()
         self.restart()
         error = done.error or CellError("worker_died", "", "the worker ended")
-        return Done(CellError(error.code, error.ename, f"{error.evalue}; {LOST}",
+        lost = LOST
+        if os.WIFSIGNALED(status) and buffers_stdout(self._interactive):
+            lost = f"{LOST}; {UNFLUSHED}"  # a signal it never saw: its buffer went with it
+        return Done(CellError(error.code, error.ename, f"{error.evalue}; {lost}",
                               error.traceback, error.line, error.column))
 
     def interrupt(self) -> None:

@@ -42,6 +42,8 @@ class Cell:
 
 
 _SYNC = b'{"t": "sync"}\n'
+#: The runtime's own os.write: a lines kernel's cells get one that flushes first (see flushfirst).
+_write_fd = os.write
 
 
 class Channel:
@@ -82,7 +84,7 @@ class Channel:
         with self._writing:
             view = memoryview(data)
             while view:
-                view = view[os.write(self._event_fd, view) :]
+                view = view[_write_fd(self._event_fd, view) :]
 
     def post(self, event: Display) -> None:
         """Queue `event` to go with the next `send`: one write, one wake-up of the session.
@@ -141,11 +143,13 @@ def _line(message: dict[str, Any]) -> bytes:
 
 def flush_output() -> None:
     """Push every buffered byte of the cell's output into the capture pipes."""
-    for stream in (sys.stdout, sys.stderr):
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
-            stream.flush()
+            stream.flush()  # type: ignore[union-attr]
         except (OSError, ValueError, AttributeError):
             pass  # the cell closed or replaced the stream: nothing of ours to flush
+        except RuntimeError:
+            pass  # a signal handler wrote while the stream was writing: it goes on
     if "ctypes" in sys.modules:  # C code may hold output in stdio's buffers
         import ctypes
 
@@ -191,6 +195,14 @@ class _StdFds:
         self._streams: list[Any] = []
         self.make_stream: Callable[[int], io.TextIOWrapper] = _text_stream
 
+    def buffer_stdout(self) -> None:
+        """From now on, stdout is block-buffered and flushed before whatever writes around it."""
+        from pyrelune.engine.flushfirst import flush_first
+
+        self.make_stream = lambda fd: _buffered_text_stream(fd) if fd == 1 else _text_stream(fd)
+        self._streams = []  # rebuilt by the next restore()
+        flush_first(flush_output)
+
     def order_streams(self, channel: Channel) -> None:
         """From now on, sys.stdout and sys.stderr keep their mutual order (see `_StreamOrder`)."""
         order = _StreamOrder(channel)
@@ -210,6 +222,9 @@ class _StdFds:
             sys.stdout = self.make_stream(1)
             sys.stderr = self.make_stream(2)
             self._streams = [sys.stdin, sys.stdout, sys.stderr]
+            # The originals, as a script sees them: what `sys.stdout = sys.__stdout__`
+            # restores, and what flush_output flushes even while a cell replaced sys.stdout.
+            sys.__stdin__, sys.__stdout__, sys.__stderr__ = self._streams  # type: ignore[misc]
 
 
 def _identity(fd: int) -> tuple[int, int] | None:
@@ -257,12 +272,31 @@ def _text_stream(fd: int) -> io.TextIOWrapper:
     # and what was printed before a crash is not lost.
     # Lone surrogates are written as escapes instead of failing the print.
     raw = io.FileIO(fd, "w", closefd=False)
-    return io.TextIOWrapper(io.BufferedWriter(raw), **_TEXT_OPTIONS)
+    return io.TextIOWrapper(io.BufferedWriter(raw), line_buffering=True, **_TEXT_OPTIONS)
 
 
-_TEXT_OPTIONS: dict[str, Any] = {
-    "encoding": "utf-8", "errors": "backslashreplace", "line_buffering": True,
-}
+def _buffered_text_stream(fd: int) -> io.TextIOWrapper:
+    # Block-buffered below the text layer, which passes each write straight
+    # down: text and sys.stdout.buffer writes keep their order (see flushfirst).
+    raw = io.FileIO(fd, "w", closefd=False)
+    return io.TextIOWrapper(io.BufferedWriter(raw), write_through=True, **_TEXT_OPTIONS)
+
+
+_TEXT_OPTIONS: dict[str, Any] = {"encoding": "utf-8", "errors": "backslashreplace"}
+
+
+#: Whether Python was asked for unbuffered output (`python -u`, PYTHONUNBUFFERED):
+#: its own stdout then writes through. Read at import, before a worker replaces it.
+_UNBUFFERED = bool(getattr(sys.__stdout__, "write_through", False))
+
+
+def buffers_stdout(interactive: bool) -> bool:
+    """Whether a kernel worker's stdout is block-buffered (see `flushfirst`).
+
+    Not for a host that shows output live (interactive), nor when the user
+    asked Python for unbuffered output.
+    """
+    return not interactive and not _UNBUFFERED
 
 
 class _StreamOrder:
@@ -316,7 +350,8 @@ class _OrderedText(io.TextIOWrapper):
     """An interactive kernel's sys.stderr."""
 
     def __init__(self, fd: int, order: _StreamOrder) -> None:
-        super().__init__(io.BufferedWriter(io.FileIO(fd, "w", closefd=False)), **_TEXT_OPTIONS)
+        raw = io.FileIO(fd, "w", closefd=False)
+        super().__init__(io.BufferedWriter(raw), line_buffering=True, **_TEXT_OPTIONS)
         self._order = order
 
     def write(self, text: str, /) -> int:
@@ -423,6 +458,8 @@ def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
             builtins.input = Prompter(channel)
             show.install()
             std.order_streams(channel)
+        elif buffers_stdout(interactive):
+            std.buffer_stdout()
         namespace = fresh_namespace()
         while True:
             command = channel.receive()

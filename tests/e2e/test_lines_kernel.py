@@ -14,6 +14,7 @@ from lines_host import (
     WAIT,
     Host,
     KernelBroken,
+    default_env,
     group_gone,
     pid_gone,
     strict_json,
@@ -250,6 +251,57 @@ def test_crash_recovery(kernel: Host, code: str, named: str) -> None:
     assert named in response["error"] and "namespace was lost" in response["error"]
     assert "NameError" in kernel.execute("before")["error"]
     assert kernel.execute("2 * 21")["stdout"] == "42\n"
+
+
+# Buffered stdout ---------------------------------------------------------------------
+# stdout is block-buffered (no one reads a cell's output before it ends), yet
+# it keeps its order with everything that writes around it.
+
+
+@pytest.mark.parametrize(("code", "expected"), [
+    ("import sys\nprint('text')\nsys.stdout.buffer.write(b'bytes\\n')\nprint('text')",
+     "text\nbytes\ntext\n"),
+    ("import os\nprint('a')\nos.writev(1, [b'b', b'\\n'])\nprint('c')", "a\nb\nc\n"),
+    ("import subprocess\nprint('a')\nsubprocess.Popen(['echo', 'b']).wait()\nprint('c')",
+     "a\nb\nc\n"),
+    ("import os\nprint('a')\nif os.fork() == 0:\n    print('child')\n    os._exit(0)\n"
+     "os.wait()\nprint('c')", "a\nchild\nc\n"),
+    ("import os, sys\nprint('a')\nif os.fork() == 0:\n    os.execv(sys.executable, "
+     "[sys.executable, '-c', 'print(\"exec\")'])\nos.wait()\nprint('c')", "a\nexec\nc\n"),
+    ("import io, os, sys\nprint('a')\nsys.stdout = io.StringIO()\nn = os.write(1, b'b\\n')",
+     "a\nb\n"),
+    ("import sys\nprint('a')\nsys.stdout = None\nimport os; n = os.write(1, b'b\\n')", "a\nb\n"),
+])
+def test_buffered_stdout_keeps_the_order(kernel: Host, code: str, expected: str) -> None:
+    response = kernel.execute(code)
+    assert (response["stdout"], response["error"]) == (expected, None)
+
+
+@pytest.mark.parametrize("end", [
+    "import os; os._exit(0)",
+    "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+    "import os; os.abort()",
+])
+def test_a_cell_that_ends_its_own_worker_keeps_its_prints(kernel: Host, end: str) -> None:
+    response = kernel.execute(f"print('last words')\n{end}")
+    assert response["stdout"] == "last words\n"
+    assert "namespace was lost" in response["error"]
+
+
+def test_a_crash_says_buffered_prints_may_be_lost(kernel: Host) -> None:
+    error = kernel.execute("print('maybe')\nimport ctypes; ctypes.string_at(0)")["error"]
+    assert "SIGSEGV" in error and "PYTHONUNBUFFERED=1" in error
+
+
+def test_pythonunbuffered_keeps_every_line_through_a_crash() -> None:
+    tab = Host(env=default_env(PYTHONUNBUFFERED="1"))
+    try:
+        tab.ping()
+        response = tab.execute("print('last words')\nimport ctypes; ctypes.string_at(0)")
+        assert response["stdout"] == "last words\n"
+        assert "SIGSEGV" in response["error"] and "PYTHONUNBUFFERED" not in response["error"]
+    finally:
+        tab.kill()
 
 
 # Cells that break their own process --------------------------------------------------

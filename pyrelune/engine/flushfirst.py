@@ -1,0 +1,61 @@
+"""Flush a cell's buffered stdout before anything that writes around it.
+
+The lines kernel sends a cell's output in one response, when the cell ends:
+no one watches it live. So its worker's stdout is block-buffered, because a
+line-buffered stream costs about 2 µs a line in CPython's io stack (the
+flush, not the write) and a buffered one well under 1 µs. Buffering must
+not reorder output, though: bytes that bypass sys.stdout (os.write, a shell,
+a subprocess, a forked child) and the ways a process ends or becomes another
+program each push out what is buffered first.
+
+What it cannot keep is the last few KiB printed by a worker killed by a
+signal it never sees (a segfault, the OOM killer, an escalated interrupt).
+The kernel says so in that error, and PYTHONUNBUFFERED=1 (or `python -u`)
+keeps every line written at once.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import wraps
+
+from pyrelune.engine.importhooks import after_import
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+    from typing import Any
+
+#: The os functions that write around sys.stdout, start another program, or
+#: end or signal the process. (`fork` runs the at-fork hook instead; the
+#: `exec*l*`, `exec*p*` and `spawn*` helpers go through these.)
+OS_FUNCTIONS = (
+    "write", "writev", "pwrite", "sendfile", "system", "execv", "execve",
+    "posix_spawn", "posix_spawnp", "_exit", "abort", "kill", "killpg",
+)
+
+
+def flush_first(flush: Callable[[], None]) -> None:
+    """From now on, every way around the buffered streams calls `flush` first."""
+    for name in OS_FUNCTIONS:
+        original = getattr(os, name, None)
+        if original is not None:
+            setattr(os, name, _flushing(original, flush))
+    os.register_at_fork(before=flush)
+    after_import("subprocess", lambda module: _flush_before_spawn(module, flush))
+
+
+def _flush_before_spawn(subprocess: ModuleType, flush: Callable[[], None]) -> None:
+    """Popen starts children through `_execute_child`, whichever system call it uses."""
+    popen = subprocess.Popen
+    popen._execute_child = _flushing(popen._execute_child, flush)
+
+
+def _flushing(function: Callable[..., Any], flush: Callable[[], None]) -> Callable[..., Any]:
+    @wraps(function)
+    def flushed(*args: Any, **kwargs: Any) -> Any:
+        flush()
+        return function(*args, **kwargs)
+
+    return flushed
