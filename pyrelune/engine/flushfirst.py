@@ -38,16 +38,20 @@ OS_FUNCTIONS = (
 
 def flush_first(flush: Callable[[], None]) -> None:
     """From now on, every way around the buffered streams calls `flush` first."""
-    for name in OS_FUNCTIONS:
-        original = getattr(os, name, None)
-        if original is not None:
-            setattr(os, name, _flushing(original, flush))
+    import _posixsubprocess  # builtin: how subprocess and multiprocessing's spawn start children
+
+    for module, names in ((os, OS_FUNCTIONS), (_posixsubprocess, ("fork_exec",))):
+        for name in names:
+            original = getattr(module, name, None)
+            if original is not None:
+                setattr(module, name, _flushing(original, flush))
     os.register_at_fork(before=flush)
     after_import("subprocess", lambda module: _flush_before_spawn(module, flush))
 
 
 def _flush_before_spawn(subprocess: ModuleType, flush: Callable[[], None]) -> None:
-    """Popen starts children through `_execute_child`, whichever system call it uses."""
+    """Popen starts children through `_execute_child`, whichever system call it uses
+    and whenever it bound it."""
     popen = subprocess.Popen
     popen._execute_child = _flushing(popen._execute_child, flush)
 
