@@ -42,8 +42,9 @@ class Cell:
 
 
 _SYNC = b'{"t": "sync"}\n'
-#: The runtime's own os.write: a lines kernel's cells get one that flushes first (see flushfirst).
-_write_fd = os.write
+#: The runtime's own os.write and os.killpg: a lines kernel's cells get ones that
+#: flush first (see flushfirst), and the runtime must not wait on a cell's stream.
+_write_fd, _killpg = os.write, os.killpg
 
 
 class Channel:
@@ -271,15 +272,17 @@ def _text_stream(fd: int) -> io.TextIOWrapper:
     # with what os.write, subprocesses and C code put on the same descriptor,
     # and what was printed before a crash is not lost.
     # Lone surrogates are written as escapes instead of failing the print.
-    raw = io.FileIO(fd, "w", closefd=False)
-    return io.TextIOWrapper(io.BufferedWriter(raw), line_buffering=True, **_TEXT_OPTIONS)
+    return io.TextIOWrapper(_binary(fd), line_buffering=True, **_TEXT_OPTIONS)
 
 
 def _buffered_text_stream(fd: int) -> io.TextIOWrapper:
     # Block-buffered below the text layer, which passes each write straight
     # down: text and sys.stdout.buffer writes keep their order (see flushfirst).
-    raw = io.FileIO(fd, "w", closefd=False)
-    return io.TextIOWrapper(io.BufferedWriter(raw), write_through=True, **_TEXT_OPTIONS)
+    return io.TextIOWrapper(_binary(fd), write_through=True, **_TEXT_OPTIONS)
+
+
+def _binary(fd: int) -> io.BufferedWriter:
+    return io.BufferedWriter(io.FileIO(fd, "w", closefd=False))
 
 
 _TEXT_OPTIONS: dict[str, Any] = {"encoding": "utf-8", "errors": "backslashreplace"}
@@ -350,8 +353,7 @@ class _OrderedText(io.TextIOWrapper):
     """An interactive kernel's sys.stderr."""
 
     def __init__(self, fd: int, order: _StreamOrder) -> None:
-        raw = io.FileIO(fd, "w", closefd=False)
-        super().__init__(io.BufferedWriter(raw), line_buffering=True, **_TEXT_OPTIONS)
+        super().__init__(_binary(fd), line_buffering=True, **_TEXT_OPTIONS)
         self._order = order
 
     def write(self, text: str, /) -> int:
@@ -420,7 +422,7 @@ def _watch_lifeline(fd: int) -> None:
     try:
         os.read(fd, 1)
     finally:
-        os.killpg(0, _signal.SIGKILL)
+        _killpg(0, _signal.SIGKILL)
 
 
 class Prompter:
