@@ -123,6 +123,7 @@ def _rpc(
 ) -> int:
     import os
 
+    from pyrelune.engine.limits import max_output_setting
     from pyrelune.modes import rpc
 
     if listen is None and (token is not None or token_file is not None):
@@ -136,13 +137,14 @@ def _rpc(
         address = rpc.parse_listen(listen) if listen is not None else None
     except rpc.ConfigError as exc:
         raise typer.BadParameter(str(exc), param_hint="--listen") from None
-    limit = os.environ.get("PYRELUNE_MAX_OUTPUT")
-    if limit is not None and not (limit.isdigit() and int(limit) >= 1024):
-        raise typer.BadParameter(f"PYRELUNE_MAX_OUTPUT must be bytes >= 1024, not {limit!r}")
+    try:
+        max_output = max_output_setting(None)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
     return rpc.main(rpc.Settings(
         listen=address, token=token, allow_origins=tuple(allow_origin),
         certfile=str(certfile) if certfile else None, keyfile=str(keyfile) if keyfile else None,
-        max_message=max_message_size, max_output=int(limit) if limit else None,
+        max_message=max_message_size, max_output=max_output,
     ))
 
 

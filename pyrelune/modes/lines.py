@@ -14,11 +14,10 @@ started.
 from __future__ import annotations
 
 import _signal
-import os
 
 from pyrelune.engine.events import Done
 from pyrelune.engine.kernel import Kernel
-from pyrelune.engine.limits import OutputBudget
+from pyrelune.engine.limits import OutputBudget, max_output_setting
 from pyrelune.protocols import lines
 from pyrelune.transports import stdio
 
@@ -91,13 +90,16 @@ def _terminate(signum: int, frame: Any) -> None:
 
 
 def max_output() -> int:
-    """$PYRELUNE_MAX_OUTPUT bytes (at least 1 KiB), else the default, saying why on stderr."""
-    setting = os.environ.get("PYRELUNE_MAX_OUTPUT") or ""
+    """$PYRELUNE_MAX_OUTPUT, else the default, saying why on stderr.
+
+    A bad value cannot be refused: the host would only see a kernel that
+    never answered its ping.
+    """
     try:
-        return max(int(setting), 1024) if setting else DEFAULT_MAX_OUTPUT
-    except ValueError:
-        stdio.write_all(f"pyrelune: PYRELUNE_MAX_OUTPUT={setting!r} is not a number of bytes; "
-                        f"using {DEFAULT_MAX_OUTPUT}\n".encode(errors="replace"), 2)
+        return max_output_setting(DEFAULT_MAX_OUTPUT)
+    except ValueError as exc:
+        warning = f"pyrelune: {exc}; using {DEFAULT_MAX_OUTPUT}\n"
+        stdio.write_all(warning.encode(errors="replace"), 2)
         return DEFAULT_MAX_OUTPUT
 
 

@@ -11,6 +11,7 @@ import os
 import sys
 
 from pyrelune.engine.events import Display, Done, Stream
+from pyrelune.engine.limits import max_output_setting
 from pyrelune.engine.process import WorkerProcess
 from pyrelune.protocols import vixnote, vixnote_outputs
 from pyrelune.transports import stdio
@@ -40,19 +41,18 @@ and writes one JSON response on stdout. Try:
 def settings(timeout: float | None) -> tuple[float, int]:
     """The deadline and output budget: `--timeout`, else the environment, else defaults."""
     try:
-        if timeout is None:
-            timeout = float(os.environ.get("PYRELUNE_TIMEOUT") or DEFAULT_TIMEOUT)
-        max_output = int(os.environ.get("PYRELUNE_MAX_OUTPUT") or DEFAULT_MAX_OUTPUT)
+        max_output = max_output_setting(DEFAULT_MAX_OUTPUT)
     except ValueError as exc:
-        raise vixnote.Rejected(
-            "invalid_configuration",
-            f"PYRELUNE_TIMEOUT must be seconds and PYRELUNE_MAX_OUTPUT bytes: {exc}",
-        ) from None
-    if timeout < 0 or timeout != timeout or max_output < 1024:
-        raise vixnote.Rejected(
-            "invalid_configuration",
-            "PYRELUNE_TIMEOUT must be >= 0 (0: none) and PYRELUNE_MAX_OUTPUT >= 1024 bytes",
-        )
+        raise vixnote.Rejected("invalid_configuration", str(exc)) from None
+    if timeout is None:
+        setting = os.environ.get("PYRELUNE_TIMEOUT") or ""
+        try:
+            timeout = float(setting) if setting else DEFAULT_TIMEOUT
+            if not timeout >= 0:  # negative, or NaN
+                raise ValueError(setting)
+        except ValueError:
+            raise vixnote.Rejected("invalid_configuration", "PYRELUNE_TIMEOUT must be seconds, "
+                                   f"at least 0 (0: no deadline), not {setting!r}") from None
     return timeout, max_output
 
 

@@ -345,6 +345,17 @@ def test_lone_surrogates_give_strict_json(kernel: Host) -> None:
     kernel.ping()
 
 
+def test_a_bad_max_output_is_a_warning_not_a_dead_kernel() -> None:
+    tab = Host(env=default_env(PYRELUNE_MAX_OUTPUT="lots"))
+    try:
+        tab.ping()
+        assert tab.execute("print('x' * 5000)")["stdout"] == "x" * 5000 + "\n"
+        wait_for(lambda: b"PYRELUNE_MAX_OUTPUT must be a whole number of bytes" in tab.stderr,
+                 "the warning on stderr")
+    finally:
+        tab.kill()
+
+
 # Transport ---------------------------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ the kernel sends is checked against the schemas."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -421,3 +422,11 @@ def test_threads_of_a_cell_print_display_and_ask(kernel: PipeHost) -> None:
     assert stdout_of(events, "stderr").count("warning") == 40
     displays = sorted(e["data"]["item"] for e in events if e["event"] == "display_data")
     assert displays == ["'from 0'", "'from 1'", "'from 2'", "'from 3'"]
+
+
+def test_a_bad_max_output_is_a_usage_error() -> None:
+    done = subprocess.run(kernel_command(), capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, env=os.environ | {"PYRELUNE_MAX_OUTPUT": "12"})
+    assert done.returncode == 2
+    assert "PYRELUNE_MAX_OUTPUT must be a whole number of bytes" in done.stderr
+    assert done.stdout == ""
