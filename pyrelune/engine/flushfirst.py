@@ -27,24 +27,27 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-#: The os functions that write around sys.stdout, start another program, or
-#: end or signal the process. (`fork` runs the at-fork hook instead; the
-#: `exec*l*`, `exec*p*` and `spawn*` helpers go through these.)
-OS_FUNCTIONS = (
-    "write", "writev", "pwrite", "sendfile", "system", "execv", "execve",
-    "posix_spawn", "posix_spawnp", "_exit", "abort", "kill", "killpg",
-)
+#: The os functions that write around sys.stdout: they flush first when they
+#: write to fd 1 or 2 (any other descriptor costs them one comparison).
+OS_WRITES = ("write", "writev", "pwrite", "sendfile")
+#: Those that start another program, or end or signal the process: always.
+#: (`fork` runs the at-fork hook instead; the `exec*l*`, `exec*p*` and
+#: `spawn*` helpers go through these.)
+OS_FUNCTIONS = ("system", "execv", "execve", "posix_spawn", "posix_spawnp",
+                "_exit", "abort", "kill", "killpg")
 
 
 def flush_first(flush: Callable[[], None]) -> None:
     """From now on, every way around the buffered streams calls `flush` first."""
     import _posixsubprocess  # builtin: how subprocess and multiprocessing's spawn start children
 
-    for module, names in ((os, OS_FUNCTIONS), (_posixsubprocess, ("fork_exec",))):
+    for module, names, wrap in ((os, OS_WRITES, _flushing_std_writes),
+                                (os, OS_FUNCTIONS, _flushing),
+                                (_posixsubprocess, ("fork_exec",), _flushing)):
         for name in names:
             original = getattr(module, name, None)
             if original is not None:
-                setattr(module, name, _flushing(original, flush))
+                setattr(module, name, wrap(original, flush))
     os.register_at_fork(before=flush)
     after_import("subprocess", lambda module: _flush_before_spawn(module, flush))
 
@@ -61,5 +64,16 @@ def _flushing(function: Callable[..., Any], flush: Callable[[], None]) -> Callab
     def flushed(*args: Any, **kwargs: Any) -> Any:
         flush()
         return function(*args, **kwargs)
+
+    return flushed
+
+
+def _flushing_std_writes(function: Callable[..., Any],
+                         flush: Callable[[], None]) -> Callable[..., Any]:
+    @wraps(function)
+    def flushed(fd: Any, /, *args: Any, **kwargs: Any) -> Any:
+        if fd == 1 or fd == 2:
+            flush()
+        return function(fd, *args, **kwargs)
 
     return flushed

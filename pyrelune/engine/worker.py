@@ -144,17 +144,36 @@ def _line(message: dict[str, Any]) -> bytes:
 
 def flush_output() -> None:
     """Push every buffered byte of the cell's output into the capture pipes."""
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+    _flush((sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__))
+
+
+def flush_stdout() -> None:
+    """What a lines kernel's cell does before it writes around sys.stdout (see flushfirst).
+
+    stderr is line-buffered, as it always was; only stdout can hold whole lines.
+    """
+    _flush((sys.stdout, sys.__stdout__))
+
+
+def _flush(streams: tuple[Any, ...]) -> None:
+    for stream in streams:
         try:
-            stream.flush()  # type: ignore[union-attr]
+            stream.flush()
         except (OSError, ValueError, AttributeError):
             pass  # the cell closed or replaced the stream: nothing of ours to flush
         except RuntimeError:
             pass  # a signal handler wrote while the stream was writing: it goes on
-    if "ctypes" in sys.modules:  # C code may hold output in stdio's buffers
+    global _fflush
+    if _fflush is None:
+        if "ctypes" not in sys.modules:
+            return  # then no C code of the cell's can have used stdio's buffers
         import ctypes
 
-        ctypes.CDLL(None).fflush(None)
+        _fflush = ctypes.CDLL(None).fflush  # looked up once: 15 us a time (numpy loads ctypes)
+    _fflush(None)
+
+
+_fflush: Callable[[Any], int] | None = None
 
 
 class _Interruptible:
@@ -202,7 +221,7 @@ class _StdFds:
 
         self.make_stream = lambda fd: _buffered_text_stream(fd) if fd == 1 else _text_stream(fd)
         self._streams = []  # rebuilt by the next restore()
-        flush_first(flush_output)
+        flush_first(flush_stdout)
 
     def order_streams(self, channel: Channel) -> None:
         """From now on, sys.stdout and sys.stderr keep their mutual order (see `_StreamOrder`)."""

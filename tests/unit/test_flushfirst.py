@@ -11,6 +11,7 @@ import pytest
 #: Each exercised in a fresh interpreter where `flush_first` counts its flushes.
 ENTRY_POINTS = {
     "os.write": "os.write(1, b'')",
+    "os.write to stderr": "os.write(2, b'')",
     "os.writev": "os.writev(1, [b''])",
     "os.system": "os.system('true')",
     "os.fork": "pid = os.fork()\nif pid == 0: os._exit(0)\nos.waitpid(pid, 0)",
@@ -44,7 +45,8 @@ def test_entry_point_flushes_first(name: str) -> None:
 
 
 def test_nothing_else_flushes() -> None:
-    script = SCRIPT.format(code="os.getpid(); os.read(os.open(os.devnull, os.O_RDONLY), 1)")
+    script = SCRIPT.format(code="os.getpid(); os.read(os.open(os.devnull, os.O_RDONLY), 1)\n"
+                                "os.write(os.open(os.devnull, os.O_WRONLY), b'elsewhere')")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout.split()[-1] == "0"
