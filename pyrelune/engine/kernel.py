@@ -13,8 +13,7 @@ from pyrelune import fastjson
 from pyrelune.engine.events import CellError, Done
 from pyrelune.engine.process import WorkerProcess
 from pyrelune.engine.session import Session
-from pyrelune.engine.stdstreams import buffers_stdout
-from pyrelune.engine.worker import serve
+from pyrelune.engine.worker import buffers_stdout, serve
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
