@@ -11,9 +11,9 @@ import os
 
 from pyrelune import fastjson
 from pyrelune.engine.events import CellError, Done
+from pyrelune.engine.kernelworker import buffers_stdout, serve
 from pyrelune.engine.process import WorkerProcess
 from pyrelune.engine.session import Session
-from pyrelune.engine.worker import buffers_stdout, serve
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -42,9 +42,8 @@ class Cell:
 
 
 _SYNC = b'{"t": "sync"}\n'
-#: The runtime's own os.write and os.killpg: a lines kernel's cells get ones that
-#: flush first (see flushfirst), and the runtime must not wait on a cell's stream.
-_write_fd, _killpg = os.write, os.killpg
+#: The runtime's own os.write: a lines kernel's cells get one that flushes first (see flushfirst).
+_write_fd = os.write
 
 
 class Channel:
@@ -200,7 +199,7 @@ class _NoInput:
         raise EOFError(f"input() is not available in {self.where}: there is no one to answer")
 
 
-class _StdFds:
+class StdFds:
     """Private copies of the capture pipes, to put back what a cell broke.
 
     A kernel cell may close or redirect fd 0, 1 or 2, or replace sys.stdout;
@@ -213,21 +212,12 @@ class _StdFds:
         self.err = os.dup(err_fd)
         self._identity = [_identity(fd) for fd in (self.null, self.out, self.err)]
         self._streams: list[Any] = []
-        self.make_stream: Callable[[int], io.TextIOWrapper] = _text_stream
+        self.make_stream: Callable[[int], io.TextIOWrapper] = text_stream
 
-    def buffer_stdout(self) -> None:
-        """From now on, stdout is block-buffered and flushed before whatever writes around it."""
-        from pyrelune.engine.flushfirst import flush_first
-
-        self.make_stream = lambda fd: _buffered_text_stream(fd) if fd == 1 else _text_stream(fd)
-        self._streams = []  # rebuilt by the next restore()
-        flush_first(flush_stdout)
-
-    def order_streams(self, channel: Channel) -> None:
-        """From now on, sys.stdout and sys.stderr keep their mutual order (see `_StreamOrder`)."""
-        order = _StreamOrder(channel)
-        self.make_stream = lambda fd: _ordered_text(fd, order)
-        self._streams = []  # rebuilt by the next restore()
+    def use(self, make_stream: Callable[[int], io.TextIOWrapper]) -> None:
+        """From the next `restore()` on, sys.stdout and sys.stderr come from `make_stream(fd)`."""
+        self.make_stream = make_stream
+        self._streams = []
 
     def restore(self) -> None:
         """Point fds 0, 1, 2 and sys.stdin/out/err back at the runtime's own."""
@@ -255,14 +245,14 @@ def _identity(fd: int) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def become_worker(out_fd: int, err_fd: int, where: str) -> _StdFds:
+def become_worker(out_fd: int, err_fd: int, where: str) -> StdFds:
     """Rewire this freshly forked process so that user code can run in it."""
     os.setpgid(0, 0)  # one process group: interrupts and kills reach the cell's children
     _reset_signal_handlers()
     _signal.signal(_signal.SIGINT, interrupt_guard)
     global _worker_pid
     _worker_pid = os.getpid()
-    std = _StdFds(out_fd, err_fd)
+    std = StdFds(out_fd, err_fd)
     os.close(out_fd)
     os.close(err_fd)
     std.restore()
@@ -286,112 +276,19 @@ def _reset_signal_handlers() -> None:
             pass  # not a signal this platform lets us set
 
 
-def _text_stream(fd: int) -> io.TextIOWrapper:
+def text_stream(fd: int) -> io.TextIOWrapper:
     # Line-buffered: each printed line is one write, so lines keep their order
     # with what os.write, subprocesses and C code put on the same descriptor,
     # and what was printed before a crash is not lost.
     # Lone surrogates are written as escapes instead of failing the print.
-    return io.TextIOWrapper(_binary(fd), line_buffering=True, **_TEXT_OPTIONS)
+    return io.TextIOWrapper(binary(fd), line_buffering=True, **TEXT_OPTIONS)
 
 
-def _buffered_text_stream(fd: int) -> io.TextIOWrapper:
-    # Block-buffered below the text layer, which passes each write straight
-    # down: text and sys.stdout.buffer writes keep their order (see flushfirst).
-    return io.TextIOWrapper(_binary(fd), write_through=True, **_TEXT_OPTIONS)
-
-
-def _binary(fd: int) -> io.BufferedWriter:
+def binary(fd: int) -> io.BufferedWriter:
     return io.BufferedWriter(io.FileIO(fd, "w", closefd=False))
 
 
-_TEXT_OPTIONS: dict[str, Any] = {"encoding": "utf-8", "errors": "backslashreplace"}
-
-
-#: Whether Python was asked for unbuffered output (`python -u`, PYTHONUNBUFFERED):
-#: its own stdout then writes through. Read at import, before a worker replaces it.
-_UNBUFFERED = bool(getattr(sys.__stdout__, "write_through", False))
-
-
-def buffers_stdout(interactive: bool) -> bool:
-    """Whether a kernel worker's stdout is block-buffered (see `flushfirst`).
-
-    Not for a host that shows output live (interactive), nor when the user
-    asked Python for unbuffered output.
-    """
-    return not interactive and not _UNBUFFERED
-
-
-class _StreamOrder:
-    """Keeps what Python writes to stdout and stderr in one order, for a live host.
-
-    The two streams are two pipes, and the session cannot tell which bytes
-    came first across them. So when the cell switches from one stream to the
-    other, the worker pushes out what the other holds, then waits until the
-    session has read everything so far: a round trip per switch, none per
-    line. stderr is watched where text enters it (so that even a partial
-    line on stdout goes out before a warning). stdout is watched only when
-    a switch to it is due: its next write finds a hook in the instance (which
-    `print` looks up before the class's method) and takes it away, so a flood
-    of prints runs at the plain stream's speed.
-    """
-
-    def __init__(self, channel: Channel) -> None:
-        self._channel = channel
-        self.last: str | None = None
-        self.texts: dict[str, io.TextIOWrapper] = {}
-
-    def switch_to(self, name: str) -> None:
-        last = self.last
-        if last is not None:
-            self.flush(last)  # before `last` changes: no switch back from there
-        self.last = name
-        if last is not None:
-            self._channel.sync()
-
-    def flush(self, name: str) -> None:
-        try:
-            self.texts[name].flush()
-        except (OSError, ValueError, KeyError):
-            pass  # closed by the cell, or not made yet: nothing of it to order
-
-    def watch_stdout(self) -> None:
-        """The next write to sys.stdout switches to it first."""
-        text = self.texts.get("stdout")
-        if text is None or "write" in vars(text):
-            return
-
-        def switch_then_write(data: str, /) -> int:
-            vars(text).pop("write", None)  # back to the stream's own method (once, if threads race)
-            self.switch_to("stdout")
-            return text.write(data)
-
-        setattr(text, "write", switch_then_write)  # noqa: B010 (an instance attribute, on purpose)
-
-
-class _OrderedText(io.TextIOWrapper):
-    """An interactive kernel's sys.stderr."""
-
-    def __init__(self, fd: int, order: _StreamOrder) -> None:
-        super().__init__(_binary(fd), line_buffering=True, **_TEXT_OPTIONS)
-        self._order = order
-
-    def write(self, text: str, /) -> int:
-        order = self._order
-        order.flush("stdout")  # a partial line printed before this goes out first
-        if order.last != "stderr":
-            order.switch_to("stderr")
-            order.watch_stdout()
-        return super().write(text)
-
-
-def _ordered_text(fd: int, order: _StreamOrder) -> io.TextIOWrapper:
-    if fd != 1:
-        order.texts["stderr"] = _OrderedText(fd, order)
-        return order.texts["stderr"]
-    order.texts["stdout"] = _text_stream(fd)
-    if order.last != "stdout":
-        order.watch_stdout()
-    return order.texts["stdout"]
+TEXT_OPTIONS: dict[str, Any] = {"encoding": "utf-8", "errors": "backslashreplace"}
 
 
 def fresh_namespace() -> dict[str, Any]:
@@ -410,7 +307,7 @@ def _show_figures() -> None:
         show_open_figures()
 
 
-def _run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
+def run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
     """Run one cell and report its end, unless this is a child the cell forked."""
     connect(channel.publish)
     interrupt_guard.running = True
@@ -427,70 +324,8 @@ def run_oneshot(cell: Cell, fds: WorkerFds) -> NoReturn:
     """Run one cell in a fresh namespace, report it, and end the process."""
     try:
         become_worker(fds.stdout, fds.stderr, "a oneshot cell")
-        _run(cell, fresh_namespace(), Channel(fds.events, fds.control))
+        run(cell, fresh_namespace(), Channel(fds.events, fds.control))
     finally:
         os._exit(0)
 
 
-def _watch_lifeline(fd: int) -> None:
-    """End the whole process group once the session is gone.
-
-    Runs on a thread blocked in read(): a kernel host kills the session with
-    SIGKILL, and nothing the cells started may outlive it.
-    """
-    try:
-        os.read(fd, 1)
-    finally:
-        _killpg(0, _signal.SIGKILL)
-
-
-class Prompter:
-    """`input()` for hosts that can answer: asks the session and waits."""
-
-    def __init__(self, channel: Channel) -> None:
-        self._channel = channel
-
-    def __call__(self, prompt: object = "") -> str:
-        if not self._channel.waits_here():
-            raise EOFError("input() can be answered only on the thread that runs the cell")
-        reply = self._channel.ask(InputRequest(str(prompt)))
-        if reply.get("op") != "input":
-            raise EOFError("input() was cancelled")
-        return str(reply["value"])
-
-
-def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
-    """A kernel's worker: run cells from the control pipe in one namespace.
-
-    `interactive` is for a host that shows the cell while it runs and can
-    answer (the rpc kernel): `input()` asks it, `show()` and `plot()` are
-    builtins, and stdout and stderr keep their mutual order.
-
-    Commands are JSON lines: `{"op": "execute", "source", "filename",
-    "inputs"?}` and `{"op": "reset"}`; each is answered by a Done event.
-    """
-    try:
-        std = become_worker(fds.stdout, fds.stderr, "this kernel")
-        _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
-        channel = Channel(fds.events, fds.control)
-        if interactive:
-            from pyrelune.engine import show
-
-            builtins.input = Prompter(channel)
-            show.install()
-            std.order_streams(channel)
-        elif buffers_stdout(interactive):
-            std.buffer_stdout()
-        namespace = fresh_namespace()
-        while True:
-            command = channel.receive()
-            if command["op"] == "reset":
-                namespace = fresh_namespace()
-                channel.send(Done())
-            elif command["op"] == "execute":
-                std.restore()
-                namespace.update(command.get("inputs") or {})
-                _run(Cell(command["source"], command["filename"]), namespace, channel)
-            # Anything else answered an input() that an interrupt ended first: nothing waits for it.
-    finally:
-        os._exit(0)

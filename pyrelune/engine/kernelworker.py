@@ -1,0 +1,203 @@
+"""What a kernel's worker adds to the worker: a loop of cells, and streams for its host.
+
+The worker process itself (worker.py) is shared with oneshot mode, whose
+start-up pays for every module it imports; what only kernels need is here.
+A kernel's worker runs cells from the control pipe in one namespace, ends
+with its session (the lifeline), and makes sys.stdout and sys.stderr the
+way its host reads them: in one order, line by line, for a host that shows
+output live (rpc); stdout block-buffered for one that reads it when the
+cell ends (lines; see flushfirst).
+"""
+
+from __future__ import annotations
+
+import _signal
+import _thread
+import builtins
+import io
+import os
+import sys
+
+from pyrelune.engine.events import Done, InputRequest
+from pyrelune.engine.flushfirst import flush_first
+from pyrelune.engine.worker import (
+    TEXT_OPTIONS,
+    Cell,
+    Channel,
+    become_worker,
+    binary,
+    flush_stdout,
+    fresh_namespace,
+    run,
+    text_stream,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NoReturn
+
+    from pyrelune.engine.process import WorkerFds
+
+#: The runtime's own os.killpg: a lines kernel's cells get one that flushes
+#: first (see flushfirst), and the lifeline must not wait on a cell's stream.
+_killpg = os.killpg
+
+
+#: Whether Python was asked for unbuffered output (`python -u`, PYTHONUNBUFFERED):
+#: its own stdout then writes through. Read at import, before a worker replaces it.
+_UNBUFFERED = bool(getattr(sys.__stdout__, "write_through", False))
+
+
+def buffers_stdout(interactive: bool) -> bool:
+    """Whether a kernel worker's stdout is block-buffered (see `flushfirst`).
+
+    Not for a host that shows output live (interactive), nor when the user
+    asked Python for unbuffered output.
+    """
+    return not interactive and not _UNBUFFERED
+
+
+def _buffered_text_stream(fd: int) -> io.TextIOWrapper:
+    # Block-buffered below the text layer, which passes each write straight
+    # down: text and sys.stdout.buffer writes keep their order (see flushfirst).
+    return io.TextIOWrapper(binary(fd), write_through=True, **TEXT_OPTIONS)
+
+
+class _StreamOrder:
+    """Keeps what Python writes to stdout and stderr in one order, for a live host.
+
+    The two streams are two pipes, and the session cannot tell which bytes
+    came first across them. So when the cell switches from one stream to the
+    other, the worker pushes out what the other holds, then waits until the
+    session has read everything so far: a round trip per switch, none per
+    line. stderr is watched where text enters it (so that even a partial
+    line on stdout goes out before a warning). stdout is watched only when
+    a switch to it is due: its next write finds a hook in the instance (which
+    `print` looks up before the class's method) and takes it away, so a flood
+    of prints runs at the plain stream's speed.
+    """
+
+    def __init__(self, sync: Callable[[], None]) -> None:
+        self._sync = sync  # returns once the session has read all output so far
+        self.last: str | None = None
+        self.texts: dict[str, io.TextIOWrapper] = {}
+
+    def switch_to(self, name: str) -> None:
+        last = self.last
+        if last is not None:
+            self.flush(last)  # before `last` changes: no switch back from there
+        self.last = name
+        if last is not None:
+            self._sync()
+
+    def flush(self, name: str) -> None:
+        try:
+            self.texts[name].flush()
+        except (OSError, ValueError, KeyError):
+            pass  # closed by the cell, or not made yet: nothing of it to order
+
+    def watch_stdout(self) -> None:
+        """The next write to sys.stdout switches to it first."""
+        text = self.texts.get("stdout")
+        if text is None or "write" in vars(text):
+            return
+
+        def switch_then_write(data: str, /) -> int:
+            vars(text).pop("write", None)  # back to the stream's own method (once, if threads race)
+            self.switch_to("stdout")
+            return text.write(data)
+
+        setattr(text, "write", switch_then_write)  # noqa: B010 (an instance attribute, on purpose)
+
+
+class _OrderedText(io.TextIOWrapper):
+    """An interactive kernel's sys.stderr."""
+
+    def __init__(self, fd: int, order: _StreamOrder) -> None:
+        super().__init__(binary(fd), line_buffering=True, **TEXT_OPTIONS)
+        self._order = order
+
+    def write(self, text: str, /) -> int:
+        order = self._order
+        order.flush("stdout")  # a partial line printed before this goes out first
+        if order.last != "stderr":
+            order.switch_to("stderr")
+            order.watch_stdout()
+        return super().write(text)
+
+
+def _ordered_text(fd: int, order: _StreamOrder) -> io.TextIOWrapper:
+    if fd != 1:
+        order.texts["stderr"] = _OrderedText(fd, order)
+        return order.texts["stderr"]
+    order.texts["stdout"] = text_stream(fd)
+    if order.last != "stdout":
+        order.watch_stdout()
+    return order.texts["stdout"]
+
+
+def _watch_lifeline(fd: int) -> None:
+    """End the whole process group once the session is gone.
+
+    Runs on a thread blocked in read(): a kernel host kills the session with
+    SIGKILL, and nothing the cells started may outlive it.
+    """
+    try:
+        os.read(fd, 1)
+    finally:
+        _killpg(0, _signal.SIGKILL)
+
+
+class Prompter:
+    """`input()` for hosts that can answer: asks the session and waits."""
+
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
+
+    def __call__(self, prompt: object = "") -> str:
+        if not self._channel.waits_here():
+            raise EOFError("input() can be answered only on the thread that runs the cell")
+        reply = self._channel.ask(InputRequest(str(prompt)))
+        if reply.get("op") != "input":
+            raise EOFError("input() was cancelled")
+        return str(reply["value"])
+
+
+def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
+    """A kernel's worker: run cells from the control pipe in one namespace.
+
+    `interactive` is for a host that shows the cell while it runs and can
+    answer (the rpc kernel): `input()` asks it, `show()` and `plot()` are
+    builtins, and stdout and stderr keep their mutual order.
+
+    Commands are JSON lines: `{"op": "execute", "source", "filename",
+    "inputs"?}` and `{"op": "reset"}`; each is answered by a Done event.
+    """
+    try:
+        std = become_worker(fds.stdout, fds.stderr, "this kernel")
+        _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
+        channel = Channel(fds.events, fds.control)
+        if interactive:
+            from pyrelune.engine import show
+
+            builtins.input = Prompter(channel)
+            show.install()
+            order = _StreamOrder(channel.sync)
+            std.use(lambda fd: _ordered_text(fd, order))
+        elif buffers_stdout(interactive):
+            std.use(lambda fd: _buffered_text_stream(fd) if fd == 1 else text_stream(fd))
+            flush_first(flush_stdout)
+        namespace = fresh_namespace()
+        while True:
+            command = channel.receive()
+            if command["op"] == "reset":
+                namespace = fresh_namespace()
+                channel.send(Done())
+            elif command["op"] == "execute":
+                std.restore()
+                namespace.update(command.get("inputs") or {})
+                run(Cell(command["source"], command["filename"]), namespace, channel)
+            # Anything else answered an input() that an interrupt ended first: nothing waits for it.
+    finally:
+        os._exit(0)
