@@ -74,10 +74,11 @@ class WorkerProcess:
         import fcntl
 
         setting = getattr(fcntl, "F_SETPIPE_SZ", None)
+        if setting is None:
+            return
         for stream in (self.stdout, self.stderr):
             try:
-                if setting is not None:
-                    fcntl.fcntl(stream.fd, setting, size)
+                fcntl.fcntl(stream.fd, setting, size)
             except OSError:
                 pass  # over /proc/sys/fs/pipe-max-size for this user: the default it is
 

@@ -212,11 +212,11 @@ class StdFds:
         self.err = os.dup(err_fd)
         self._identity = [_identity(fd) for fd in (self.null, self.out, self.err)]
         self._streams: list[Any] = []
-        self.make_stream: Callable[[int], io.TextIOWrapper] = text_stream
+        self._make_stream: Callable[[int], io.TextIOWrapper] = text_stream
 
     def use(self, make_stream: Callable[[int], io.TextIOWrapper]) -> None:
         """From the next `restore()` on, sys.stdout and sys.stderr come from `make_stream(fd)`."""
-        self.make_stream = make_stream
+        self._make_stream = make_stream
         self._streams = []
 
     def restore(self) -> None:
@@ -229,8 +229,8 @@ class StdFds:
             s.closed for s in self._streams
         ):
             sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
-            sys.stdout = self.make_stream(1)
-            sys.stderr = self.make_stream(2)
+            sys.stdout = self._make_stream(1)
+            sys.stderr = self._make_stream(2)
             self._streams = [sys.stdin, sys.stdout, sys.stderr]
             # The originals, as a script sees them: what `sys.stdout = sys.__stdout__`
             # restores, and what flush_output flushes even while a cell replaced sys.stdout.
