@@ -87,6 +87,12 @@ def root(
         typer.Option(min=1024, help="rpc: largest request (line or frame) in bytes.",
                      rich_help_panel="rpc kernel"),
     ] = 16 << 20,
+    auth_timeout: Annotated[
+        Optional[float],  # noqa: UP045
+        typer.Option(min=0.1, help="rpc over WebSocket with a token: seconds a client has to "
+                     "send kernel.auth before it is disconnected (it holds the kernel's only "
+                     "connection meanwhile). [default: 10]", rich_help_panel="rpc kernel"),
+    ] = None,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -96,7 +102,8 @@ def root(
         raise typer.BadParameter("applies to oneshot mode only: a kernel's cells run until "
                                  "done or interrupted", param_hint="--timeout")
     rpc_only = {"--listen": listen, "--token": token, "--token-file": token_file,
-                "--allow-origin": allow_origin, "--certfile": certfile, "--keyfile": keyfile}
+                "--allow-origin": allow_origin, "--certfile": certfile, "--keyfile": keyfile,
+                "--auth-timeout": auth_timeout}
     given = [name for name, value in rpc_only.items() if value]
     if mode is not Mode.rpc and given:
         raise typer.BadParameter("applies to --mode rpc only", param_hint=given[0])
@@ -106,7 +113,7 @@ def root(
         raise typer.Exit(lines.main())
     if mode is Mode.rpc:
         raise typer.Exit(_rpc(listen, token, token_file, allow_origin or [], certfile, keyfile,
-                              max_message_size))
+                              max_message_size, auth_timeout))
     from pyrelune.modes import oneshot
 
     raise typer.Exit(oneshot.main(timeout))
@@ -120,6 +127,7 @@ def _rpc(
     certfile: Path | None,
     keyfile: Path | None,
     max_message_size: int,
+    auth_timeout: float | None,
 ) -> int:
     import os
 
@@ -145,6 +153,7 @@ def _rpc(
         listen=address, token=token, allow_origins=tuple(allow_origin),
         certfile=str(certfile) if certfile else None, keyfile=str(keyfile) if keyfile else None,
         max_message=max_message_size, max_output=max_output,
+        auth_timeout=rpc.AUTH_TIMEOUT if auth_timeout is None else auth_timeout,
     ))
 
 

@@ -46,6 +46,8 @@ DEFAULT_MAX_MESSAGE = 16 << 20
 #: A WebSocket close code for "try again later": a second client while one is connected.
 TRY_AGAIN_LATER = 1013
 POLICY_VIOLATION = 1008
+#: Seconds a WebSocket client has to authenticate: until it does, it holds the only connection.
+AUTH_TIMEOUT = 10.0
 
 
 class Settings:
@@ -60,6 +62,7 @@ class Settings:
         keyfile: str | None = None,
         max_message: int = DEFAULT_MAX_MESSAGE,
         max_output: int | None = None,
+        auth_timeout: float = AUTH_TIMEOUT,
     ) -> None:
         self.listen = listen
         self.token = token
@@ -68,6 +71,7 @@ class Settings:
         self.keyfile = keyfile
         self.max_message = max_message
         self.max_output = max_output
+        self.auth_timeout = auth_timeout
 
 
 class ConfigError(Exception):
@@ -331,13 +335,16 @@ async def _serve_websocket(server: KernelServer, out_fd: int, stop: asyncio.Even
 
     async def handle(connection: WebSocketConnection) -> None:
         if server.client is not None:
-            connection.send(rpc.encode(rpc.error(
-                None, rpc.KERNEL_BUSY,
-                "Another client is connected to this kernel; only one may be at a time")))
+            for message in server.protocol.refuse():
+                connection.send(rpc.encode(message))
             await connection.close(TRY_AGAIN_LATER, "another client is connected")
             return
-        if not await server.serve(connection):
-            await connection.close(POLICY_VIOLATION, "authentication failed")
+        watchdog = asyncio.create_task(_require_auth(server, connection, settings.auth_timeout))
+        try:
+            if not await server.serve(connection):
+                await connection.close(POLICY_VIOLATION, "authentication failed")
+        finally:
+            watchdog.cancel()
 
     origins: list[Any] = [None, *settings.allow_origins]
     host, port = settings.listen
@@ -354,6 +361,14 @@ async def _serve_websocket(server: KernelServer, out_fd: int, stop: asyncio.Even
     finally:
         websocket_server.close()
         await websocket_server.wait_closed()
+
+
+async def _require_auth(server: KernelServer, connection: WebSocketConnection,
+                        seconds: float) -> None:
+    """Disconnect `connection` if it has not authenticated within `seconds`."""
+    await asyncio.sleep(seconds)
+    if server.client is connection and not server.protocol.authenticated:
+        await connection.close(POLICY_VIOLATION, "no kernel.auth in time")
 
 
 async def serve(settings: Settings) -> None:

@@ -8,7 +8,10 @@ is tested with plain values.
 
 The kernel is `idle`, `running` or `waiting_input` (inside `input()`), as the
 spec says; a reset in progress counts as busy. Authentication belongs to the
-connection: `connect()` starts a new one.
+connection: `connect()` starts a new one. A connection that has not
+authenticated is told nothing of the cells: until it sends the token, every
+request but `kernel.auth` gets AUTH_REQUIRED, and the running cell's events
+are held for it (within the cell's output cap), to be sent once it is in.
 """
 
 from __future__ import annotations
@@ -58,11 +61,13 @@ CAPABILITIES = ("stream", "display_data", "input_request", "interrupt", "reset",
 class ProtocolError(Exception):
     """A request answered with an error response."""
 
-    def __init__(self, code: int, message: str, request_id: str | int | None = None) -> None:
+    def __init__(self, code: int, message: str, request_id: str | int | None = None,
+                 method: Any = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.request_id = request_id
+        self.method = method  # as the message gave it, if it gave one
 
 
 class Request:
@@ -92,17 +97,19 @@ def parse(raw: bytes | str) -> Request:
     request_id = message.get("id")
     if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
         request_id = None
+    method = message.get("method")
     problems = schema_errors(message, "rpc-kernel.request")
     if problems:
-        raise ProtocolError(INVALID_REQUEST, f"Invalid request: {problems[0]}", request_id)
+        raise ProtocolError(INVALID_REQUEST, f"Invalid request: {problems[0]}", request_id,
+                            method)
     assert request_id is not None
-    method = message["method"]
     if method not in METHODS:
-        raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {method[:100]!r}", request_id)
+        raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {str(method)[:100]!r}",
+                            request_id, method)
     problems = schema_errors(message, f"rpc-kernel.request.{method}")
     if problems:
         raise ProtocolError(INVALID_REQUEST, f"Invalid {method} request: {problems[0]}",
-                            request_id)
+                            request_id, method)
     params: dict[str, Any] = message.get("params", {})
     for name in params.get("inputs", {}) if method == "execute.cell" else ():
         if not name.isidentifier() or keyword.iskeyword(name):
@@ -235,6 +242,7 @@ class RpcKernel:
         self._prompt: InputRequest | None = None
         self._coalescer = Coalescer()
         self._cap = Cap() if limit is None else Cap(limit)
+        self._held = _Held(self._cap.limit)
 
     @property
     def busy(self) -> bool:
@@ -245,16 +253,34 @@ class RpcKernel:
         """When `tick()` has stream text to send (time.monotonic), if it has any."""
         return self._coalescer.flush_at
 
+    @property
+    def authenticated(self) -> bool:
+        """Whether this connection may see the cells (always, without a token)."""
+        return self._authenticated
+
     def connect(self) -> list[Message]:
-        """A new connection: `kernel.ready`, and the pending prompt if it may see it."""
+        """A new connection: `kernel.ready`, and the pending prompt if it may see it.
+
+        Which cell runs is not said before the token is: `cell_id` is null.
+        """
         self._authenticated = self._token is None
         self._failures = 0
+        self._held = _Held(self._cap.limit)
         ready = event("kernel.ready", {
             "version": PROTOCOL_VERSION, "state": self.state,
-            "cell_id": self.cell_id if self.state != IDLE else None,
+            "cell_id": self.cell_id if self.state != IDLE and self._authenticated else None,
             "auth_required": not self._authenticated,
         })
         return [ready, *self._pending_prompt()]
+
+    def refuse(self) -> list[Message]:
+        """What a connection gets when another one is being served: it is dropped after this."""
+        return [
+            event("kernel.ready", {"version": PROTOCOL_VERSION, "state": self.state,
+                                   "cell_id": None, "auth_required": self._token is not None}),
+            error(None, KERNEL_BUSY,
+                  "Another client is connected to this kernel; only one may be at a time"),
+        ]
 
     def _pending_prompt(self) -> list[Message]:
         if self._authenticated and self.state == WAITING_INPUT and self._prompt is not None:
@@ -266,10 +292,11 @@ class RpcKernel:
         try:
             request = parse(raw)
         except ProtocolError as exc:
-            return Outcome([error(exc.request_id, exc.code, exc.message)])
+            if self._authenticated or exc.code == PARSE_ERROR or exc.method == "kernel.auth":
+                return Outcome([error(exc.request_id, exc.code, exc.message)])
+            return Outcome([_auth_required(exc.request_id)])
         if not self._authenticated and request.method != "kernel.auth":
-            return Outcome([error(request.id, AUTH_REQUIRED, "Authentication required: "
-                                  "send kernel.auth with the token first")])
+            return Outcome([_auth_required(request.id)])
         handler = getattr(self, "_on_" + request.method.replace(".", "_"))
         try:
             outcome: Outcome = handler(request)
@@ -299,7 +326,10 @@ class RpcKernel:
             return Outcome([error(request.id, AUTH_FAILED,
                                   f"Authentication failed: wrong token ({left} attempts left)")])
         self._authenticated = True
-        return Outcome([response(request.id, {"ok": True}), *self._pending_prompt()])
+        held, self._held = self._held.release(), _Held(self._cap.limit)
+        ok = response(request.id, {"ok": True, "state": self.state,
+                                   "cell_id": self.cell_id if self.state != IDLE else None})
+        return Outcome([ok, *held, *self._pending_prompt()])
 
     def _on_execute_cell(self, request: Request) -> Outcome:
         if self.busy:
@@ -335,7 +365,13 @@ class RpcKernel:
                        [InputReply(str(request.params["value"]))])
 
     def output(self, item: Stream | Display | InputRequest | Done, now: float) -> Outcome:
-        """One engine event of the running cell (or of the reset)."""
+        """One engine event of the running cell (or of the reset), for this connection."""
+        outcome = self._output(item, now)
+        if not self._authenticated:
+            outcome.messages = self._held.hold(outcome.messages)
+        return outcome
+
+    def _output(self, item: Stream | Display | InputRequest | Done, now: float) -> Outcome:
         if isinstance(item, Stream):
             sent = self._cap.add(item)
             return Outcome(self._streams(self._coalescer.add(sent, now) if sent else []))
@@ -369,7 +405,8 @@ class RpcKernel:
 
     def tick(self, now: float) -> list[Message]:
         """Stream text whose time has come (the driver's timer at `flush_at`)."""
-        return self._streams(self._coalescer.due(now))
+        due = self._streams(self._coalescer.due(now))
+        return due if self._authenticated else self._held.hold(due)
 
     def _flush(self) -> list[Message]:
         return self._streams([*self._coalescer.flush(), *self._cap.release()])
@@ -383,3 +420,56 @@ class RpcKernel:
         if request.password:
             data["password"] = True
         return event("input_request", data)
+
+
+def _auth_required(request_id: str | int | None) -> Message:
+    return error(request_id, AUTH_REQUIRED,
+                 "Authentication required: send kernel.auth with the token first")
+
+
+class _Held:
+    """A cell's messages kept from a connection until it authenticates.
+
+    Its output (stream and display events) is kept up to `limit` bytes (the
+    cell's output cap); past that it is dropped, and a note in its place
+    says how much. Everything else (`execute.done`, reset responses) is
+    small and always kept. The pending prompt is not held:
+    `_pending_prompt()` sends it after these.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._messages: list[Message] = []
+        self._size = 0
+        self._note: Message | None = None
+        self._dropped = 0
+
+    def hold(self, messages: list[Message]) -> list[Message]:
+        """Keep `messages`; none is to be sent now."""
+        for message in messages:
+            kind = message.get("event")
+            if kind == "input_request":
+                continue
+            if kind in ("stream", "display_data"):
+                size = len(encode(message))
+                if self._note is not None or self._size + size > self._limit:
+                    self._drop(message)
+                    continue
+                self._size += size
+            self._messages.append(message)
+        return []
+
+    def _drop(self, message: Message) -> None:
+        if self._note is None:
+            self._note = event("stream", {"cell_id": message["data"]["cell_id"],
+                                          "name": "stderr", "text": ""})
+            self._messages.append(self._note)
+        self._dropped += 1
+
+    def release(self) -> list[Message]:
+        """What was held, in order, the note saying what was not."""
+        if self._note is not None:
+            self._note["data"]["text"] = (
+                f"[pyrelune: {self._dropped} output messages were dropped while "
+                "the connection waited for kernel.auth]\n")
+        return self._messages

@@ -30,7 +30,7 @@ def connect(url: str, token: str | None = TOKEN, **options: object) -> WebSocket
     assert ready["event"] == "kernel.ready"
     if token is not None:
         assert ready["data"]["auth_required"] is True
-        assert host.call("kernel.auth", {"token": token})["result"] == {"ok": True}
+        assert host.call("kernel.auth", {"token": token})["result"]["ok"] is True
     return host
 
 
@@ -46,7 +46,8 @@ def test_every_request_needs_auth_first(server: Listener) -> None:
     for method, params in [("kernel.info", {}), ("execute.cell", {"source": "1"}),
                            ("kernel.reset", {}), ("execute.interrupt", {})]:
         assert host.call(method, params)["error"]["code"] == -32002
-    assert host.call("kernel.auth", {"token": TOKEN})["result"] == {"ok": True}
+    authed = host.call("kernel.auth", {"token": TOKEN})["result"]
+    assert authed == {"ok": True, "state": "idle", "cell_id": None}
     assert host.call("kernel.info", {})["result"]["language"] == "python"
     host.close()
 
@@ -109,6 +110,8 @@ def test_a_second_client_is_refused_and_reconnect_finds_the_namespace(server: Li
     first = connect(server.url)
     first.run("kept = 41")
     second = WebSocketHost(server.url)
+    ready = second.receive()  # the first message on every connection
+    assert ready["event"] == "kernel.ready" and ready["data"]["cell_id"] is None
     refusal = second.receive()
     assert refusal["error"]["code"] == -32001
     assert "Another client" in refusal["error"]["message"]
@@ -121,6 +124,39 @@ def test_a_second_client_is_refused_and_reconnect_finds_the_namespace(server: Li
     again.close()
 
 
+def test_a_client_without_the_token_sees_nothing_of_the_running_cell(server: Listener) -> None:
+    first = connect(server.url)
+    first.call("execute.cell", {"cell_id": "secret", "source":
+                                "import time\ntime.sleep(0.5)\nprint('API_KEY=hunter2')"})
+    first.close()
+    intruder = WebSocketHost(server.url)
+    assert intruder.receive()["data"] == {"version": 1, "state": "running", "cell_id": None,
+                                          "auth_required": True}
+    assert intruder.call("kernel.auth", {"token": "guess"})["error"]["code"] == -32003
+    assert intruder.call("nope", {})["error"]["code"] == -32002
+    with pytest.raises(TimeoutError):
+        intruder.receive(timeout=1.5)  # the cell printed and ended meanwhile: not for it
+    authed = intruder.call("kernel.auth", {"token": TOKEN})["result"]
+    assert authed == {"ok": True, "state": "idle", "cell_id": None}
+    held = [intruder.receive(), intruder.receive()]  # given the token, it gets what it missed
+    assert [m["event"] for m in held] == ["stream", "execute.done"]
+    assert held[0]["data"]["text"] == "API_KEY=hunter2\n"
+    intruder.close()
+
+
+def test_a_client_that_never_authenticates_is_dropped() -> None:
+    listener = Listener("--auth-timeout", "0.5", env={"PYRELUNE_TOKEN": TOKEN})
+    try:
+        idle = WebSocketHost(listener.url)
+        idle.receive()
+        with pytest.raises(ConnectionClosed) as closed:
+            idle.receive(timeout=TIMEOUT)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+        connect(listener.url).close()  # the slot is free for the real client
+    finally:
+        listener.close()
+
+
 def test_reconnect_while_a_cell_waits_for_input(server: Listener) -> None:
     first = connect(server.url)
     first.call("execute.cell", {"cell_id": "held", "source": "v = input('value? ')\nprint(v)"})
@@ -129,8 +165,9 @@ def test_reconnect_while_a_cell_waits_for_input(server: Listener) -> None:
     second = WebSocketHost(server.url)
     ready = second.receive()
     assert ready["data"]["state"] == "waiting_input"
-    assert ready["data"]["cell_id"] == "held"
-    second.call("kernel.auth", {"token": TOKEN})
+    assert ready["data"]["cell_id"] is None  # not said before the token is
+    authed = second.call("kernel.auth", {"token": TOKEN})["result"]
+    assert authed == {"ok": True, "state": "waiting_input", "cell_id": "held"}
     assert second.wait_event("input_request")["data"]["prompt"] == "value? "
     second.call("execute.input_reply", {"value": "resumed"})
     assert stdout_of(second.until_done()) == "resumed\n"

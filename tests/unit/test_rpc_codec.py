@@ -154,8 +154,68 @@ def test_auth_gate() -> None:
         assert [type(c) for c in outcome.commands] == ([rpc.Disconnect] if last else [])
     kernel.connect()  # a new connection starts over
     ok = kernel.receive(line("kernel.auth", {"token": "tok"}))
-    assert sent(ok, {"1": "kernel.auth"})[0]["result"] == {"ok": True}
+    assert sent(ok, {"1": "kernel.auth"})[0]["result"] == {"ok": True, "state": "idle", "cell_id": None}
     assert "result" in sent(kernel.receive(line("kernel.info")), {"1": "kernel.info"})[0]
+
+
+@pytest.mark.parametrize("raw", [
+    '{"kind": "request", "id": "9", "method": "nope"}',
+    '{"kind": "request", "id": "9", "method": "execute.cell", "params": {}}',
+    '{"kind": "request", "id": "9"}',
+    "[1]",
+])
+def test_before_auth_every_request_but_auth_is_refused_alike(raw: str) -> None:
+    kernel = rpc.RpcKernel(token="tok")
+    kernel.connect()
+    (reply,) = sent(kernel.receive(raw))
+    assert reply["error"]["code"] == rpc.AUTH_REQUIRED
+    assert reply["id"] == ("9" if raw != "[1]" else None)
+    # bad JSON is still bad JSON, and a malformed kernel.auth is still malformed
+    assert sent(kernel.receive("{"))[0]["error"]["code"] == rpc.PARSE_ERROR
+    bad_auth = kernel.receive(line("kernel.auth", {"token": 7}))
+    assert sent(bad_auth)[0]["error"]["code"] == rpc.INVALID_REQUEST
+
+
+def authed_kernel(token: str = "tok", limit: int | None = None) -> rpc.RpcKernel:
+    kernel = rpc.RpcKernel(token=token, limit=limit)
+    kernel.connect()
+    kernel.receive(line("kernel.auth", {"token": token}))
+    return kernel
+
+
+def test_a_connection_sees_no_cell_until_it_authenticates() -> None:
+    kernel = authed_kernel()
+    start(kernel, "secret")
+    (ready,) = sent(rpc.Outcome(kernel.connect()))  # the client changes mid-cell
+    assert ready["data"]["state"] == "running"
+    assert ready["data"]["cell_id"] is None
+    assert sent(kernel.output(Stream("stdout", "API_KEY=1\n"), 10.0)) == []
+    assert sent(kernel.output(Display({"text/plain": "'pw'"}, {}), 10.1)) == []
+    assert sent(kernel.output(Done(), 10.2)) == []
+    assert kernel.tick(11.0) == []
+    assert sent(kernel.receive(line("kernel.auth", {"token": "guess"})))[0]["error"]["code"] == (
+        rpc.AUTH_FAILED)
+    authed = sent(kernel.receive(line("kernel.auth", {"token": "tok"})), {"1": "kernel.auth"})
+    assert [m.get("event") for m in authed] == [None, "stream", "display_data", "execute.done"]
+    assert authed[1]["data"]["text"] == "API_KEY=1\n"
+    assert authed[3]["data"] == {"cell_id": "secret", "status": "ok"}
+
+
+def test_held_output_is_bounded_but_the_cells_end_is_kept() -> None:
+    kernel = authed_kernel(limit=4096)
+    start(kernel, "loud")
+    kernel.connect()
+    for n in range(100):
+        kernel.output(Display({"text/plain": f"{n:0100d}"}, {}), 10.0 + n)
+    kernel.output(Done(), 200.0)
+    authed = sent(kernel.receive(line("kernel.auth", {"token": "tok"})), {"1": "kernel.auth"})
+    kinds = [m.get("event") for m in authed]
+    assert kinds[-2:] == ["stream", "execute.done"]
+    kept = kinds.count("display_data")
+    assert 10 < kept < 100
+    note = authed[-2]["data"]
+    assert note["name"] == "stderr"
+    assert f"{100 - kept} output messages were dropped" in note["text"]
 
 
 def test_pending_prompt_is_repeated_to_a_client_that_reconnects() -> None:
