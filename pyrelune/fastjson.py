@@ -30,7 +30,16 @@ class _ScanContext:
         return {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}[name]
 
 
-_scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
+class _StrictContext(_ScanContext):
+    """JSON as RFC 8259 has it: `NaN` and `Infinity` are Python's extensions, not JSON."""
+
+    @staticmethod
+    def parse_constant(name: str) -> float:
+        raise ValueError(f"{name} is not a JSON value (numbers must be finite)")
+
+
+_scanners = {True: _json.make_scanner(_ScanContext()),  # type: ignore[arg-type]
+             False: _json.make_scanner(_StrictContext())}  # type: ignore[arg-type]
 _WHITESPACE = " \t\n\r"
 
 
@@ -46,11 +55,15 @@ def _encoder(ensure_ascii: bool, allow_nan: bool) -> Any:
 _encoders = {(a, n): _encoder(a, n) for a in (False, True) for n in (False, True)}
 
 
-def loads(text: str) -> Any:
-    """`json.loads(text)`; raises `json.JSONDecodeError` (or RecursionError) like it."""
+def loads(text: str, allow_nan: bool = True) -> Any:
+    """`json.loads(text)`; raises `json.JSONDecodeError` (or RecursionError) like it.
+
+    Without `allow_nan`, `NaN`, `Infinity` and `-Infinity` raise ValueError:
+    what a host sends is held to the JSON standard.
+    """
     start = len(text) - len(text.lstrip(_WHITESPACE))
     try:
-        value, end = _scan(text, start)
+        value, end = _scanners[allow_nan](text, start)
     except (StopIteration, SystemError):
         # SystemError: before 3.12 the scanner words some errors with
         # json.decoder.JSONDecodeError only if `json.decoder` is already

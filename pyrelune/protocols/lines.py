@@ -57,7 +57,7 @@ def parse_request(line: bytes) -> Request:
             "", f"Invalid JSON: not UTF-8 (byte 0x{line[exc.start]:02x} at offset {exc.start})"
         ) from None
     try:
-        message = fastjson.loads(text)
+        message = fastjson.loads(text, allow_nan=False)
     except ValueError as exc:  # json.JSONDecodeError
         raise Rejected("", f"Invalid JSON: {exc}") from None
     except RecursionError:

@@ -85,7 +85,7 @@ def parse(raw: bytes | str) -> Request:
     """One request line, checked against the schemas; raises `ProtocolError` saying why not."""
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        message = fastjson.loads(text)
+        message = fastjson.loads(text, allow_nan=False)
     except UnicodeDecodeError as exc:
         raise ProtocolError(PARSE_ERROR, f"Parse error: not UTF-8 ({exc.reason})") from None
     except ValueError as exc:  # json.JSONDecodeError

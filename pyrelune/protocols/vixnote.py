@@ -69,7 +69,7 @@ def parse_request(raw: bytes) -> Request:
             f"Request is not valid UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}",
         ) from None
     try:
-        message = fastjson.loads(text)
+        message = fastjson.loads(text, allow_nan=False)
     except ValueError as exc:  # json.JSONDecodeError
         raise Rejected(
             "invalid_json",

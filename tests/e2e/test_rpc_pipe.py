@@ -37,7 +37,8 @@ def test_kernel_info(kernel: PipeHost) -> None:
 
 
 def test_auth_is_not_needed_over_a_pipe(kernel: PipeHost) -> None:
-    assert kernel.call("kernel.auth", {"token": "anything"})["result"] == {"ok": True, "state": "idle", "cell_id": None}
+    authed = kernel.call("kernel.auth", {"token": "anything"})["result"]
+    assert authed == {"ok": True, "state": "idle", "cell_id": None}
 
 
 def test_output_display_and_done_keep_the_cells_order(kernel: PipeHost) -> None:

@@ -60,3 +60,12 @@ def test_malformed(text: str) -> None:
     with pytest.raises(json.JSONDecodeError) as expected:
         json.loads(text)
     assert str(caught.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("name", ["NaN", "Infinity", "-Infinity"])
+def test_strict_loads_refuses_what_only_python_calls_json(name: str) -> None:
+    text = f'{{"a": [1, {name}]}}'
+    assert fastjson.loads(text)["a"][1] != 0  # Python's json takes it
+    with pytest.raises(ValueError, match=f"^{name} is not a JSON value"):
+        fastjson.loads(text, allow_nan=False)
+    assert fastjson.loads('{"a": "NaN"}', allow_nan=False) == {"a": "NaN"}

@@ -49,6 +49,8 @@ def test_parse_request(line: bytes, kind: str, code: str, request_id: str) -> No
     (b"{", "", "Invalid JSON: "),
     (b"[" * 100_000, "", "Invalid JSON: "),
     (b"\xc3\x28", "", "Invalid JSON: not UTF-8 (byte 0xc3 at offset 0)"),
+    (b'{"id": "x", "type": "execute", "n": NaN}', "",
+     "Invalid JSON: NaN is not a JSON value (numbers must be finite)"),
     (b"null", "", "Invalid request: expected a JSON object, got null"),
     (b"42", "", "Invalid request: expected a JSON object, got a number"),
     (b'"s"', "", "Invalid request: expected a JSON object, got a string"),

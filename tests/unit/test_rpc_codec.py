@@ -46,6 +46,8 @@ def start(kernel: rpc.RpcKernel, cell_id: str = "c") -> rpc.Execute:
         (b"\xff\xfe", rpc.PARSE_ERROR, None),
         (b"[" * 100000, rpc.PARSE_ERROR, None),
         (b"42", rpc.INVALID_REQUEST, None),
+        (b'{"kind": "request", "id": "7", "method": "kernel.info", "params": {"n": -Infinity}}',
+         rpc.PARSE_ERROR, None),
         (b'{"kind": "response", "id": "7", "method": "kernel.info"}', rpc.INVALID_REQUEST, "7"),
         (b'{"kind": "request", "id": true, "method": "kernel.info"}', rpc.INVALID_REQUEST, None),
         (b'{"kind": "request", "id": "7", "method": "kernel.nope"}', rpc.METHOD_NOT_FOUND, "7"),
@@ -154,7 +156,8 @@ def test_auth_gate() -> None:
         assert [type(c) for c in outcome.commands] == ([rpc.Disconnect] if last else [])
     kernel.connect()  # a new connection starts over
     ok = kernel.receive(line("kernel.auth", {"token": "tok"}))
-    assert sent(ok, {"1": "kernel.auth"})[0]["result"] == {"ok": True, "state": "idle", "cell_id": None}
+    assert sent(ok, {"1": "kernel.auth"})[0]["result"] == {"ok": True, "state": "idle",
+                                                           "cell_id": None}
     assert "result" in sent(kernel.receive(line("kernel.info")), {"1": "kernel.info"})[0]
 
 

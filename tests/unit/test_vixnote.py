@@ -43,6 +43,8 @@ def test_parse_request_reads_the_fields_it_acts_on() -> None:
          "Request is not valid JSON: Expecting property name enclosed in double quotes: "
          "line 1 column 2 (char 1)"),
         (b"[" * 100_000, "invalid_json", "Request is not usable JSON: nested too deeply"),
+        (b'{"source": "x", "timeout": Infinity}', "invalid_json",
+         "Request is not valid JSON: Infinity is not a JSON value (numbers must be finite)"),
         (b"1.5", "invalid_request", "Request must be a JSON object, got a number"),
         (b'{"source": "x", "protocol": "v2"}', "unsupported_protocol",
          "Unsupported protocol 'v2': this runtime speaks vix-note-extension-1"),
