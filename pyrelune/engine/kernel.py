@@ -13,7 +13,7 @@ from pyrelune import fastjson
 from pyrelune.engine.events import CellError, Done
 from pyrelune.engine.kernelworker import buffers_stdout, serve
 from pyrelune.engine.process import WorkerProcess
-from pyrelune.engine.session import Session
+from pyrelune.engine.session import PATIENCE, Session
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class Kernel:
 
     def _spawn(self) -> Session:
         interactive = self._interactive
-        worker = WorkerProcess(lambda fds: serve(fds, interactive))
+        worker = WorkerProcess(lambda fds: serve(fds, interactive), hears=True)
         worker.widen_capture(CAPTURE_PIPE_SIZE)
         return Session(worker)
 
@@ -94,7 +94,7 @@ class Kernel:
                               error.traceback, error.line, error.column))
 
     def interrupt(self) -> None:
-        self.session.interrupt()
+        self.session.interrupt(patience=PATIENCE)
 
     def restart(self) -> None:
         """Kill the worker with everything it started and begin a fresh one."""

@@ -28,6 +28,7 @@ from pyrelune.engine.worker import (
     binary,
     flush_stdout,
     fresh_namespace,
+    interrupt_guard,
     run,
     text_stream,
 )
@@ -178,6 +179,7 @@ def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
         std = become_worker(fds.stdout, fds.stderr, "this kernel")
         _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control)
+        interrupt_guard.heard = fds.heard
         if interactive:
             from pyrelune.engine import show
 

@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 
 #: Between the interrupt and the kill: a cell may clean up, but not for long.
 GRACE = 0.4
+#: A kernel's cell that did raise its KeyboardInterrupt (its `finally` and
+#: `except` blocks are running) may take this long from the interrupt: well
+#: within the 2 s after which the lines host kills the whole kernel.
+PATIENCE = 1.2
 #: After the cell is over, how long stragglers may still deliver output.
 LINGER = 0.05
 _CONTINUE = b'{"op": "continue"}\n'
@@ -41,6 +45,7 @@ class Session:
         self.worker = worker
         self.finished = False  # the current cell's Done has been read
         self._kill_at: float | None = None  # when an unanswered interrupt turns into SIGKILL
+        self._patient_until: float | None = None  # the same, once the cell raised it
         self._timeout: float | None = None  # set once the cell's deadline has passed
         self._pending = b""
         self._events_open = True
@@ -140,14 +145,22 @@ class Session:
     def begin(self) -> None:
         """Forget the previous cell's end and interrupts: a new cell starts."""
         self.finished = False
-        self._kill_at = None
+        self._kill_at = self._patient_until = None
         self._timeout = None
+        self.worker.forget_interrupt()
 
-    def interrupt(self, grace: float = GRACE) -> None:
-        """SIGINT to the cell and its children; SIGKILL to them all if it lasts `grace` more."""
+    def interrupt(self, grace: float = GRACE, patience: float | None = None) -> None:
+        """SIGINT to the cell and its children; SIGKILL to them all if it lasts `grace` more.
+
+        With `patience` (a kernel's worker, which says when it raised the
+        KeyboardInterrupt), a cell that did raise it has that long instead.
+        """
         self.worker.signal_group(_signal.SIGINT)
         if self._kill_at is None:
-            self._kill_at = time.monotonic() + grace
+            now = time.monotonic()
+            self._kill_at = now + grace
+            if patience is not None:
+                self._patient_until = now + max(grace, patience)
         try:
             os.write(self._wake_w, b"!")
         except BlockingIOError:
@@ -178,7 +191,8 @@ class Session:
             if self.kill_at is not None and now >= self.kill_at:
                 yield from self.escalate()
                 return
-            wake = self._kill_at if self._kill_at is not None else deadline
+            kill_at = self.kill_at
+            wake = kill_at if kill_at is not None else deadline
             if now < resume:
                 wake = resume if wake is None else min(wake, resume)
             wait = None if wake is None else max(0.0, wake - now)
@@ -227,8 +241,12 @@ class Session:
     def kill_at(self) -> float | None:
         """When (`time.monotonic`) an unanswered interrupt calls for `escalate()`, if one is due.
 
-        `run()` checks it in its loop; an event-loop driver arms a timer for it.
+        `run()` checks it in its loop; an event-loop driver arms a timer for it
+        and checks again when it fires: it moves later once the cell raises
+        its KeyboardInterrupt.
         """
+        if self._patient_until is not None and self.worker.heard_interrupt():
+            return self._patient_until
         return self._kill_at
 
     def escalate(self) -> Iterator[Event]:

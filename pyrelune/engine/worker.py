@@ -176,12 +176,20 @@ _fflush: Callable[[Any], int] | None = None
 
 
 class _Interruptible:
-    """SIGINT raises KeyboardInterrupt only while a cell runs."""
+    """SIGINT raises KeyboardInterrupt only while a cell runs.
+
+    In a kernel it also sets the byte shared with the session (`heard`): a
+    cell that got its KeyboardInterrupt is given longer to clean up than one
+    that never did (see `Session.interrupt`).
+    """
 
     running = False
+    heard: Any = None
 
     def __call__(self, signum: int, frame: Any) -> None:
         if self.running:
+            if self.heard is not None:
+                self.heard[0] = 1
             raise KeyboardInterrupt("Execution interrupted")
 
 

@@ -274,9 +274,12 @@ class KernelServer:
 
     def _escalate(self, session: Any) -> None:
         """An interrupt's grace period is over: kill the cell if it is still running."""
-        if (session is self.kernel.session and not session.finished
-                and session.kill_at is not None and time.monotonic() >= session.kill_at):
-            self._deliver(session.escalate())
+        if session is not self.kernel.session or session.finished or session.kill_at is None:
+            return
+        if time.monotonic() < session.kill_at:  # it raised KeyboardInterrupt: more time
+            self.loop.call_at(session.kill_at, self._escalate, session)
+            return
+        self._deliver(session.escalate())
 
     def _deliver(self, events: Any) -> int:
         """Pass the events on; how many characters of stream text there were."""

@@ -237,6 +237,31 @@ def test_cell_that_does_not_stop_is_killed_and_kernel_continues(
     assert kernel.execute("print('fresh')")["stdout"] == "fresh\n"
 
 
+def test_a_cell_that_raised_its_interrupt_may_clean_up(kernel: Host, tmp_path: Path) -> None:
+    kernel.execute("kept = 1")
+    marker = tmp_path / "started"
+    code = (f"import time\nopen({str(marker)!r}, 'w').close()\n"
+            "try:\n    time.sleep(100)\nfinally:\n    time.sleep(0.7)\n    print('cleaned up')")
+    response = kernel.interrupt_when(marker, kernel.send("execute", code))
+    assert response["stdout"] == "cleaned up\n"
+    assert response["error"].startswith(INTERRUPTED)
+    assert "killed" not in response["error"]
+    assert kernel.execute("kept")["stdout"] == "1\n"
+
+
+def test_a_cell_that_catches_its_interrupt_is_killed_before_the_host_would(
+    kernel: Host, tmp_path: Path
+) -> None:
+    marker = tmp_path / "started"
+    code = (f"import time\nopen({str(marker)!r}, 'w').close()\n"
+            "while True:\n    try:\n        time.sleep(100)\n    except KeyboardInterrupt:\n"
+            "        pass")
+    # answered before the host's SIGKILL of the whole kernel, or interrupt_when fails
+    response = kernel.interrupt_when(marker, kernel.send("execute", code))
+    assert "the cell did not stop, so its worker was killed" in response["error"]
+    assert kernel.execute("print('fresh')")["stdout"] == "fresh\n"
+
+
 # Crashes -----------------------------------------------------------------------------
 
 

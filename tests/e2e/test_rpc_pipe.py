@@ -174,6 +174,19 @@ def test_a_cell_that_ignores_interrupts_is_killed(kernel: PipeHost) -> None:
     assert stdout_of(kernel.run("print('fresh')")) == "fresh\n"
 
 
+def test_a_cell_that_raised_its_interrupt_may_clean_up(kernel: PipeHost) -> None:
+    kernel.run("kept = 'yes'")
+    kernel.call("execute.cell", {"cell_id": "tidy", "source": (
+        "import time\nprint('go', flush=True)\n"
+        "try:\n    time.sleep(100)\nfinally:\n    time.sleep(0.7)\n    print('cleaned up')")})
+    kernel.wait_event("stream")
+    kernel.call("execute.interrupt", {})
+    events = kernel.until_done()
+    assert stdout_of(events) == "cleaned up\n"
+    assert events[-1]["data"]["ename"] == "KeyboardInterrupt"
+    assert stdout_of(kernel.run("print(kept)")) == "yes\n"
+
+
 def test_interrupt_while_idle_is_harmless(kernel: PipeHost) -> None:
     kernel.run("kept = 1")
     assert kernel.call("execute.interrupt", {})["result"] == {"ok": True, "interrupted": False}
