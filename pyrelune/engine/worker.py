@@ -19,7 +19,7 @@ import os
 import sys
 
 from pyrelune import fastjson
-from pyrelune.engine.cell import run_cell
+from pyrelune.engine.cell import exception_error, run_cell
 from pyrelune.engine.display import connect, show_result
 from pyrelune.engine.events import Display, Done, InputRequest, to_wire
 
@@ -320,11 +320,14 @@ def run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
     connect(channel.publish)
     interrupt_guard.running = True
     try:
-        error = run_cell(cell.source, cell.filename, namespace, show_result, _show_figures)
-    finally:
-        interrupt_guard.running = False
-        if os.getpid() != _worker_pid:
-            os._exit(0)  # a forked child that returned into the runtime: end it quietly
+        try:
+            error = run_cell(cell.source, cell.filename, namespace, show_result, _show_figures)
+        finally:
+            interrupt_guard.running = False
+    except KeyboardInterrupt as exc:  # a second interrupt, while the first was being reported
+        error = exception_error(exc, cell.filename)
+    if os.getpid() != _worker_pid:
+        os._exit(0)  # a forked child that returned into the runtime: end it quietly
     channel.send(Done(error))
 
 

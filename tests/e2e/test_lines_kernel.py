@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -203,6 +204,21 @@ def test_interrupt_keeps_the_namespace(kernel: Host, tmp_path: Path, loop: str) 
     assert response["error"] == INTERRUPTED
     assert response["stdout"] == "busy\n"
     assert kernel.execute("survivor")["stdout"] == "7\n"
+
+
+def test_a_double_interrupt_still_keeps_the_namespace(kernel: Host, tmp_path: Path) -> None:
+    """A double click on the host's stop button: the second SIGINT lands while the first
+    KeyboardInterrupt is being reported, which used to end the worker."""
+    kernel.execute("survivor = 7")
+    for attempt in range(10):
+        marker = tmp_path / f"started{attempt}"
+        request_id = kernel.send("execute", f"open({str(marker)!r}, 'w').close()\nwhile True: pass")
+        wait_for(marker.exists, "the cell to start")
+        kernel.proc.send_signal(signal.SIGINT)
+        time.sleep(0.0005)
+        response = kernel.interrupt_when(marker, request_id)  # the second SIGINT
+        assert response["error"].startswith(INTERRUPTED), response["error"]
+        assert kernel.execute("survivor")["stdout"] == "7\n"
 
 
 def test_interrupt_reaches_os_system_children(kernel: Host, tmp_path: Path) -> None:
