@@ -44,6 +44,7 @@ class Session:
     def __init__(self, worker: WorkerProcess) -> None:
         self.worker = worker
         self.finished = False  # the current cell's Done has been read
+        self._closed = False
         self._kill_at: float | None = None  # when an unanswered interrupt turns into SIGKILL
         self._patient_until: float | None = None  # the same, once the cell raised it
         self._timeout: float | None = None  # set once the cell's deadline has passed
@@ -155,6 +156,8 @@ class Session:
         With `patience` (a kernel's worker, which says when it raised the
         KeyboardInterrupt), a cell that did raise it has that long instead.
         """
+        if self._closed:
+            return  # a signal handler's call while the kernel replaces this worker
         self.worker.signal_group(_signal.SIGINT)
         if self._kill_at is None:
             now = time.monotonic()
@@ -264,7 +267,13 @@ class Session:
             ))
 
     def close(self) -> None:
-        """End the worker with everything it started; release the descriptors."""
+        """End the worker with everything it started; release the descriptors.
+
+        Marked closed first: an `interrupt()` from a signal handler, which may
+        run between any two lines here, must not signal a reaped process
+        group or write to a descriptor number that a new pipe may reuse.
+        """
+        self._closed = True
         self.worker.close()
         for fd in (self._wake_r, self._wake_w):
             os.close(fd)

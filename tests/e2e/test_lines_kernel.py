@@ -278,6 +278,22 @@ def test_a_cell_that_catches_its_interrupt_is_killed_before_the_host_would(
     assert kernel.execute("print('fresh')")["stdout"] == "fresh\n"
 
 
+def test_a_flood_of_interrupts_while_the_worker_is_replaced(kernel: Host, tmp_path: Path) -> None:
+    """SIGINTs keep coming while the kernel kills a stubborn cell and starts a fresh worker."""
+    marker = tmp_path / "started"
+    code = (f"import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            f"open({str(marker)!r}, 'w').close()\nwhile True: pass")
+    request_id = kernel.send("execute", code)
+    wait_for(marker.exists, "the cell to start")
+    end = time.monotonic() + 1.0  # past the kill at 0.4 s and the new worker's start
+    while time.monotonic() < end:
+        kernel.proc.send_signal(signal.SIGINT)
+        time.sleep(0.001)
+    response = kernel.read(request_id)
+    assert "the cell did not stop, so its worker was killed" in response["error"]
+    assert kernel.execute("print('alive')")["stdout"] == "alive\n"
+
+
 # Crashes -----------------------------------------------------------------------------
 
 
