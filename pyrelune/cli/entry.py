@@ -19,6 +19,11 @@ def main() -> None:
 
         sys.exit(oneshot.main())
     if tuple(sys.argv[1:]) in _LINES:
+        import _signal
+
+        # Its host sends SIGINT to interrupt a cell, and a click may come
+        # before the kernel has started: ignored until there is a cell.
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
         from pyrelune.modes import lines
 
         sys.exit(lines.main())

@@ -206,6 +206,26 @@ def test_interrupt_keeps_the_namespace(kernel: Host, tmp_path: Path, loop: str) 
     assert kernel.execute("survivor")["stdout"] == "7\n"
 
 
+def test_an_interrupt_while_the_kernel_starts_is_ignored() -> None:
+    """The SIGINT lands while the kernel imports its modules (made certain by an import hook)."""
+    starter = (
+        "import os, signal, sys\n"
+        "class Interrupter:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'pyrelune.modes.lines':\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
+        "sys.meta_path.insert(0, Interrupter())\n"
+        "sys.argv = ['pyrelune', '--mode', 'lines']\n"
+        "from pyrelune.cli.entry import main\n"
+        "main()\n"
+    )
+    host = Host([sys.executable, "-c", starter])
+    try:
+        host.ping()
+    finally:
+        host.close()
+
+
 def test_a_double_interrupt_still_keeps_the_namespace(kernel: Host, tmp_path: Path) -> None:
     """A double click on the host's stop button: the second SIGINT lands while the first
     KeyboardInterrupt is being reported, which used to end the worker."""
