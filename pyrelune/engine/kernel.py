@@ -11,6 +11,7 @@ import os
 
 from pyrelune import fastjson
 from pyrelune.engine.events import CellError, Done
+from pyrelune.engine.interrupts import Interrupts
 from pyrelune.engine.kernelworker import buffers_stdout, serve
 from pyrelune.engine.process import WorkerProcess
 from pyrelune.engine.session import PATIENCE, Session
@@ -38,14 +39,15 @@ class Kernel:
 
     def _spawn(self) -> Session:
         interactive = self._interactive
-        worker = WorkerProcess(lambda fds: serve(fds, interactive), hears=True)
+        worker = WorkerProcess(lambda fds: serve(fds, interactive), Interrupts())
         worker.widen_capture(CAPTURE_PIPE_SIZE)
         return Session(worker)
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
         """Start a cell; read its events with `events()` or `session.read()`."""
         self.session.begin()
-        command: dict[str, Any] = {"op": "execute", "source": source, "filename": filename}
+        command: dict[str, Any] = {"op": "execute", "source": source, "filename": filename,
+                                   "cell": self.session.cell}
         if inputs:
             command["inputs"] = inputs
         self._command(command)

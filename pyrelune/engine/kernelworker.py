@@ -179,7 +179,7 @@ def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
         std = become_worker(fds.stdout, fds.stderr, "this kernel")
         _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control)
-        interrupt_guard.heard = fds.heard
+        interrupt_guard.interrupts = fds.interrupts
         if interactive:
             from pyrelune.engine import show
 
@@ -199,7 +199,8 @@ def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
             elif command["op"] == "execute":
                 std.restore()
                 namespace.update(command.get("inputs") or {})
-                run(Cell(command["source"], command["filename"]), namespace, channel)
+                run(Cell(command["source"], command["filename"], command["cell"]), namespace,
+                    channel)
             # Anything else answered an input() that an interrupt ended first: nothing waits for it.
     finally:
         os._exit(0)

@@ -15,37 +15,37 @@ from pyrelune.engine.capture import CapturedStream
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from mmap import mmap
     from typing import NoReturn
+
+    from pyrelune.engine.interrupts import Interrupts
 
 
 class WorkerFds:
     """The worker's ends of its pipes.
 
     `lifeline` is the read end of a pipe only the session writes to: it hits
-    EOF exactly when the session is gone, however it died. `heard` (kernels
-    only) is a byte of memory shared with the session, set when the cell
-    raises the KeyboardInterrupt of an interrupt.
+    EOF exactly when the session is gone, however it died. `interrupts`
+    (kernels only) is shared with the session (see `interrupts`).
     """
 
-    __slots__ = ("control", "events", "heard", "lifeline", "stderr", "stdout")
+    __slots__ = ("control", "events", "interrupts", "lifeline", "stderr", "stdout")
 
     def __init__(self, stdout: int, stderr: int, events: int, control: int, lifeline: int,
-                 heard: mmap | None = None) -> None:
+                 interrupts: Interrupts | None = None) -> None:
         self.stdout = stdout
         self.stderr = stderr
         self.events = events
         self.control = control
         self.lifeline = lifeline
-        self.heard = heard
+        self.interrupts = interrupts
 
 
 class WorkerProcess:
     """A forked worker: its pid and the session's ends of its pipes."""
 
-    def __init__(self, target: Callable[[WorkerFds], NoReturn], hears: bool = False) -> None:
-        """Fork a worker that runs `target`; `hears`: it reports raised interrupts (`heard`)."""
-        heard = _shared_byte() if hears else None
+    def __init__(self, target: Callable[[WorkerFds], NoReturn],
+                 interrupts: Interrupts | None = None) -> None:
+        """Fork a worker that runs `target`, sharing `interrupts` with it (kernels)."""
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         ev_r, ev_w = os.pipe()
@@ -53,7 +53,7 @@ class WorkerProcess:
         life_r, life_w = os.pipe()
         pid = os.fork()
         if pid == 0:
-            fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r, heard)
+            fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r, interrupts)
             _close_all_but(fds)
             target(fds)
         for fd in (out_w, err_w, ev_w, ctl_r, life_r):
@@ -70,15 +70,7 @@ class WorkerProcess:
         self.lifeline_fd = life_w  # never written: closing it (or dying) ends the worker
         self.exit_fd = _exit_notifier(pid)
         self.status: int | None = None
-        self.heard = heard
-
-    def heard_interrupt(self) -> bool:
-        """Whether the cell raised KeyboardInterrupt since the last `forget_interrupt()`."""
-        return self.heard is not None and self.heard[0] == 1
-
-    def forget_interrupt(self) -> None:
-        if self.heard is not None:
-            self.heard[0] = 0
+        self.interrupts = interrupts
 
     def widen_capture(self, size: int) -> None:
         """Let each capture pipe hold `size` bytes (Linux; else nothing changes).
@@ -122,12 +114,8 @@ class WorkerProcess:
         self.event_fd = self.control_fd = self.lifeline_fd = self.exit_fd = -1
         self.stdout.close()
         self.stderr.close()
-
-
-def _shared_byte() -> mmap:
-    import mmap
-
-    return mmap.mmap(-1, 1)  # anonymous and shared: what the forked worker sets, the session sees
+        if self.interrupts is not None:
+            self.interrupts.close()
 
 
 def _close_all_but(fds: WorkerFds) -> None:

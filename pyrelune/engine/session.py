@@ -44,6 +44,7 @@ class Session:
     def __init__(self, worker: WorkerProcess) -> None:
         self.worker = worker
         self.finished = False  # the current cell's Done has been read
+        self.cell = 0  # the number of the current cell (or reset), counted from 1
         self._closed = False
         self._kill_at: float | None = None  # when an unanswered interrupt turns into SIGKILL
         self._patient_until: float | None = None  # the same, once the cell raised it
@@ -146,18 +147,23 @@ class Session:
     def begin(self) -> None:
         """Forget the previous cell's end and interrupts: a new cell starts."""
         self.finished = False
+        self.cell += 1
         self._kill_at = self._patient_until = None
         self._timeout = None
-        self.worker.forget_interrupt()
+        if self.worker.interrupts is not None:
+            self.worker.interrupts.forget()
 
     def interrupt(self, grace: float = GRACE, patience: float | None = None) -> None:
         """SIGINT to the cell and its children; SIGKILL to them all if it lasts `grace` more.
 
         With `patience` (a kernel's worker, which says when it raised the
         KeyboardInterrupt), a cell that did raise it has that long instead.
+        A kernel's worker is told which cell the SIGINT is for (see `interrupts`).
         """
         if self._closed:
             return  # a signal handler's call while the kernel replaces this worker
+        if self.worker.interrupts is not None:
+            self.worker.interrupts.aim(self.cell)
         self.worker.signal_group(_signal.SIGINT)
         if self._kill_at is None:
             now = time.monotonic()
@@ -248,7 +254,8 @@ class Session:
         and checks again when it fires: it moves later once the cell raises
         its KeyboardInterrupt.
         """
-        if self._patient_until is not None and self.worker.heard_interrupt():
+        interrupts = self.worker.interrupts
+        if self._patient_until is not None and interrupts is not None and interrupts.heard():
             return self._patient_until
         return self._kill_at
 

@@ -28,17 +28,19 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
 
+    from pyrelune.engine.interrupts import Interrupts
     from pyrelune.engine.process import WorkerFds
 
 
 class Cell:
-    """What the worker needs to run one cell."""
+    """What the worker needs to run one cell; a kernel's are numbered (see `interrupts`)."""
 
-    __slots__ = ("filename", "source")
+    __slots__ = ("filename", "number", "source")
 
-    def __init__(self, source: str, filename: str) -> None:
+    def __init__(self, source: str, filename: str, number: int = 0) -> None:
         self.source = source
         self.filename = filename
+        self.number = number
 
 
 _SYNC = b'{"t": "sync"}\n'
@@ -178,19 +180,32 @@ _fflush: Callable[[Any], int] | None = None
 class _Interruptible:
     """SIGINT raises KeyboardInterrupt only while a cell runs.
 
-    In a kernel it also sets the byte shared with the session (`heard`): a
-    cell that got its KeyboardInterrupt is given longer to clean up than one
-    that never did (see `Session.interrupt`).
+    In a kernel, only in the cell the session meant, even when its signal
+    comes before that cell starts or after it ended (see `interrupts`).
     """
 
     running = False
-    heard: Any = None
+    cell = 0  # the number of a kernel's cell, given with its command
+    interrupts: Interrupts | None = None
 
     def __call__(self, signum: int, frame: Any) -> None:
+        interrupts = self.interrupts
+        if interrupts is not None and not interrupts.meant_for(self.cell):
+            return
         if self.running:
-            if self.heard is not None:
-                self.heard[0] = 1
-            raise KeyboardInterrupt("Execution interrupted")
+            self._raise()
+
+    def start(self, cell: int) -> None:
+        """A cell begins: interruptible from now on, and at once if it was interrupted already."""
+        self.cell = cell
+        self.running = True
+        if self.interrupts is not None and self.interrupts.aimed_at(cell):
+            self._raise()
+
+    def _raise(self) -> NoReturn:
+        if self.interrupts is not None:
+            self.interrupts.hear()  # the cell may clean up for longer (see Session.interrupt)
+        raise KeyboardInterrupt("Execution interrupted")
 
 
 interrupt_guard = _Interruptible()
@@ -318,9 +333,9 @@ def _show_figures() -> None:
 def run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
     """Run one cell and report its end, unless this is a child the cell forked."""
     connect(channel.publish)
-    interrupt_guard.running = True
     try:
         try:
+            interrupt_guard.start(cell.number)
             error = run_cell(cell.source, cell.filename, namespace, show_result, _show_figures)
         finally:
             interrupt_guard.running = False

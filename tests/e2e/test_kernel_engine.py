@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -35,3 +36,36 @@ def test_a_reply_that_comes_after_the_interrupt_is_ignored(kernel: Kernel) -> No
     assert result[0].data["text/plain"] == "42"  # the same worker, its namespace kept
     assert all(LOST not in (e.error.evalue if e.error else "") for e in events_3
                if isinstance(e, Done))
+
+
+@pytest.mark.parametrize("interactive", [False, True])
+def test_an_interrupt_right_after_the_cell_is_sent_stops_that_cell(interactive: bool) -> None:
+    """The worker may get the SIGINT before it has read the cell: it is kept for the cell."""
+    kernel = Kernel(interactive=interactive)
+    try:
+        kernel.execute("kept = 1", "<cell 1>")
+        assert list(kernel.events())[-1].ok
+        for n in range(2, 22):
+            kernel.execute("while True: pass", f"<cell {n}>")
+            kernel.interrupt()
+            done = list(kernel.events())[-1]
+            assert isinstance(done, Done) and done.error is not None
+            assert done.error.evalue == "Execution interrupted", done.error.evalue  # not killed
+        kernel.execute("kept", "<cell 22>")
+        assert list(kernel.events())[-1].ok
+    finally:
+        kernel.close()
+
+
+def test_a_late_second_interrupt_spares_the_next_cell(kernel: Kernel) -> None:
+    """A second SIGINT for a cell that has ended reaches the worker as the next one starts."""
+    for n in range(1, 21, 2):
+        kernel.execute("while True: pass", f"<cell {n}>")
+        kernel.interrupt()
+        assert list(kernel.events())[-1].error is not None
+        worker = kernel.session.worker
+        worker.interrupts.aim(kernel.session.cell)  # the second click, aimed at that cell
+        kernel.execute("import time\ntime.sleep(0.05)\nprint('spared')", f"<cell {n + 1}>")
+        worker.signal_group(signal.SIGINT)  # delivered late, while the next cell runs
+        events = list(kernel.events())
+        assert events[-1].ok, events[-1]

@@ -226,6 +226,17 @@ def test_an_interrupt_while_the_kernel_starts_is_ignored() -> None:
         host.close()
 
 
+def test_a_cells_own_sigint_still_raises_after_an_interrupt(kernel: Host, tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    request_id = kernel.send("execute", f"open({str(marker)!r}, 'w').close()\nwhile True: pass")
+    assert kernel.interrupt_when(marker, request_id)["error"].startswith(INTERRUPTED)
+    code = ("import signal, _thread\nfor how in (lambda: signal.raise_signal(signal.SIGINT),\n"
+            "            _thread.interrupt_main):\n"
+            "    try:\n        how()\n        for _ in range(10**6): pass\n"
+            "    except KeyboardInterrupt:\n        print('caught')")
+    assert kernel.execute(code)["stdout"] == "caught\ncaught\n"
+
+
 def test_a_double_interrupt_still_keeps_the_namespace(kernel: Host, tmp_path: Path) -> None:
     """A double click on the host's stop button: the second SIGINT lands while the first
     KeyboardInterrupt is being reported, which used to end the worker."""
@@ -238,7 +249,8 @@ def test_a_double_interrupt_still_keeps_the_namespace(kernel: Host, tmp_path: Pa
         time.sleep(0.0005)
         response = kernel.interrupt_when(marker, request_id)  # the second SIGINT
         assert response["error"].startswith(INTERRUPTED), response["error"]
-        assert kernel.execute("survivor")["stdout"] == "7\n"
+        after = kernel.execute("survivor")
+        assert after["stdout"] == "7\n", after["error"]
 
 
 def test_interrupt_reaches_os_system_children(kernel: Host, tmp_path: Path) -> None:
