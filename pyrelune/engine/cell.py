@@ -157,6 +157,7 @@ def exception_error(exc: BaseException, filename: str) -> CellError:
 
     sources.register_all()
     tb = _trim(exc.__traceback__)
+    _trim_chain(exc)
     line = _last_cell_line(tb, filename)
     details = "".join(traceback.format_exception(type(exc), exc, tb))
     if isinstance(exc, KeyboardInterrupt):
@@ -193,6 +194,19 @@ def _trim(tb: TracebackType | None) -> TracebackType | None:
         node = node.tb_next
     kept[-1].tb_next = None
     return first
+
+
+def _trim_chain(exc: BaseException) -> None:
+    """Trim the exceptions `exc` was raised from or while handling, as they are shown too."""
+    seen = {id(exc)}
+    linked = [exc.__cause__, exc.__context__]
+    while linked:
+        other = linked.pop()
+        if other is None or id(other) in seen:
+            continue
+        seen.add(id(other))
+        other.__traceback__ = _trim(other.__traceback__)
+        linked += [other.__cause__, other.__context__]
 
 
 def _last_cell_line(tb: TracebackType | None, filename: str) -> int | None:

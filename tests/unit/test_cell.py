@@ -72,6 +72,16 @@ def test_the_runtimes_own_frames_after_the_cell_are_dropped() -> None:
     assert error.traceback.count("File ") == 1
 
 
+def test_the_runtimes_frames_are_dropped_from_chained_exceptions_too() -> None:
+    namespace = fresh_namespace()
+    namespace["ask"] = _NoInput("a oneshot cell")
+    for raised in ("raise ValueError('no input')", "raise ValueError('no input') from e"):
+        error, _ = run(f"try:\n    ask('?')\nexcept EOFError as e:\n    {raised}", namespace)
+        assert error is not None and error.ename == "ValueError"
+        assert "EOFError" in error.traceback
+        assert "pyrelune" not in error.traceback, error.traceback
+
+
 def test_library_frames_are_kept() -> None:
     error, _ = run("import json\njson.loads('[')")
     assert error is not None and error.line == 2
