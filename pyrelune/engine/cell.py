@@ -110,7 +110,9 @@ def _one_simple_line(source: str) -> bool:
 
 def _followed_by_semicolon(source: str, node: Any) -> bool:
     """True for `x;` as the last statement: IPython's way to hide a result."""
-    line = source.splitlines()[node.end_lineno - 1]
+    # Python's lines, not str.splitlines(): U+2028 or a form feed ends none.
+    lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    line = lines[node.end_lineno - 1]
     rest = line.encode()[node.end_col_offset :].decode(errors="replace")
     return bool(rest.lstrip().startswith(";"))
 

@@ -28,6 +28,11 @@ def test_none_and_semicolon_show_nothing() -> None:
     assert run("x = 1; x") == (None, [1])
     assert run("';'") == (None, [";"])
     assert run("(1,\n 2)") == (None, [(1, 2)])
+    # characters str.splitlines() breaks at, which Python's lines do not
+    assert run('t = "a\u2028x;"\nt') == (None, ["a\u2028x;"])
+    assert run('t = "a\x0cx;"\nt') == (None, ["a\x0cx;"])
+    assert run("x = 5\r\nx;") == (None, [])
+    assert run("x = 5\rx") == (None, [5])
 
 
 def test_statements_only() -> None:
