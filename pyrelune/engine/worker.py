@@ -225,8 +225,9 @@ class _NoInput:
 class StdFds:
     """Private copies of the capture pipes, to put back what a cell broke.
 
-    A kernel cell may close or redirect fd 0, 1 or 2, or replace sys.stdout;
-    the next cell must still be captured, so each cell starts from these.
+    A kernel cell may close or redirect fd 0, 1 or 2, make them non-blocking,
+    or replace or reconfigure sys.stdout; the next cell must still be
+    captured, whole and in UTF-8, so each cell starts from these.
     """
 
     def __init__(self, out_fd: int, err_fd: int) -> None:
@@ -235,12 +236,13 @@ class StdFds:
         self.err = os.dup(err_fd)
         self._identity = [_identity(fd) for fd in (self.null, self.out, self.err)]
         self._streams: list[Any] = []
+        self._settings: list[tuple[Any, ...]] = []  # of each of _streams, as made
         self._make_stream: Callable[[int], io.TextIOWrapper] = text_stream
 
     def use(self, make_stream: Callable[[int], io.TextIOWrapper]) -> None:
         """From the next `restore()` on, sys.stdout and sys.stderr come from `make_stream(fd)`."""
         self._make_stream = make_stream
-        self._streams = []
+        self._streams, self._settings = [], []
 
     def restore(self) -> None:
         """Point fds 0, 1, 2 and sys.stdin/out/err back at the runtime's own."""
@@ -248,16 +250,27 @@ class StdFds:
                                                     self._identity, strict=True)):
             if _identity(target) != identity:
                 os.dup2(fd, target)
-        if [sys.stdin, sys.stdout, sys.stderr] != self._streams or any(
-            s.closed for s in self._streams
+        for fd in (1, 2):
+            if not os.get_blocking(fd):  # asyncio's pipes, for one, leave them so
+                os.set_blocking(fd, True)
+        streams = self._streams
+        if [sys.stdin, sys.stdout, sys.stderr] != streams or any(
+            s.closed or _settings(s) != made
+            for s, made in zip(streams, self._settings, strict=True)
         ):
             sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
             sys.stdout = self._make_stream(1)
             sys.stderr = self._make_stream(2)
             self._streams = [sys.stdin, sys.stdout, sys.stderr]
+            self._settings = [_settings(s) for s in self._streams]
             # The originals, as a script sees them: what `sys.stdout = sys.__stdout__`
             # restores, and what flush_output flushes even while a cell replaced sys.stdout.
             sys.__stdin__, sys.__stdout__, sys.__stderr__ = self._streams  # type: ignore[misc]
+
+
+def _settings(stream: io.TextIOWrapper) -> tuple[Any, ...]:
+    """What `reconfigure()` changes."""
+    return stream.encoding, stream.errors, stream.line_buffering, stream.write_through
 
 
 def _identity(fd: int) -> tuple[int, int] | None:
