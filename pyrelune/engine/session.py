@@ -15,6 +15,7 @@ import time
 from pyrelune import fastjson
 from pyrelune.engine.events import CellError, Display, Done, Stream, from_wire
 from pyrelune.engine.process import WorkerProcess, describe_exit
+from pyrelune.transports.stdio import LineBuffer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class Session:
         self._kill_at: float | None = None  # when an unanswered interrupt turns into SIGKILL
         self._patient_until: float | None = None  # the same, once the cell raised it
         self._timeout: float | None = None  # set once the cell's deadline has passed
-        self._pending = b""
+        self._lines = LineBuffer()  # the event pipe, cut into messages
         self._events_open = True
         os.set_blocking(worker.event_fd, False)
         # interrupt() writes here so that a wait in run() notices it at once,
@@ -111,9 +112,8 @@ class Session:
                 self._events_open = False
                 return
             yield from self.drain()
-            self._pending += data
-            while b"\n" in self._pending:
-                line, _, self._pending = self._pending.partition(b"\n")
+            self._lines.feed(data)
+            while (line := self._lines.pop()) is not None:
                 message = fastjson.loads(line.decode())
                 if message["t"] == "sync":
                     # The worker switches between stdout and stderr: what it
