@@ -33,24 +33,27 @@ def write_all(data: bytes, fd: int = 1) -> None:
 class LineBuffer:
     """Chunks of a byte stream in, its lines (without their newline) out, oldest first.
 
-    The framing of the pipes between the session and its worker, both ways.
-    Adding each chunk to the unfinished line and searching it all again for
-    a newline is quadratic (a 40 MiB message took 12 s that way): only each
-    new chunk is searched here, and a line's pieces are joined once, when its
-    newline arrives. It lives in this module because every mode imports it
-    before forking a worker: neither process pays an import for it.
+    The framing of the pipes between the session and its worker, both ways,
+    and of the rpc kernel's requests. Adding each chunk to the unfinished line
+    and searching it all again for a newline is quadratic (a 40 MiB message
+    took 12 s that way): only each new chunk is searched here, and a line's
+    pieces are joined once, when its newline arrives. It lives in this module
+    because every mode imports it before forking a worker: neither process
+    pays an import for it.
     """
 
-    __slots__ = ("_lines", "_partial")
+    __slots__ = ("_lines", "_partial", "held")
 
     def __init__(self) -> None:
         self._lines: list[bytes] = []  # complete lines, newest first: pop() takes the oldest
         self._partial: list[bytes] = []  # the pieces of the line not yet ended
+        self.held = 0  # bytes in those pieces: a reader may refuse a line that grows too long
 
     def feed(self, chunk: bytes) -> None:
         """Take `chunk`; the lines it ends wait for `pop()`."""
         if b"\n" not in chunk:
             self._partial.append(chunk)
+            self.held += len(chunk)
             return
         if self._partial:
             self._partial.append(chunk)
@@ -60,6 +63,7 @@ class LineBuffer:
         rest = lines.pop()
         if rest:
             self._partial.append(rest)
+        self.held = len(rest)
         lines.reverse()
         if self._lines:  # lines of an earlier chunk not yet taken: they go first
             lines += self._lines
@@ -68,6 +72,13 @@ class LineBuffer:
     def pop(self) -> bytes | None:
         """The oldest complete line, or None until a newline ends one."""
         return self._lines.pop() if self._lines else None
+
+    def rest(self) -> bytes:
+        """The unfinished line, taken out: the last one of a stream that ends without a newline."""
+        rest = b"".join(self._partial)
+        self._partial = []
+        self.held = 0
+        return rest
 
 
 class LineReader:

@@ -27,7 +27,11 @@ def test_lines_are_the_streams_whatever_its_chunks(pieces: list[bytes], pops: li
         if i < len(pops) and pops[i]:
             lines += taken(buffer)
     lines += taken(buffer)
-    assert lines == b"".join(pieces).split(b"\n")[:-1]
+    *complete, unfinished = b"".join(pieces).split(b"\n")
+    assert lines == complete
+    assert buffer.held == len(unfinished)
+    assert buffer.rest() == unfinished
+    assert (buffer.rest(), buffer.held, buffer.pop()) == (b"", 0, None)
 
 
 def test_a_large_line_in_many_chunks_comes_out_whole() -> None:
@@ -37,6 +41,8 @@ def test_a_large_line_in_many_chunks_comes_out_whole() -> None:
     for start in range(0, len(data), 1 << 16):
         buffer.feed(data[start : start + (1 << 16)])
     assert taken(buffer) == [b'{"t": "sync"}', line]
+    assert buffer.held == 4
+    assert buffer.rest() == b"next"
 
 
 def test_a_message_in_one_chunk_is_one_line() -> None:
@@ -44,3 +50,4 @@ def test_a_message_in_one_chunk_is_one_line() -> None:
     buffer.feed(b'{"op": "continue"}\n')
     assert buffer.pop() == b'{"op": "continue"}'
     assert buffer.pop() is None
+    assert buffer.held == 0
