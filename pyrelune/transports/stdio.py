@@ -89,14 +89,13 @@ class LineReader:
 
     def __init__(self, fd: int = 0) -> None:
         self._fd = fd
-        self._lines: list[bytes] = []  # complete lines, last first
-        self._partial: list[bytes] = []  # the start of the next line, in pieces
+        self._buffer = LineBuffer()
 
     def __iter__(self) -> LineReader:
         return self
 
     def __next__(self) -> bytes:
-        while not self._lines:
+        while (line := self._buffer.pop()) is None:
             # A host running cells back to back sends the next request at once:
             # read it without sleeping first (see `spin`; imported here, as the
             # oneshot runtime, which uses this module too, never waits for input).
@@ -105,17 +104,8 @@ class LineReader:
             spin.poll([self._fd])
             chunk = os.read(self._fd, 1 << 16)
             if not chunk:
-                if not self._partial:
-                    raise StopIteration
-                line = b"".join(self._partial)
-                self._partial = []
-                return line
-            if b"\n" not in chunk:
-                self._partial.append(chunk)
-                continue
-            self._partial.append(chunk)
-            *complete, rest = b"".join(self._partial).split(b"\n")
-            self._partial = [rest] if rest else []
-            complete.reverse()
-            self._lines = complete
-        return self._lines.pop()
+                if last := self._buffer.rest():
+                    return last
+                raise StopIteration
+            self._buffer.feed(chunk)
+        return line
