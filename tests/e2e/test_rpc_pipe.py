@@ -346,6 +346,18 @@ def test_display_and_final_values_of_tables_are_jsonml(kernel: PipeHost) -> None
     assert items == [expected, expected]
 
 
+def test_json_nested_too_deep_shows_as_text(kernel: PipeHost) -> None:
+    """Encodable under the cell's recursion limit, not under the kernel's: text instead."""
+    source = ("import sys\nsys.setrecursionlimit(100_000)\nclass Deep:\n"
+              "    def _repr_json_(self):\n        value = []\n"
+              "        for _ in range(5000):\n            value = [value]\n        return value\n"
+              "    def __repr__(self):\n        return 'Deep()'\nDeep()")
+    events = kernel.run(source)
+    assert [e["data"]["item"] for e in events if e["event"] == "display_data"] == ["Deep()"]
+    assert "nested at most 500 deep" in stdout_of(events, "stderr")
+    assert events[-1]["data"]["status"] == "ok"
+
+
 def test_matplotlib_figures_left_open_are_shown(kernel: PipeHost) -> None:
     pytest.importorskip("matplotlib")
     events = kernel.run("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nNone")
