@@ -98,10 +98,11 @@ def encodable(obj: Any, allow_nan: bool = True) -> bool:
 def shallow(text: str, value: Any) -> bool:
     """Whether `value`, which is `text` as JSON, nests at most `MAX_DEPTH` deep.
 
-    Each level opens a bracket, so a text with few is settled at C speed (the
-    usual case); otherwise the value is walked a level at a time, not recursively.
+    Each level opens a bracket, so a short text, or one with few brackets, is
+    settled at once (the usual case); otherwise the value is walked a level at
+    a time, not recursively.
     """
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
+    if len(text) <= MAX_DEPTH or text.count("[") + text.count("{") <= MAX_DEPTH:
         return True
     level = [value] if isinstance(value, _CONTAINERS) else []
     for _ in range(MAX_DEPTH):

@@ -24,6 +24,7 @@ import sys
 
 from pyrelune import fastjson
 from pyrelune.engine import importhooks
+from pyrelune.engine.events import json_mime
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -277,7 +278,7 @@ def json_safe(mime: str, value: Any) -> Any:
         import binascii
 
         return binascii.b2a_base64(bytes(value), newline=False).decode("ascii")
-    if _is_json(mime):
+    if json_mime(mime):
         if isinstance(value, str):
             try:
                 parsed = fastjson.loads(value)
@@ -288,13 +289,9 @@ def json_safe(mime: str, value: Any) -> Any:
     return value if isinstance(value, str) else None
 
 
-def _is_json(mime: str) -> bool:
-    return mime == "application/json" or mime.endswith("+json")
-
-
 def _needs(mime: object) -> str:
     """What a value of `mime` must be, beside a refused one: a list is JSON, if not too deep."""
-    json = isinstance(mime, str) and _is_json(mime)
+    json = isinstance(mime, str) and json_mime(mime)
     return f" (JSON nested at most {fastjson.MAX_DEPTH} deep)" if json else ""
 
 

@@ -290,6 +290,18 @@ def test_crash_recovery(kernel: Host, code: str, named: str) -> None:
     assert kernel.execute("2 * 21")["stdout"] == "42\n"
 
 
+def test_a_line_forged_into_the_event_pipe_replaces_the_worker(kernel: Host) -> None:
+    kernel.execute("before = 1")
+    response = kernel.execute(
+        "import gc, os\n"
+        "channel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+        "os.write(channel._event_fd, b'[' * 100_000 + b']' * 100_000 + b'\\n')")
+    assert "worker stopped: its event pipe carried a line" in response["error"]
+    assert "namespace was lost" in response["error"]
+    assert "NameError" in kernel.execute("before")["error"]
+    assert kernel.execute("2 * 21")["stdout"] == "42\n"
+
+
 # Buffered stdout ---------------------------------------------------------------------
 # stdout is block-buffered (no one reads a cell's output before it ends), yet
 # it keeps its order with everything that writes around it.

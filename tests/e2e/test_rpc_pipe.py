@@ -229,6 +229,18 @@ def test_a_dead_worker_is_replaced(kernel: PipeHost) -> None:
     assert stdout_of(kernel.run("print('alive')")) == "alive\n"
 
 
+def test_a_line_forged_into_the_event_pipe_replaces_the_worker(kernel: PipeHost) -> None:
+    kernel.run("x = 1")
+    done = kernel.run(
+        "import gc, os\n"
+        "channel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+        "os.write(channel._event_fd, b'[' * 100_000 + b']' * 100_000 + b'\\n')")[-1]
+    assert done["data"]["status"] == "error"
+    assert "worker stopped: its event pipe carried a line" in done["data"]["error"]
+    assert LOST in done["data"]["error"]
+    assert kernel.run("x")[-1]["data"]["ename"] == "NameError"
+
+
 def test_stdout_and_stderr_keep_their_mutual_order(kernel: PipeHost) -> None:
     events = kernel.run(
         "import sys\nfor i in range(3):\n"
