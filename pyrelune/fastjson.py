@@ -76,13 +76,42 @@ def loads(text: str, allow_nan: bool = True) -> Any:
     return value
 
 
+#: How deep the JSON pyrelune sends may nest. Readers recurse once a level
+#: (Python's own, the session's included, under a default recursion limit of
+#: 1000): a cell that raised its process's limit must not make JSON they choke on.
+MAX_DEPTH = 500
+_CONTAINERS = (dict, list, tuple)  # what becomes a JSON object or array
+
+
 def encodable(obj: Any, allow_nan: bool = True) -> bool:
-    """Whether `dumps` takes `obj` (not too deeply nested, no foreign types, NaN if allowed)."""
+    """Whether `dumps` takes `obj` (no foreign types, NaN if allowed) and readers take it back.
+
+    That is, it nests at most `MAX_DEPTH` deep, whatever this process's recursion limit.
+    """
     try:
-        dumps(obj, allow_nan=allow_nan)
+        text = dumps(obj, allow_nan=allow_nan)
     except (TypeError, ValueError, RecursionError):
         return False
-    return True
+    return shallow(text, obj)
+
+
+def shallow(text: str, value: Any) -> bool:
+    """Whether `value`, which is `text` as JSON, nests at most `MAX_DEPTH` deep.
+
+    Each level opens a bracket, so a short text, or one with few brackets, is
+    settled at once (the usual case); otherwise the value is walked a level at
+    a time, not recursively.
+    """
+    if len(text) <= MAX_DEPTH or text.count("[") + text.count("{") <= MAX_DEPTH:
+        return True
+    level = [value] if isinstance(value, _CONTAINERS) else []
+    for _ in range(MAX_DEPTH):
+        if not level:
+            return True
+        level = [inner for outer in level
+                 for inner in (outer.values() if isinstance(outer, dict) else outer)
+                 if isinstance(inner, _CONTAINERS)]
+    return not level
 
 
 def dumps(obj: Any, ensure_ascii: bool = True, allow_nan: bool = True) -> str:

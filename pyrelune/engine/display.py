@@ -24,6 +24,7 @@ import sys
 
 from pyrelune import fastjson
 from pyrelune.engine import importhooks
+from pyrelune.engine.events import json_mime
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -229,7 +230,7 @@ def _merge_one(
     value, meta = _split_metadata(returned)
     safe = json_safe(mime, value)
     if safe is None:
-        _report(obj, name, f"returned {type(value).__name__}, not usable as {mime}")
+        _report(obj, name, f"returned {type(value).__name__}, not usable as {mime}{_needs(mime)}")
         return
     data[mime] = safe
     if meta:
@@ -258,7 +259,7 @@ def checked_bundle(bundle: Any, metadata: Any, obj: Any, name: str) -> Bundle:
     for mime, value in bundle.items():
         safe = json_safe(mime, value) if isinstance(mime, str) else None
         if safe is None:
-            _report(obj, name, f"returned an unusable {mime!r} value")
+            _report(obj, name, f"returned an unusable {mime!r} value{_needs(mime)}")
         else:
             data[mime] = safe
     return data, metadata if isinstance(metadata, dict) and fastjson.encodable(metadata) else {}
@@ -277,14 +278,21 @@ def json_safe(mime: str, value: Any) -> Any:
         import binascii
 
         return binascii.b2a_base64(bytes(value), newline=False).decode("ascii")
-    if mime == "application/json" or mime.endswith("+json"):
+    if json_mime(mime):
         if isinstance(value, str):
             try:
-                return fastjson.loads(value)
+                parsed = fastjson.loads(value)
             except (ValueError, RecursionError):
                 return None
+            return parsed if fastjson.shallow(value, parsed) else None
         return value if fastjson.encodable(value) else None
     return value if isinstance(value, str) else None
+
+
+def _needs(mime: object) -> str:
+    """What a value of `mime` must be, beside a refused one: a list is JSON, if not too deep."""
+    json = isinstance(mime, str) and json_mime(mime)
+    return f" (JSON nested at most {fastjson.MAX_DEPTH} deep)" if json else ""
 
 
 def _is_text(mime: str) -> bool:

@@ -129,12 +129,43 @@ def to_wire(event: Display | InputRequest | Done) -> dict[str, Any]:
     return {"t": "done", "error": {slot: getattr(error, slot) for slot in CellError.__slots__}}
 
 
-def from_wire(message: dict[str, Any]) -> Display | InputRequest | Done:
-    """Inverse of `to_wire`; the worker is trusted, so no validation here."""
-    kind = message["t"]
+def from_wire(message: Any) -> Display | InputRequest | Done:
+    """Inverse of `to_wire`; ValueError for anything it cannot have made.
+
+    The worker's own messages always pass, but a cell can write to the event
+    pipe too: what reaches the protocols must be what they expect, or they fail.
+    """
+    kind = message.get("t") if isinstance(message, dict) else None
     if kind == "display":
-        return Display(message["data"], message["metadata"], message["result"])
-    if kind == "input":
-        return InputRequest(message["prompt"], message["password"])
-    error = message.get("error")
-    return Done(CellError(**error) if error else None)
+        data, metadata, result = message.get("data"), message.get("metadata"), message.get("result")
+        if isinstance(data, dict) and isinstance(metadata, dict) and isinstance(result, bool):
+            for mime, value in data.items():
+                if not (isinstance(value, str) or json_mime(mime)):
+                    break  # the worker sends text, or JSON for a JSON type (display.json_safe)
+            else:
+                return Display(data, metadata, result)
+    elif kind == "input":
+        prompt, password = message.get("prompt"), message.get("password")
+        if isinstance(prompt, str) and isinstance(password, bool):
+            return InputRequest(prompt, password)
+    elif kind == "done":
+        error = message.get("error")
+        if error is None:
+            return Done()
+        if isinstance(error, dict) and error.keys() == _ERROR_TYPES.keys() and all(
+            isinstance(error[slot], kinds) for slot, kinds in _ERROR_TYPES.items()
+        ):
+            return Done(CellError(**error))
+    raise ValueError(f"not an event: {str(message)[:80]}")
+
+
+#: The types of CellError's slots, as `to_wire` sends them.
+_ERROR_TYPES: dict[str, type | tuple[type, ...]] = {
+    "code": str, "ename": str, "evalue": str, "traceback": str,
+    "line": (int, type(None)), "column": (int, type(None)),
+}
+
+
+def json_mime(mime: str) -> bool:
+    """Whether a Display's value of type `mime` is JSON (else it is text)."""
+    return mime == "application/json" or mime.endswith("+json")

@@ -15,10 +15,12 @@ import time
 from pyrelune import fastjson
 from pyrelune.engine.events import CellError, Display, Done, Stream, from_wire
 from pyrelune.engine.process import WorkerProcess, describe_exit
+from pyrelune.transports.stdio import LineBuffer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
+    from typing import Any
 
     from pyrelune.engine.events import Event
 
@@ -49,7 +51,7 @@ class Session:
         self._kill_at: float | None = None  # when an unanswered interrupt turns into SIGKILL
         self._patient_until: float | None = None  # the same, once the cell raised it
         self._timeout: float | None = None  # set once the cell's deadline has passed
-        self._pending = b""
+        self._lines = LineBuffer()  # the event pipe, cut into messages
         self._events_open = True
         os.set_blocking(worker.event_fd, False)
         # interrupt() writes here so that a wait in run() notices it at once,
@@ -113,22 +115,39 @@ class Session:
                 self._events_open = False
                 return
             yield from self.drain()
-            self._pending += data
-            while b"\n" in self._pending:
-                line, _, self._pending = self._pending.partition(b"\n")
-                message = fastjson.loads(line.decode())
-                if message["t"] == "sync":
+            self._lines.feed(data)
+            while (line := self._lines.pop()) is not None:
+                try:
+                    message = _message(line)
+                    event = None if message.get("t") == "sync" else from_wire(message)
+                except ValueError as exc:
+                    yield from self._stop(exc)
+                    return
+                if event is None:
                     # The worker switches between stdout and stderr: what it
                     # wrote before is drained above, so it may go on.
                     self.send(_CONTINUE)
                     continue
-                event = from_wire(message)
                 self.finished = isinstance(event, Done)
                 yield event
                 if isinstance(event, Display) and not event.is_result and message.get("wait", True):
                     self.send(_CONTINUE)  # the worker waits for it (Channel.ask)
             if len(data) < _EVENT_READ:
                 return  # the pipe is empty: no need for a read that says so
+
+    def _stop(self, problem: ValueError) -> Iterator[Event]:
+        """The event pipe carried a line the worker cannot have sent: the cell wrote it.
+
+        The conversation cannot go on (the worker may wait for an answer to a
+        message it did send), so the worker is killed, as if it had died.
+        """
+        self.worker.signal_group(_signal.SIGKILL)
+        self.worker.reap(block=True)
+        self._events_open = False
+        yield from self.drain()
+        self.finished = True
+        yield Done(CellError("worker_died", "", "worker stopped: its event pipe carried "
+                             f"a line that is not one of its messages ({str(problem)[:120]})"))
 
     def _died(self) -> Iterator[Event]:
         status = self.worker.reap(block=True)
@@ -295,6 +314,20 @@ class Session:
             if left <= 0 or not select.select(fds, [], [], left)[0]:
                 return
             yield from self.drain()
+
+
+def _message(line: bytes) -> dict[str, Any]:
+    """One message off the event pipe: a JSON object the protocols can encode again."""
+    text = line.decode()
+    try:
+        message = fastjson.loads(text)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if not isinstance(message, dict):
+        raise ValueError(f"not an object: {text[:80]}")
+    if not fastjson.shallow(text, message):
+        raise ValueError(f"JSON nested over {fastjson.MAX_DEPTH} deep")
+    return message
 
 
 def _drain_wakeups(fd: int) -> None:

@@ -22,6 +22,7 @@ from pyrelune import fastjson
 from pyrelune.engine.cell import exception_error, run_cell
 from pyrelune.engine.display import connect, show_result
 from pyrelune.engine.events import Display, Done, InputRequest, to_wire
+from pyrelune.transports.stdio import LineBuffer  # loaded before the fork, in every mode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class Channel:
     def __init__(self, event_fd: int, control_fd: int) -> None:
         self._event_fd = event_fd
         self._control_fd = control_fd
-        self._pending = b""
+        self._commands = LineBuffer()  # the control pipe, cut into commands
         self._queued = b""  # events posted, written with the next one sent
         self._owner = _thread.get_ident()
         self._writing = _thread.allocate_lock()  # one event at a time, whole
@@ -109,15 +110,14 @@ class Channel:
 
     def receive(self) -> dict[str, Any]:
         """The next command from the session (one JSON object per line)."""
-        while b"\n" not in self._pending:
+        while (line := self._commands.pop()) is None:
             from pyrelune import spin  # here, not at start-up: a oneshot worker seldom waits
 
             spin.poll([self._control_fd])  # then read, sleeping if need be
             chunk = os.read(self._control_fd, 1 << 16)
             if not chunk:
                 os._exit(0)  # the session is gone: so is the reason to exist
-            self._pending += chunk
-        line, _, self._pending = self._pending.partition(b"\n")
+            self._commands.feed(chunk)
         message: dict[str, Any] = fastjson.loads(line.decode())
         return message
 

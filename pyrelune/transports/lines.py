@@ -18,7 +18,7 @@ import threading
 from collections import deque
 
 from pyrelune import spin
-from pyrelune.transports.stdio import write_all
+from pyrelune.transports.stdio import LineBuffer, write_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,26 +35,25 @@ class LineSplitter:
 
     def __init__(self, max_size: int) -> None:
         self._max_size = max_size
-        self._pending = b""
+        self._buffer = LineBuffer()
         self._skipping = False  # inside a line already reported as too long
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The lines `chunk` completes; an empty chunk (end of input) ends the last one."""
         if not chunk:
-            last, self._pending = self._pending, b""
+            last = self._buffer.rest()
             return [last] if last.strip() and not self._skipping else []
-        self._pending += chunk
+        self._buffer.feed(chunk)
         lines = []
-        while (end := self._pending.find(b"\n")) >= 0:
-            line, self._pending = self._pending[:end], self._pending[end + 1 :]
+        while (line := self._buffer.pop()) is not None:
             if self._skipping:
                 self._skipping = False
             elif line.strip():
                 lines.append(line if len(line) <= self._max_size else OVERSIZED)
-        if len(self._pending) > self._max_size:
+        if self._buffer.held > self._max_size:
             if not self._skipping:
                 lines.append(OVERSIZED)
-            self._skipping, self._pending = True, b""
+            self._skipping, self._buffer = True, LineBuffer()  # what it held is dropped
         return lines
 
 

@@ -2,7 +2,8 @@
 
 The host's stdout is the protocol channel. Everything here writes with
 `os.write` on the descriptor itself, so no Python buffer sits between the
-runtime and the host.
+runtime and the host. `LineBuffer` cuts the bytes of any descriptor into
+lines: the engine's own pipes use it too.
 """
 
 from __future__ import annotations
@@ -29,6 +30,57 @@ def write_all(data: bytes, fd: int = 1) -> None:
         view = view[os.write(fd, view) :]
 
 
+class LineBuffer:
+    """Chunks of a byte stream in, its lines (without their newline) out, oldest first.
+
+    The framing of the pipes between the session and its worker, both ways,
+    and of the rpc kernel's requests. Adding each chunk to the unfinished line
+    and searching it all again for a newline is quadratic (a 40 MiB message
+    took 12 s that way): only each new chunk is searched here, and a line's
+    pieces are joined once, when its newline arrives. It lives in this module
+    because every mode imports it before forking a worker: neither process
+    pays an import for it.
+    """
+
+    __slots__ = ("_lines", "_partial", "held")
+
+    def __init__(self) -> None:
+        self._lines: list[bytes] = []  # complete lines, newest first: pop() takes the oldest
+        self._partial: list[bytes] = []  # the pieces of the line not yet ended
+        self.held = 0  # bytes in those pieces: a reader may refuse a line that grows too long
+
+    def feed(self, chunk: bytes) -> None:
+        """Take `chunk`; the lines it ends wait for `pop()`."""
+        if b"\n" not in chunk:
+            self._partial.append(chunk)
+            self.held += len(chunk)
+            return
+        if self._partial:
+            self._partial.append(chunk)
+            chunk = b"".join(self._partial)
+            self._partial = []
+        lines = chunk.split(b"\n")
+        rest = lines.pop()
+        if rest:
+            self._partial.append(rest)
+        self.held = len(rest)
+        lines.reverse()
+        if self._lines:  # lines of an earlier chunk not yet taken: they go first
+            lines += self._lines
+        self._lines = lines
+
+    def pop(self) -> bytes | None:
+        """The oldest complete line, or None until a newline ends one."""
+        return self._lines.pop() if self._lines else None
+
+    def rest(self) -> bytes:
+        """The unfinished line, taken out: the last one of a stream that ends without a newline."""
+        rest = b"".join(self._partial)
+        self._partial = []
+        self.held = 0
+        return rest
+
+
 class LineReader:
     """Lines from `fd`, read in large chunks so that pipelined requests cost one read.
 
@@ -37,14 +89,13 @@ class LineReader:
 
     def __init__(self, fd: int = 0) -> None:
         self._fd = fd
-        self._lines: list[bytes] = []  # complete lines, last first
-        self._partial: list[bytes] = []  # the start of the next line, in pieces
+        self._buffer = LineBuffer()
 
     def __iter__(self) -> LineReader:
         return self
 
     def __next__(self) -> bytes:
-        while not self._lines:
+        while (line := self._buffer.pop()) is None:
             # A host running cells back to back sends the next request at once:
             # read it without sleeping first (see `spin`; imported here, as the
             # oneshot runtime, which uses this module too, never waits for input).
@@ -53,17 +104,8 @@ class LineReader:
             spin.poll([self._fd])
             chunk = os.read(self._fd, 1 << 16)
             if not chunk:
-                if not self._partial:
-                    raise StopIteration
-                line = b"".join(self._partial)
-                self._partial = []
-                return line
-            if b"\n" not in chunk:
-                self._partial.append(chunk)
-                continue
-            self._partial.append(chunk)
-            *complete, rest = b"".join(self._partial).split(b"\n")
-            self._partial = [rest] if rest else []
-            complete.reverse()
-            self._lines = complete
-        return self._lines.pop()
+                if last := self._buffer.rest():
+                    return last
+                raise StopIteration
+            self._buffer.feed(chunk)
+        return line

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
 from processes import gone_soon, running
 from vixhost import VixHost
 
@@ -98,6 +99,31 @@ def test_worker_segfault(host: VixHost) -> None:
     result = host.run_cell("import ctypes\nprint('before')\nctypes.string_at(0)")
     assert result.error["code"] == "worker_died"
     assert result.failure is not None and "killed by SIGSEGV (segmentation fault)" in result.failure
+    assert result.response["stdout"] == "before\n"
+
+
+#: A cell that writes `LINE` (bytes) into the runtime's own event pipe.
+FORGED = """\
+import gc, os
+channel = next(o for o in gc.get_objects() if type(o).__name__ == "Channel")
+print("before")
+os.write(channel._event_fd, LINE + b"\\n")
+"""
+
+
+@pytest.mark.parametrize("line", [
+    b"not json",
+    b"[" * 100_000 + b"]" * 100_000,  # too deep for any parser's recursion
+    b'{"t": "display", "data": {"application/json": ' + b"[" * 600 + b"]" * 600
+    + b'}, "metadata": {}, "result": false}',  # parsed, but nested over 500 deep
+    b'{"t": "display", "data": {"text/plain": 5}, "metadata": {}, "result": false}',
+    b'{"t": "done", "error": {"code": "timeout"}}',
+])
+def test_a_line_forged_into_the_event_pipe_stops_the_worker(host: VixHost, line: bytes) -> None:
+    result = host.run_cell(f"LINE = {line!r}\n{FORGED}")
+    assert result.error["code"] == "worker_died"
+    assert result.failure is not None
+    assert result.failure.startswith("worker stopped: its event pipe carried a line that is not")
     assert result.response["stdout"] == "before\n"
 
 

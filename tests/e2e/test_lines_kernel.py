@@ -113,6 +113,18 @@ def test_final_expression_repr_and_underscore(kernel: Host) -> None:
     assert kernel.execute("print('x')\n'y'")["stdout"] == "x\n'y'\n"
 
 
+def test_json_nested_too_deep_shows_as_text(kernel: Host) -> None:
+    """Encodable under the cell's recursion limit, not under the kernel's: text instead."""
+    code = ("import sys\nsys.setrecursionlimit(100_000)\nclass Deep:\n"
+            "    def _repr_json_(self):\n        value = []\n"
+            "        for _ in range(5000):\n            value = [value]\n        return value\n"
+            "    def __repr__(self):\n        return 'Deep()'\nDeep()")
+    response = kernel.execute(code)
+    assert (response["stdout"], response["error"]) == ("Deep()\n", None)
+    assert "nested at most 500 deep" in response["stderr"]
+    assert kernel.execute("1 + 1")["stdout"] == "2\n"
+
+
 def test_missing_code_is_empty(kernel: Host) -> None:
     response = kernel.request("execute")
     assert (response["stdout"], response["stderr"], response["error"]) == ("", "", None)
@@ -350,6 +362,18 @@ def test_crash_recovery(kernel: Host, code: str, named: str) -> None:
     kernel.execute("before = 1")
     response = kernel.execute(code)
     assert named in response["error"] and "namespace was lost" in response["error"]
+    assert "NameError" in kernel.execute("before")["error"]
+    assert kernel.execute("2 * 21")["stdout"] == "42\n"
+
+
+def test_a_line_forged_into_the_event_pipe_replaces_the_worker(kernel: Host) -> None:
+    kernel.execute("before = 1")
+    response = kernel.execute(
+        "import gc, os\n"
+        "channel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+        "os.write(channel._event_fd, b'[' * 100_000 + b']' * 100_000 + b'\\n')")
+    assert "worker stopped: its event pipe carried a line" in response["error"]
+    assert "namespace was lost" in response["error"]
     assert "NameError" in kernel.execute("before")["error"]
     assert kernel.execute("2 * 21")["stdout"] == "42\n"
 

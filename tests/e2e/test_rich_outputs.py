@@ -152,6 +152,29 @@ def test_json_with_nan_falls_back_to_text(host: VixHost) -> None:
     assert result.shown == [("stdout", "J(nan)")]
 
 
+DEEP_JSON = """\
+import sys
+sys.setrecursionlimit(100_000)
+class Deep:
+    def _repr_json_(self):
+        value = []
+        for _ in range(5000):
+            value = [value]
+        return value
+    def __repr__(self):
+        return "Deep()"
+Deep()
+"""
+
+
+def test_json_nested_too_deep_falls_back_to_text(host: VixHost) -> None:
+    """The worker encodes it under the cell's recursion limit; the runtime could not read it."""
+    result = host.run_cell(DEEP_JSON)
+    assert result.ok and kinds(result) == ["stderr", "stdout"]
+    assert result.shown[1] == ("stdout", "Deep()")
+    assert "nested at most 500 deep" in result.text("stderr")
+
+
 def test_failing_reprs_are_reported_and_skipped(host: VixHost) -> None:
     source = """\
 class Flaky:

@@ -229,6 +229,18 @@ def test_a_dead_worker_is_replaced(kernel: PipeHost) -> None:
     assert stdout_of(kernel.run("print('alive')")) == "alive\n"
 
 
+def test_a_line_forged_into_the_event_pipe_replaces_the_worker(kernel: PipeHost) -> None:
+    kernel.run("x = 1")
+    done = kernel.run(
+        "import gc, os\n"
+        "channel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
+        "os.write(channel._event_fd, b'[' * 100_000 + b']' * 100_000 + b'\\n')")[-1]
+    assert done["data"]["status"] == "error"
+    assert "worker stopped: its event pipe carried a line" in done["data"]["error"]
+    assert LOST in done["data"]["error"]
+    assert kernel.run("x")[-1]["data"]["ename"] == "NameError"
+
+
 def test_stdout_and_stderr_keep_their_mutual_order(kernel: PipeHost) -> None:
     events = kernel.run(
         "import sys\nfor i in range(3):\n"
@@ -344,6 +356,18 @@ def test_display_and_final_values_of_tables_are_jsonml(kernel: PipeHost) -> None
     expected = ["table", {}, ["tr", {}, ["th", {}, "index"], ["th", {}, "a"]],
                 ["tr", {}, ["td", {}, "0"], ["td", {}, "1"]]]
     assert items == [expected, expected]
+
+
+def test_json_nested_too_deep_shows_as_text(kernel: PipeHost) -> None:
+    """Encodable under the cell's recursion limit, not under the kernel's: text instead."""
+    source = ("import sys\nsys.setrecursionlimit(100_000)\nclass Deep:\n"
+              "    def _repr_json_(self):\n        value = []\n"
+              "        for _ in range(5000):\n            value = [value]\n        return value\n"
+              "    def __repr__(self):\n        return 'Deep()'\nDeep()")
+    events = kernel.run(source)
+    assert [e["data"]["item"] for e in events if e["event"] == "display_data"] == ["Deep()"]
+    assert "nested at most 500 deep" in stdout_of(events, "stderr")
+    assert events[-1]["data"]["status"] == "ok"
 
 
 def test_matplotlib_figures_left_open_are_shown(kernel: PipeHost) -> None:

@@ -229,6 +229,27 @@ def test_json_safe(mime: str, value: Any, expected: Any) -> None:
     assert json_safe(mime, value) == expected
 
 
+class DeepJson:
+    """Encodes under the raised recursion limit, but no reader could parse it back."""
+
+    def _repr_json_(self) -> list[Any]:
+        value: list[Any] = []
+        for _ in range(5000):
+            value = [value]
+        return value
+
+
+@pytest.mark.usefixtures("deep_recursion")
+def test_json_nested_too_deep_is_refused_and_said(capsys: pytest.CaptureFixture[str]) -> None:
+    deep = DeepJson()._repr_json_()
+    assert json_safe("application/json", deep) is None
+    assert json_safe("application/vnd.custom+json", json.dumps(deep)) is None
+    data, _ = mime_bundle(DeepJson())
+    assert set(data) == {"text/plain"}
+    assert ("DeepJson._repr_json_ returned list, not usable as application/json "
+            "(JSON nested at most 500 deep); skipped") in capsys.readouterr().err
+
+
 def test_display_sends_each_object_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[tuple[dict[str, Any], dict[str, Any], bool]] = []
     monkeypatch.setattr(rich, "_sink", lambda *bundle: sent.append(bundle))

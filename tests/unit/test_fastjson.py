@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given
@@ -69,3 +70,35 @@ def test_strict_loads_refuses_what_only_python_calls_json(name: str) -> None:
     with pytest.raises(ValueError, match=f"^{name} is not a JSON value"):
         fastjson.loads(text, allow_nan=False)
     assert fastjson.loads('{"a": "NaN"}', allow_nan=False) == {"a": "NaN"}
+
+
+def nested(depth: int) -> list[Any]:
+    """A list `depth` levels deep: [[[]]] is 3."""
+    value: list[Any] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def depth_of(value: Any) -> int:
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return 1 + max(map(depth_of, value), default=0)
+    return 0
+
+
+@given(json_values | st.tuples(json_values, st.tuples(json_values)))
+def test_shallow_measures_nesting(value: Any) -> None:
+    with mock.patch.object(fastjson, "MAX_DEPTH", 2):  # small: the walk, not only the count
+        assert fastjson.shallow(fastjson.dumps(value), value) == (depth_of(value) <= 2)
+
+
+@pytest.mark.usefixtures("deep_recursion")
+def test_encodable_refuses_json_nested_deeper_than_readers_take() -> None:
+    """Whatever limit the cell set, the session and hosts parse with Python's default."""
+    assert fastjson.encodable(nested(fastjson.MAX_DEPTH))
+    assert not fastjson.encodable(nested(fastjson.MAX_DEPTH + 1))
+    assert not fastjson.encodable({"a": nested(5000)})
+    wide = [[i] for i in range(10 * fastjson.MAX_DEPTH)]  # many brackets, 2 deep
+    assert fastjson.encodable(wide)
