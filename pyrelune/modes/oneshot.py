@@ -129,15 +129,22 @@ def _collect(
 
 
 def enter(directory: str) -> None:
-    """chdir into the request's working directory and put it first on sys.path."""
-    if directory:
-        path = os.path.abspath(directory)
-        try:
-            os.chdir(path)
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            raise vixnote.Rejected(
-                "invalid_working_directory",
-                f"Cannot use workingDirectory {directory!r}: {reason}",
-            ) from None
-    sys.path.insert(0, os.getcwd())
+    """chdir into the request's working directory and put it first on sys.path.
+
+    Whatever the path holds (a NUL, a lone surrogate, a folder deleted under
+    the runtime) is the request's problem, said in the response.
+    """
+    try:
+        if directory:
+            os.chdir(os.path.abspath(directory))
+        sys.path.insert(0, os.getcwd())
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    except UnicodeEncodeError as exc:  # a lone surrogate: no file name can hold it
+        reason = f"{exc.object[exc.start:exc.end]!r} cannot be part of a file name"
+    except ValueError:  # embedded null byte
+        reason = "a NUL character cannot be part of a file name"
+    else:
+        return
+    where = f"workingDirectory {directory!r}" if directory else "the current directory"
+    raise vixnote.Rejected("invalid_working_directory", f"Cannot use {where}: {reason}")

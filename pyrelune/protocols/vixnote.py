@@ -41,8 +41,11 @@ class Request:
 
     @property
     def filename(self) -> str:
-        """The name tracebacks give the cell's code."""
-        return f"<cell {self.cell_id}>" if self.cell_id else "<cell>"
+        """The name tracebacks give the cell's code; compile() refuses a NUL in it."""
+        if not self.cell_id:
+            return "<cell>"
+        name = self.cell_id.replace("\0", "\\x00")
+        return f"<cell {name}>"
 
 
 class Rejected(Exception):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from vixhost import VixHost, encode_request
+import pytest
+from vixhost import VixHost, encode_request, pyrelune_command
 
 
 def test_final_expression_is_shown_after_stdout(host: VixHost) -> None:
@@ -138,6 +139,36 @@ def test_working_directory_not_a_directory(host: VixHost, tmp_path: Path) -> Non
     result = host.run_cell("print('never')", workingDirectory=str(file))
     assert result.error["code"] == "invalid_working_directory"
     assert str(file) in result.error["message"]
+
+
+@pytest.mark.parametrize(
+    ("escaped", "reason"),
+    [("a\\u0000b", "a NUL character cannot be part of a file name"),
+     ("a\\ud800b", "'\\ud800' cannot be part of a file name")],
+)
+def test_working_directory_no_file_name_can_hold(host: VixHost, escaped: str, reason: str) -> None:
+    raw = ('{"source": "print(1)", "workingDirectory": "' + escaped + '"}').encode()
+    result = host.run(raw)
+    assert result.error["code"] == "invalid_working_directory"
+    assert result.failure is not None and result.failure.endswith(reason), result.failure
+
+
+def test_current_directory_deleted(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    runtime = tmp_path / "runtime"
+    runtime.write_text(f'#!/bin/sh\ncd "{gone}" && rmdir "{gone}" && exec "{pyrelune_command()}"\n')
+    runtime.chmod(0o755)
+    result = VixHost(command=str(runtime)).run(encode_request({"source": "print('never')"}))
+    assert result.error["code"] == "invalid_working_directory"
+    assert result.failure == "Cannot use the current directory: No such file or directory"
+
+
+def test_a_nul_in_the_cell_id_is_no_syntax_error(host: VixHost) -> None:
+    result = host.run_cell("6 * 7\n", cellId="a\0b")
+    assert result.response["outputs"] == [{"mime": "text/plain", "data": "42"}]
+    result = host.run_cell("1 / 0", cellId="a\0b")
+    assert 'File "<cell a\\x00b>", line 1' in result.error["details"]
 
 
 def test_modules_beside_the_notebook_import(tmp_path: Path) -> None:

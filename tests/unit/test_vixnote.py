@@ -33,6 +33,12 @@ def test_parse_request_reads_the_fields_it_acts_on() -> None:
     assert bare.filename == "<cell>"
 
 
+def test_a_nul_in_the_cell_id_becomes_an_escape_in_the_filename() -> None:
+    request = vixnote.parse_request(b'{"source": "1", "cellId": "a\\u0000b"}')
+    assert request.filename == "<cell a\\x00b>"
+    compile("1", request.filename, "eval")
+
+
 @pytest.mark.parametrize(
     ("raw", "code", "message"),
     [
