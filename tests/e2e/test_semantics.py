@@ -99,6 +99,24 @@ def test_syntax_error_has_line_and_column(host: VixHost) -> None:
     assert "y = (2 +" in result.error["details"]
 
 
+
+ODD = "SyntaxError: bad (f, line 3) (line 1)"
+
+
+@pytest.mark.parametrize(
+    ("source", "failure"),
+    [("raise SyntaxError('bad', ('f', 3, float('nan'), 'x'))", ODD),
+     ("raise SyntaxError('bad', ('f', 3, 'abc', 'x'))", ODD),
+     ("class Odd(Exception):\n    __str__ = None\nraise Odd",
+      "Odd: <exception str() failed> (line 3)")],
+)
+def test_exceptions_with_odd_attributes_are_reported(
+    host: VixHost, source: str, failure: str
+) -> None:
+    result = host.run_cell(source)
+    assert result.failure == failure
+    assert result.response["diagnostics"][0]["column"] is None
+
 def test_output_before_an_error_is_kept_in_the_response(host: VixHost) -> None:
     result = host.run_cell("import sys\nprint('out')\nprint('err', file=sys.stderr)\n1 / 0")
     assert result.failure == "ZeroDivisionError: division by zero (line 4)"
