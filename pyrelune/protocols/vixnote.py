@@ -131,8 +131,10 @@ def respond(budget: OutputBudget, error: CellError | None, request_id: str | Non
         data = encode(_render(budget, error, failure, request_id))
         if len(data) <= target or budget.limit == 0:
             return data
-        # Escaping and the envelope made the response bigger than what it keeps.
-        budget.shrink(max(0, budget.limit - (len(data) - target) - 256))
+        # Escaping and the envelope made the response bigger than what it
+        # keeps (a control character is six bytes as a JSON escape): keep
+        # that much less, and a little more than that.
+        budget.shrink(max(0, budget.kept * target // len(data) - 256))
 
 
 def _render(

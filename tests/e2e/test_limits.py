@@ -111,13 +111,21 @@ def test_output_cap_keeps_head_and_tail() -> None:
 
 
 def test_both_streams_and_escapes_stay_under_the_cap() -> None:
-    # Control characters grow sixfold as JSON escapes: the cap is on the encoded response.
-    source = "import sys\nprint('\\x01' * 3_000_000)\nprint('\\x02' * 3_000_000, file=sys.stderr)"
+    # Control characters grow sixfold as JSON escapes: the cap is on the encoded response,
+    # and the output still keeps as much of its head (stdout's start) and its tail
+    # (stderr's end) as fits in it.
+    source = ("import sys\nprint('out:' + '\\x01' * 3_000_000 + ':out')\n"
+              "print('err:' + '\\x02' * 3_000_000 + ':err', file=sys.stderr)")
     result = VixHost().run(request(source))
     assert result.ok, result
     assert len(result.stdout) <= 900 * 1024
-    assert "bytes of stdout omitted" in result.response["stdout"]
-    assert "bytes of stderr omitted" in result.response["stderr"]
+    printed = len("out:") + 3_000_000 + len(":out\n")
+    head, count, rest = omitted(result.response["stdout"], "stdout")
+    assert head.startswith("out:\x01") and len(head) > 20_000 and rest == ""
+    assert len(head) + count == printed
+    rest, count, tail = omitted(result.response["stderr"], "stderr")
+    assert rest == "" and tail.endswith("\x02:err\n") and len(tail) > 20_000
+    assert count + len(tail) == printed
 
 
 def test_huge_error_message_stays_under_the_cap(host: VixHost) -> None:

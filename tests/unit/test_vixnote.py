@@ -128,3 +128,18 @@ def test_budget_shrinks_until_the_encoded_response_fits(limit: int) -> None:
     response = check(data)
     assert "bytes of stdout omitted" in response["stdout"]
     assert response["error"]["message"].startswith("ValueError: ")
+
+
+def test_escapes_shrink_what_is_kept_not_everything() -> None:
+    # 200 KiB of control characters are 1.2 MB as JSON escapes: a sixth of the
+    # limit's worth of them still fits, head and tail.
+    limit = 900 * 1024
+    budget = OutputBudget(limit)
+    budget.add(Stream("stdout", "start:" + "\x01" * (200 << 10) + ":end\n"))
+    data = vixnote.respond(budget, None, None)
+    assert len(data) <= limit
+    stdout = check(data)["stdout"]
+    assert isinstance(stdout, str)
+    head, marker, tail = stdout.partition("\n[... ")
+    assert head.startswith("start:\x01") and tail.endswith("\x01:end\n")
+    assert marker and len(head) + len(tail) > 0.9 * limit / 6
