@@ -9,7 +9,7 @@ pays for `asyncio`.
 
 from __future__ import annotations
 
-from pyrelune.engine import sources
+from pyrelune.engine import importhooks, sources
 from pyrelune.engine.events import CellError
 
 TYPE_CHECKING = False
@@ -140,11 +140,8 @@ def _execute_async(code: CodeType, namespace: dict[str, Any]) -> Any:
 
 def syntax_error(exc: SyntaxError | ValueError, filename: str) -> CellError:
     """A cell that does not compile; line and column point into the cell."""
-    import traceback
-
-    sources.register_all()
     if isinstance(exc, SyntaxError):
-        details = "".join(traceback.format_exception_only(type(exc), exc))
+        details = format_traceback(exc, None, exception_text(exc))
         return CellError("python_syntax_error", type(exc).__name__, exc.msg or "",
                          details, exc.lineno, exc.offset)
     # Before 3.12 a NUL byte in the source is a ValueError from compile().
@@ -186,17 +183,22 @@ def format_traceback(exc: BaseException, tb: TracebackType | None, evalue: str) 
     """The traceback as Python prints it, quoting the cells' lines.
 
     `traceback` itself fails on some attributes user code may set (a
-    SyntaxError's offset that is not a number): the frames and the
+    SyntaxError's offset that is not a number), and a cell may have imported
+    a module of its own as `traceback` or `linecache`: the frames and the
     exception's one line (`evalue`) are then all there is to say.
     """
-    import traceback
-
-    sources.register_all()
     try:
+        traceback = importhooks.import_own("traceback")
+        sources.register_all()
         return "".join(traceback.format_exception(type(exc), exc, tb))
     except Exception:
-        frames = ["Traceback (most recent call last):\n", *traceback.format_tb(tb)] if tb else []
-        return "".join([*frames, f"{type(exc).__name__}: {evalue}\n"])
+        frames = []
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            frames.append(f'  File "{code.co_filename}", line {tb.tb_lineno}, in {code.co_name}\n')
+            tb = tb.tb_next
+        header = ["Traceback (most recent call last):\n"] if frames else []
+        return "".join([*header, *frames, f"{type(exc).__name__}: {evalue}\n"])
 
 
 #: The largest column an error carries: beyond it a JSON reader may lose

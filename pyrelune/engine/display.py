@@ -271,8 +271,7 @@ def json_safe(mime: str, value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         if _is_text(mime):
             return bytes(value).decode("utf-8", "replace")
-        import binascii
-
+        binascii = importhooks.import_own("binascii")
         return binascii.b2a_base64(bytes(value), newline=False).decode("ascii")
     if mime == "application/json" or mime.endswith("+json"):
         if isinstance(value, str):

@@ -197,6 +197,44 @@ def test_modules_beside_the_notebook_import(tmp_path: Path) -> None:
     assert result.response["outputs"] == [{"mime": "text/plain", "data": "'from beside'"}]
 
 
+
+#: Modules the runtime imports after the cell's folder is first on sys.path.
+RUNTIMES_LATE_IMPORTS = ("select", "traceback", "linecache", "tokenize", "token", "textwrap",
+                         "json", "binascii")
+
+
+def test_files_named_like_the_runtimes_modules_stand_in_only_for_the_cells(
+    host: VixHost, tmp_path: Path
+) -> None:
+    for name in RUNTIMES_LATE_IMPORTS:
+        (tmp_path / f"{name}.py").write_text(f"print('{name}.py ran')\nmine = True\n")
+    folder = str(tmp_path)
+    assert host.run_cell("print(1)", workingDirectory=folder).shown == [("stdout", "1\n")]
+    odd = ("class Odd:\n    def _repr_png_(self):\n        return b'png'\n"  # base64: binascii
+           "    def _repr_mimebundle_(self, **kwargs):\n"
+           "        return {'application/json': 'not json'}\n"  # refused: json says why
+           "display(1)\nOdd()")
+    shown = host.run_cell(odd, workingDirectory=folder)
+    assert shown.ok and shown.response["outputs"][0] == {"mime": "text/plain", "data": "1"}
+    assert "unusable 'application/json' value" in shown.response["stderr"]
+    assert "ran" not in str(shown.response)
+    failed = host.run_cell("x = 1\n1 / 0", workingDirectory=folder)
+    assert failed.failure == "ZeroDivisionError: division by zero (line 2)"
+    assert "    1 / 0\n" in failed.error["details"] and failed.response["stdout"] == ""
+    failed = host.run_cell("if x", workingDirectory=folder)
+    assert failed.failure == "SyntaxError: expected ':' (line 1)"
+    own = host.run_cell("import select\nselect.mine", workingDirectory=folder)
+    assert own.shown == [("stdout", "select.py ran\n"), ("stdout", "True")]
+
+
+def test_a_cell_that_imported_its_own_token_module_still_gets_its_error(
+    host: VixHost, tmp_path: Path
+) -> None:
+    (tmp_path / "token.py").write_text("NAME = 'mine'\n")
+    failed = host.run_cell("import token\n1 / 0", workingDirectory=str(tmp_path))
+    assert failed.failure == "ZeroDivisionError: division by zero (line 2)"
+    assert 'File "<cell cell-python>", line 2, in <module>\n' in failed.error["details"]
+
 def test_input_raises_eoferror(host: VixHost) -> None:
     result = host.run_cell("name = input('name? ')")
     assert result.failure is not None
