@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from processes import gone_soon
+from processes import gone_soon, running
 from vixhost import VixHost, encode_request, pyrelune_command
 
 FAST = {"PYRELUNE_TIMEOUT": "1"}
@@ -63,6 +65,35 @@ def test_deadline_kills_the_cells_children() -> None:
     assert result.error["code"] == "timeout"
     assert gone_soon(int(result.response["stdout"]))
 
+
+
+def test_the_cell_and_its_children_die_with_a_killed_runtime(tmp_path: Path) -> None:
+    # The host SIGKILLs the runtime process alone; nothing the cell started may outlive it.
+    pids = tmp_path / "pids"
+    source = ("import os, subprocess\nchild = subprocess.Popen(['sleep', '60'])\n"
+              f"open({str(pids) + '.new'!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+              f"os.replace({str(pids) + '.new'!r}, {str(pids)!r})\nwhile True: pass")
+    runtime = subprocess.Popen([pyrelune_command()], stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**default_env(), "PYRELUNE_TIMEOUT": "0"})
+    assert runtime.stdin is not None
+    runtime.stdin.write(request(source))
+    runtime.stdin.close()
+    started = []
+    try:
+        while not pids.exists():
+            assert runtime.poll() is None, "the runtime ended before the cell started"
+            time.sleep(0.05)
+        started = [int(pid) for pid in pids.read_text().split()]
+        runtime.kill()
+        runtime.wait()
+        assert all(gone_soon(pid) for pid in started)
+    finally:
+        for pid in [p for p in started if running(p)]:
+            os.kill(pid, signal.SIGKILL)
+        if runtime.poll() is None:
+            runtime.kill()
+            runtime.wait()
 
 def test_timeout_option() -> None:
     proc = subprocess.run(
