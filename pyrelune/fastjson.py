@@ -70,9 +70,9 @@ def loads(text: str, allow_nan: bool = True) -> Any:
         # imported, and otherwise fails without an exception.
         value, end = None, -1
     if end < 0 or text[end:].strip(_WHITESPACE):
-        import json
+        from pyrelune.engine.importhooks import import_own  # not a cell's json.py
 
-        return json.loads(text)  # raises the error json would, with its wording
+        return import_own("json").loads(text)  # raises the error json would, with its wording
     return value
 
 

@@ -9,7 +9,7 @@ pays for `asyncio`.
 
 from __future__ import annotations
 
-from pyrelune.engine import sources
+from pyrelune.engine import importhooks, sources
 from pyrelune.engine.events import CellError
 
 TYPE_CHECKING = False
@@ -142,11 +142,8 @@ def _execute_async(code: CodeType, namespace: dict[str, Any]) -> Any:
 
 def syntax_error(exc: SyntaxError | ValueError, filename: str) -> CellError:
     """A cell that does not compile; line and column point into the cell."""
-    import traceback
-
-    sources.register_all()
     if isinstance(exc, SyntaxError):
-        details = "".join(traceback.format_exception_only(type(exc), exc))
+        details = format_traceback(exc, None, exception_text(exc))
         return CellError("python_syntax_error", type(exc).__name__, exc.msg or "",
                          details, exc.lineno, exc.offset)
     # Before 3.12 a NUL byte in the source is a ValueError from compile().
@@ -154,24 +151,70 @@ def syntax_error(exc: SyntaxError | ValueError, filename: str) -> CellError:
 
 
 def exception_error(exc: BaseException, filename: str) -> CellError:
-    """An exception raised while the cell ran, traceback trimmed to the cell's frames."""
-    import traceback
+    """An exception raised while the cell ran, traceback trimmed to the cell's frames.
 
-    sources.register_all()
+    User code can raise anything: an exception whose `__str__` fails, a
+    SyntaxError whose offset is a string or NaN. The error still says what
+    was raised, and carries only positions the protocols can encode.
+    """
     tb = _trim(exc.__traceback__)
     _trim_chain(exc)
     line = _last_cell_line(tb, filename)
-    details = "".join(traceback.format_exception(type(exc), exc, tb))
+    evalue = exception_text(exc)
+    details = format_traceback(exc, tb, evalue)
     if isinstance(exc, KeyboardInterrupt):
-        return CellError("interrupted", "KeyboardInterrupt", str(exc) or "Execution interrupted",
+        return CellError("interrupted", "KeyboardInterrupt", evalue or "Execution interrupted",
                          details, line)
     if isinstance(exc, SystemExit):
         status = exc.code if isinstance(exc.code, int) else None
-        evalue = f"exit status {status}" if status is not None else str(exc.code)
+        evalue = f"exit status {status}" if status is not None else evalue
         return CellError("python_exit", "SystemExit", evalue, details, line)
     code = "python_syntax_error" if isinstance(exc, SyntaxError) else "python_runtime_error"
-    column = exc.offset if isinstance(exc, SyntaxError) else None
-    return CellError(code, type(exc).__name__, str(exc), details, line, column)
+    column = _column(exc.offset) if isinstance(exc, SyntaxError) else None
+    return CellError(code, type(exc).__name__, evalue, details, line, column)
+
+
+def exception_text(exc: BaseException) -> str:
+    """`str(exc)`, or what Python's traceback prints when the exception's `__str__` fails."""
+    try:
+        return str(exc)
+    except Exception:
+        return "<exception str() failed>"
+
+
+def format_traceback(exc: BaseException, tb: TracebackType | None, evalue: str) -> str:
+    """The traceback as Python prints it, quoting the cells' lines.
+
+    `traceback` itself fails on some attributes user code may set (a
+    SyntaxError's offset that is not a number), and a cell may have imported
+    a module of its own as `traceback` or `linecache`: the frames and the
+    exception's one line (`evalue`) are then all there is to say.
+    """
+    try:
+        traceback = importhooks.import_own("traceback")
+        sources.register_all()
+        return "".join(traceback.format_exception(type(exc), exc, tb))
+    except Exception:
+        frames = []
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            frames.append(f'  File "{code.co_filename}", line {tb.tb_lineno}, in {code.co_name}\n')
+            tb = tb.tb_next
+        header = ["Traceback (most recent call last):\n"] if frames else []
+        return "".join([*header, *frames, f"{type(exc).__name__}: {evalue}\n"])
+
+
+#: The largest column an error carries: beyond it a JSON reader may lose
+#: digits, and past 4300 digits Python cannot even write it.
+_MAX_COLUMN = (1 << 53) - 1
+
+
+def _column(offset: object) -> int | None:
+    """A raised SyntaxError's offset as the schemas allow a column, else None.
+
+    User code may put anything there: NaN, -5, "abc".
+    """
+    return offset if type(offset) is int and 0 <= offset <= _MAX_COLUMN else None
 
 
 def _trim(tb: TracebackType | None) -> TracebackType | None:

@@ -203,13 +203,10 @@ def _report(obj: Any, name: str, problem: str, exc: BaseException | None = None)
     where = f"{type(obj).__module__}.{type(obj).__qualname__}.{name}"
     text = f"pyrelune: {where} {problem}; skipped\n"
     if exc is not None:
-        import traceback
+        from pyrelune.engine.cell import exception_text, format_traceback
 
-        from pyrelune.engine import sources
-
-        sources.register_all()  # so that the traceback quotes the cell's lines
         tb = exc.__traceback__.tb_next if exc.__traceback__ else None  # not our frame
-        text += "".join(traceback.format_exception(type(exc), exc, tb))
+        text += format_traceback(exc, tb, exception_text(exc))
     sys.stderr.write(text)
 
 
@@ -275,8 +272,7 @@ def json_safe(mime: str, value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         if _is_text(mime):
             return bytes(value).decode("utf-8", "replace")
-        import binascii
-
+        binascii = importhooks.import_own("binascii")
         return binascii.b2a_base64(bytes(value), newline=False).decode("ascii")
     if json_mime(mime):
         if isinstance(value, str):

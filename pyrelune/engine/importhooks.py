@@ -1,13 +1,18 @@
-"""Run a function right after a module is first imported, at no cost to other imports.
+"""The runtime's side of the import system it shares with user code in a worker.
 
-The worker imports as little as it can up front, yet some modules need a
-word from pyrelune the moment a cell (or a library) imports them: IPython's
-`display` is replaced by ours, and `linecache` learns the cells' sources so
-that warnings and tracebacks printed by user code quote them. A meta path
-finder answers only for the watched names and lets the real finder load the
-module; its loader is wrapped so that the callbacks run right after the
-module's code, before anything else can use it. Other imports cost one
-dictionary lookup.
+Hooks run a function right after a module is first imported, at no cost to
+other imports. The worker imports as little as it can up front, yet some
+modules need a word from pyrelune the moment a cell (or a library) imports
+them: IPython's `display` is replaced by ours, and `linecache` learns the
+cells' sources so that warnings and tracebacks printed by user code quote
+them. A meta path finder answers only for the watched names and lets the
+real finder load the module; its loader is wrapped so that the callbacks run
+right after the module's code, before anything else can use it. Other
+imports cost one dictionary lookup.
+
+The runtime's own late imports (`traceback` to report an error, say) look
+only where the runtime did at start-up: a cell's folder, first on sys.path
+as a script's is, may hold a `select.py` or a `tokenize.py` of its own.
 """
 
 from __future__ import annotations
@@ -22,6 +27,26 @@ if TYPE_CHECKING:
     from typing import Any
 
 _callbacks: dict[str, list[Callable[[ModuleType], None]]] = {}
+#: sys.path before any cell's folder or a cell's own change: where `import_own` looks.
+_RUNTIME_PATH = list(sys.path)
+
+
+def import_own(name: str) -> ModuleType:
+    """The module `name` for the runtime's own use, as its start-up sys.path finds it.
+
+    A module already imported is taken as it is (the cell may have imported
+    one of its own under that name: the caller must cope). While the import
+    runs, the cell's other threads see the runtime's sys.path too.
+    """
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    cells_path, sys.path = sys.path, list(_RUNTIME_PATH)
+    try:
+        __import__(name)
+    finally:
+        sys.path = cells_path
+    return sys.modules[name]
 
 
 def after_import(name: str, callback: Callable[[ModuleType], None]) -> None:

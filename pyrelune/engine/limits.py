@@ -132,9 +132,14 @@ class OutputBudget:
         if not self._head_closed and isinstance(item, Stream) and self._head_left > 0:
             first, item = split_stream(item, self._head_left)
             self.head.append(first)
-            self._head_left = 0
+            self._head_left -= _size(first)  # what a split character leaves is unused
         self._head_closed = True
         self._tail.add(item)
+
+    @property
+    def kept(self) -> int:
+        """Bytes of output held right now, head and tail together."""
+        return self.limit // 2 - self._head_left + self._tail.size
 
     def room(self) -> int:
         """The size of the largest item `add` would keep right now."""

@@ -39,8 +39,7 @@ def is_cell(filename: str) -> bool:
 
 def register_all() -> None:
     """Hand every cell's source to `linecache`: a traceback is about to quote them."""
-    import linecache
-
+    linecache = importhooks.import_own("linecache")
     for filename, source in _sources.items():
         if filename not in linecache.cache:
             _register(linecache, filename, source)

@@ -19,6 +19,7 @@ import os
 import sys
 
 from pyrelune import fastjson
+from pyrelune.engine import importhooks
 from pyrelune.engine.cell import exception_error, run_cell
 from pyrelune.engine.display import connect, show_result
 from pyrelune.engine.events import Display, Done, InputRequest, to_wire
@@ -111,9 +112,8 @@ class Channel:
     def receive(self) -> dict[str, Any]:
         """The next command from the session (one JSON object per line)."""
         while (line := self._commands.pop()) is None:
-            from pyrelune import spin  # here, not at start-up: a oneshot worker seldom waits
-
-            spin.poll([self._control_fd])  # then read, sleeping if need be
+            # Imported here, not at start-up: a oneshot worker seldom waits.
+            importhooks.import_own("pyrelune.spin").poll([self._control_fd])  # then read
             chunk = os.read(self._control_fd, 1 << 16)
             if not chunk:
                 os._exit(0)  # the session is gone: so is the reason to exist
@@ -359,10 +359,15 @@ def run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
     channel.send(Done(error))
 
 
-def run_oneshot(cell: Cell, fds: WorkerFds) -> NoReturn:
-    """Run one cell in a fresh namespace, report it, and end the process."""
+def run_oneshot(cell: Cell, fds: WorkerFds, folder: str) -> NoReturn:
+    """Run one cell in a fresh namespace, report it, and end the process.
+
+    `folder` goes first on sys.path, as a script's own folder does: the cell
+    imports the modules beside it, the runtime does not (see `import_own`).
+    """
     try:
         become_worker(fds.stdout, fds.stderr, "a oneshot cell")
+        sys.path.insert(0, folder)
         run(cell, fresh_namespace(), Channel(fds.events, fds.control))
     finally:
         os._exit(0)

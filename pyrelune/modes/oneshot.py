@@ -74,21 +74,21 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
         request_id = request.request_id
         deadline, max_output = settings(timeout)
         order = vixnote_outputs.mime_order(os.environ.get("PYRELUNE_MIME_ORDER", ""))
-        enter(request.working_directory)
+        folder = enter(request.working_directory)
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
-    worker = WorkerProcess(_cell_runner(request.source, request.filename))
+    worker = WorkerProcess(_cell_runner(request.source, request.filename, folder))
     budget, failure = _collect(worker, deadline, max_output, order)
     return vixnote.respond(budget, failure, request_id)
 
 
-def _cell_runner(source: str, filename: str) -> Callable[[WorkerFds], NoReturn]:
+def _cell_runner(source: str, filename: str, folder: str) -> Callable[[WorkerFds], NoReturn]:
     def work(fds: WorkerFds) -> NoReturn:
         # Imported in the worker only: the engine's execution side is no
         # business of this process.
         from pyrelune.engine.worker import Cell, run_oneshot
 
-        run_oneshot(Cell(source, filename), fds)
+        run_oneshot(Cell(source, filename), fds, folder)
 
     return work
 
@@ -128,16 +128,25 @@ def _collect(
     return budget, failure
 
 
-def enter(directory: str) -> None:
-    """chdir into the request's working directory and put it first on sys.path."""
-    if directory:
-        path = os.path.abspath(directory)
-        try:
-            os.chdir(path)
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            raise vixnote.Rejected(
-                "invalid_working_directory",
-                f"Cannot use workingDirectory {directory!r}: {reason}",
-            ) from None
-    sys.path.insert(0, os.getcwd())
+def enter(directory: str) -> str:
+    """chdir into the request's working directory; the folder the cell imports from.
+
+    Only the worker puts that folder on sys.path: this process imports
+    modules of its own after this (`select`, say), and a file of the same
+    name in a user's folder must not stand in for them.
+
+    Whatever the path holds (a NUL, a lone surrogate, a folder deleted under
+    the runtime) is the request's problem, said in the response.
+    """
+    try:
+        if directory:
+            os.chdir(os.path.abspath(directory))
+        return os.getcwd()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    except UnicodeEncodeError as exc:  # a lone surrogate: no file name can hold it
+        reason = f"{exc.object[exc.start:exc.end]!r} cannot be part of a file name"
+    except ValueError:  # embedded null byte
+        reason = "a NUL character cannot be part of a file name"
+    where = f"workingDirectory {directory!r}" if directory else "the current directory"
+    raise vixnote.Rejected("invalid_working_directory", f"Cannot use {where}: {reason}")

@@ -41,8 +41,11 @@ class Request:
 
     @property
     def filename(self) -> str:
-        """The name tracebacks give the cell's code."""
-        return f"<cell {self.cell_id}>" if self.cell_id else "<cell>"
+        """The name tracebacks give the cell's code; compile() refuses a NUL in it."""
+        if not self.cell_id:
+            return "<cell>"
+        name = self.cell_id.replace("\0", "\\x00")
+        return f"<cell {name}>"
 
 
 class Rejected(Exception):
@@ -128,8 +131,10 @@ def respond(budget: OutputBudget, error: CellError | None, request_id: str | Non
         data = encode(_render(budget, error, failure, request_id))
         if len(data) <= target or budget.limit == 0:
             return data
-        # Escaping and the envelope made the response bigger than what it keeps.
-        budget.shrink(max(0, budget.limit - (len(data) - target) - 256))
+        # Escaping and the envelope made the response bigger than what it
+        # keeps (a control character is six bytes as a JSON escape): keep
+        # that much less, and a little more than that.
+        budget.shrink(max(0, budget.kept * target // len(data) - 256))
 
 
 def _render(

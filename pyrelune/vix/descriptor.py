@@ -45,13 +45,18 @@ def problems(instance: Any, definition: str | None = None) -> list[str]:
 
 
 def split_id(package_id: str) -> tuple[str, str]:
-    """`owner/name` as (namespace, name), the way a project vix.json spells it."""
-    if not PACKAGE_ID.fullmatch(package_id):
+    """`owner/name` as (namespace, name), the way a project vix.json spells it.
+
+    Both parts become folder names (`packages/owner/name`, `.vix/deps/name`),
+    so neither may be `.` or `..`, which would lead out of them.
+    """
+    parts = package_id.split("/")
+    if not PACKAGE_ID.fullmatch(package_id) or any(part in (".", "..") for part in parts):
         raise InvalidDescriptor(
             f"Extension id {package_id!r} must look like owner/name "
-            "(letters, digits, '.', '_', '-')"
+            "(letters, digits, '.', '_', '-'; neither part '.' or '..')"
         )
-    namespace, name = package_id.split("/")
+    namespace, name = parts
     return namespace, name
 
 

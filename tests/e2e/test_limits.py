@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from processes import gone_soon
+from processes import gone_soon, running
 from vixhost import VixHost, encode_request, pyrelune_command
 
 FAST = {"PYRELUNE_TIMEOUT": "1"}
@@ -64,6 +66,35 @@ def test_deadline_kills_the_cells_children() -> None:
     assert gone_soon(int(result.response["stdout"]))
 
 
+
+def test_the_cell_and_its_children_die_with_a_killed_runtime(tmp_path: Path) -> None:
+    # The host SIGKILLs the runtime process alone; nothing the cell started may outlive it.
+    pids = tmp_path / "pids"
+    source = ("import os, subprocess\nchild = subprocess.Popen(['sleep', '60'])\n"
+              f"open({str(pids) + '.new'!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+              f"os.replace({str(pids) + '.new'!r}, {str(pids)!r})\nwhile True: pass")
+    runtime = subprocess.Popen([pyrelune_command()], stdin=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env={**default_env(), "PYRELUNE_TIMEOUT": "0"})
+    assert runtime.stdin is not None
+    runtime.stdin.write(request(source))
+    runtime.stdin.close()
+    started = []
+    try:
+        while not pids.exists():
+            assert runtime.poll() is None, "the runtime ended before the cell started"
+            time.sleep(0.05)
+        started = [int(pid) for pid in pids.read_text().split()]
+        runtime.kill()
+        runtime.wait()
+        assert all(gone_soon(pid) for pid in started)
+    finally:
+        for pid in [p for p in started if running(p)]:
+            os.kill(pid, signal.SIGKILL)
+        if runtime.poll() is None:
+            runtime.kill()
+            runtime.wait()
+
 def test_timeout_option() -> None:
     proc = subprocess.run(
         [pyrelune_command(), "--timeout", "0.5"],
@@ -111,13 +142,21 @@ def test_output_cap_keeps_head_and_tail() -> None:
 
 
 def test_both_streams_and_escapes_stay_under_the_cap() -> None:
-    # Control characters grow sixfold as JSON escapes: the cap is on the encoded response.
-    source = "import sys\nprint('\\x01' * 3_000_000)\nprint('\\x02' * 3_000_000, file=sys.stderr)"
+    # Control characters grow sixfold as JSON escapes: the cap is on the encoded response,
+    # and the output still keeps as much of its head (stdout's start) and its tail
+    # (stderr's end) as fits in it.
+    source = ("import sys\nprint('out:' + '\\x01' * 3_000_000 + ':out')\n"
+              "print('err:' + '\\x02' * 3_000_000 + ':err', file=sys.stderr)")
     result = VixHost().run(request(source))
     assert result.ok, result
     assert len(result.stdout) <= 900 * 1024
-    assert "bytes of stdout omitted" in result.response["stdout"]
-    assert "bytes of stderr omitted" in result.response["stderr"]
+    printed = len("out:") + 3_000_000 + len(":out\n")
+    head, count, rest = omitted(result.response["stdout"], "stdout")
+    assert head.startswith("out:\x01") and len(head) > 20_000 and rest == ""
+    assert len(head) + count == printed
+    rest, count, tail = omitted(result.response["stderr"], "stderr")
+    assert rest == "" and tail.endswith("\x02:err\n") and len(tail) > 20_000
+    assert count + len(tail) == printed
 
 
 def test_huge_error_message_stays_under_the_cap(host: VixHost) -> None:

@@ -345,7 +345,8 @@ def test_a_flood_of_interrupts_while_the_worker_is_replaced(kernel: Host, tmp_pa
 def test_what_a_cell_does_to_its_streams_ends_with_it(kernel: Host, breaker: str) -> None:
     kernel.execute(breaker)
     big = 3 * 1024 * 1024  # more than the capture pipe holds: a non-blocking fd 1 would fail
-    response = kernel.execute(f"import os\nprint('é€')\nprint('x' * {big})\nos.write(1, b'end\\n');")
+    response = kernel.execute(
+        f"import os\nprint('é€')\nprint('x' * {big})\nos.write(1, b'end\\n');")
     assert response["error"] is None, response["error"]
     assert response["stdout"] == "é€\n" + "x" * big + "\nend\n"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from vixhost import VixHost, encode_request
+import pytest
+from vixhost import VixHost, encode_request, pyrelune_command
 
 
 def test_final_expression_is_shown_after_stdout(host: VixHost) -> None:
@@ -98,6 +99,24 @@ def test_syntax_error_has_line_and_column(host: VixHost) -> None:
     assert "y = (2 +" in result.error["details"]
 
 
+
+ODD = "SyntaxError: bad (f, line 3) (line 1)"
+
+
+@pytest.mark.parametrize(
+    ("source", "failure"),
+    [("raise SyntaxError('bad', ('f', 3, float('nan'), 'x'))", ODD),
+     ("raise SyntaxError('bad', ('f', 3, 'abc', 'x'))", ODD),
+     ("class Odd(Exception):\n    __str__ = None\nraise Odd",
+      "Odd: <exception str() failed> (line 3)")],
+)
+def test_exceptions_with_odd_attributes_are_reported(
+    host: VixHost, source: str, failure: str
+) -> None:
+    result = host.run_cell(source)
+    assert result.failure == failure
+    assert result.response["diagnostics"][0]["column"] is None
+
 def test_output_before_an_error_is_kept_in_the_response(host: VixHost) -> None:
     result = host.run_cell("import sys\nprint('out')\nprint('err', file=sys.stderr)\n1 / 0")
     assert result.failure == "ZeroDivisionError: division by zero (line 4)"
@@ -140,6 +159,36 @@ def test_working_directory_not_a_directory(host: VixHost, tmp_path: Path) -> Non
     assert str(file) in result.error["message"]
 
 
+@pytest.mark.parametrize(
+    ("escaped", "reason"),
+    [("a\\u0000b", "a NUL character cannot be part of a file name"),
+     ("a\\ud800b", "'\\ud800' cannot be part of a file name")],
+)
+def test_working_directory_no_file_name_can_hold(host: VixHost, escaped: str, reason: str) -> None:
+    raw = ('{"source": "print(1)", "workingDirectory": "' + escaped + '"}').encode()
+    result = host.run(raw)
+    assert result.error["code"] == "invalid_working_directory"
+    assert result.failure is not None and result.failure.endswith(reason), result.failure
+
+
+def test_current_directory_deleted(tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    runtime = tmp_path / "runtime"
+    runtime.write_text(f'#!/bin/sh\ncd "{gone}" && rmdir "{gone}" && exec "{pyrelune_command()}"\n')
+    runtime.chmod(0o755)
+    result = VixHost(command=str(runtime)).run(encode_request({"source": "print('never')"}))
+    assert result.error["code"] == "invalid_working_directory"
+    assert result.failure == "Cannot use the current directory: No such file or directory"
+
+
+def test_a_nul_in_the_cell_id_is_no_syntax_error(host: VixHost) -> None:
+    result = host.run_cell("6 * 7\n", cellId="a\0b")
+    assert result.response["outputs"] == [{"mime": "text/plain", "data": "42"}]
+    result = host.run_cell("1 / 0", cellId="a\0b")
+    assert 'File "<cell a\\x00b>", line 1' in result.error["details"]
+
+
 def test_modules_beside_the_notebook_import(tmp_path: Path) -> None:
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "helper_mod.py").write_text("VALUE = 'from beside'\n")
@@ -147,6 +196,44 @@ def test_modules_beside_the_notebook_import(tmp_path: Path) -> None:
     result = VixHost().run(encode_request(request), cwd=tmp_path)
     assert result.response["outputs"] == [{"mime": "text/plain", "data": "'from beside'"}]
 
+
+
+#: Modules the runtime imports after the cell's folder is first on sys.path.
+RUNTIMES_LATE_IMPORTS = ("select", "traceback", "linecache", "tokenize", "token", "textwrap",
+                         "json", "binascii")
+
+
+def test_files_named_like_the_runtimes_modules_stand_in_only_for_the_cells(
+    host: VixHost, tmp_path: Path
+) -> None:
+    for name in RUNTIMES_LATE_IMPORTS:
+        (tmp_path / f"{name}.py").write_text(f"print('{name}.py ran')\nmine = True\n")
+    folder = str(tmp_path)
+    assert host.run_cell("print(1)", workingDirectory=folder).shown == [("stdout", "1\n")]
+    odd = ("class Odd:\n    def _repr_png_(self):\n        return b'png'\n"  # base64: binascii
+           "    def _repr_mimebundle_(self, **kwargs):\n"
+           "        return {'application/json': 'not json'}\n"  # refused: json says why
+           "display(1)\nOdd()")
+    shown = host.run_cell(odd, workingDirectory=folder)
+    assert shown.ok and shown.response["outputs"][0] == {"mime": "text/plain", "data": "1"}
+    assert "unusable 'application/json' value" in shown.response["stderr"]
+    assert "ran" not in str(shown.response)
+    failed = host.run_cell("x = 1\n1 / 0", workingDirectory=folder)
+    assert failed.failure == "ZeroDivisionError: division by zero (line 2)"
+    assert "    1 / 0\n" in failed.error["details"] and failed.response["stdout"] == ""
+    failed = host.run_cell("if x", workingDirectory=folder)
+    assert failed.failure == "SyntaxError: expected ':' (line 1)"
+    own = host.run_cell("import select\nselect.mine", workingDirectory=folder)
+    assert own.shown == [("stdout", "select.py ran\n"), ("stdout", "True")]
+
+
+def test_a_cell_that_imported_its_own_token_module_still_gets_its_error(
+    host: VixHost, tmp_path: Path
+) -> None:
+    (tmp_path / "token.py").write_text("NAME = 'mine'\n")
+    failed = host.run_cell("import token\n1 / 0", workingDirectory=str(tmp_path))
+    assert failed.failure == "ZeroDivisionError: division by zero (line 2)"
+    assert 'File "<cell cell-python>", line 2, in <module>\n' in failed.error["details"]
 
 def test_input_raises_eoferror(host: VixHost) -> None:
     result = host.run_cell("name = input('name? ')")

@@ -181,6 +181,22 @@ def test_other_prefix_and_id(places: Places, tmp_path: Path) -> None:
     assert pyrelune("vix", "install", "--id", "no-slash").returncode != 0
 
 
+
+@pytest.mark.parametrize(("package_id", "where"), [
+    ("../..", []), ("me/..", ["--project", "project"]), ("./me", []), ("me/.", ["--project", "."]),
+])
+def test_ids_that_lead_out_of_their_folder_are_refused(
+    places: Places, tmp_path: Path, package_id: str, where: list[str]
+) -> None:
+    (tmp_path / "project").mkdir()
+    before = snapshot(tmp_path)
+    for command in ("install", "uninstall"):
+        result = pyrelune("vix", command, "--id", package_id, "--dry-run", *where, cwd=tmp_path)
+        assert result.returncode == 1 and result.stdout == ""
+        assert result.stderr == (f"error: Extension id {package_id!r} must look like owner/name "
+                                 "(letters, digits, '.', '_', '-'; neither part '.' or '..')\n")
+    assert snapshot(tmp_path) == before
+
 def test_disabled_extension_is_reported_and_enable_fixes_it(places: Places) -> None:
     places.disabled_json.parent.mkdir(parents=True)
     places.disabled_json.write_text(json.dumps({"disabled": ["x/y", ID], "theme": "dark"}))

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from pyrelune import fastjson
 from pyrelune.engine.cell import run_cell
-from pyrelune.engine.events import CellError
+from pyrelune.engine.events import CellError, Done, to_wire
 from pyrelune.engine.worker import _NoInput, fresh_namespace
 
 
@@ -100,6 +103,35 @@ def test_syntax_error_position() -> None:
         "python_syntax_error", "SyntaxError", 2, 5)
     assert "if x" in error.traceback
 
+
+
+@pytest.mark.parametrize("offset", [float("nan"), -5, "abc", 10**5000, 1 << 53, True, None],
+                         ids=["nan", "negative", "str", "too many digits", "huge", "bool", "none"])
+def test_a_raised_syntax_error_with_an_odd_offset_has_no_column(offset: object) -> None:
+    namespace = fresh_namespace()
+    namespace["offset"] = offset
+    error, _ = run("raise SyntaxError('bad', ('f.py', 3, offset, 'x'))", namespace)
+    assert error is not None
+    assert (error.code, error.summary, error.line, error.column) == (
+        "python_syntax_error", "SyntaxError: bad (f.py, line 3) (line 1)", 1, None)
+    assert error.traceback.startswith("Traceback (most recent call last):\n")
+    assert error.traceback.endswith("SyntaxError: bad\n") or error.traceback.endswith(
+        "SyntaxError: bad (f.py, line 3)\n")  # "abc" defeats traceback's own formatting
+    fastjson.dumps(to_wire(Done(error)), allow_nan=False)  # what crosses to the session
+
+
+def test_a_raised_syntax_error_keeps_a_usable_offset() -> None:
+    error, _ = run("raise SyntaxError('bad', ('f.py', 3, 7, 'x = 1'))")
+    assert error is not None and error.column == 7
+
+
+def test_an_exception_whose_str_fails_is_still_named() -> None:
+    source = "class Odd(Exception):\n    def __str__(self):\n        raise ValueError\nraise Odd()"
+    error, _ = run(source)
+    assert error is not None
+    assert (error.code, error.summary) == (
+        "python_runtime_error", "Odd: <exception str() failed> (line 4)")
+    assert error.traceback.endswith("Odd: <exception str() failed>\n")
 
 def test_system_exit() -> None:
     assert run("raise SystemExit(0)") == (None, [])

@@ -136,6 +136,22 @@ def test_a_failing_repr_is_reported_on_stderr_and_skipped(
     assert "engine/display.py" not in err  # the traceback is the method's, not ours
 
 
+
+def test_a_repr_raising_what_traceback_cannot_format_is_still_reported(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    class Odd:
+        def _repr_html_(self) -> str:
+            raise SyntaxError("bad html", ("f.py", 1, "abc", "x"))
+
+        def __repr__(self) -> str:
+            return "Odd()"
+
+    assert mime_bundle(Odd())[0] == {"text/plain": "Odd()"}
+    err = capsys.readouterr().err
+    assert "Odd._repr_html_ failed; skipped" in err
+    assert err.endswith("SyntaxError: bad html (f.py, line 1)\n")
+
 def test_not_implemented_is_skipped_silently(capsys: pytest.CaptureFixture[str]) -> None:
     class Declines:
         def _repr_html_(self) -> str:

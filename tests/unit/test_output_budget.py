@@ -50,7 +50,7 @@ def test_head_and_tail_are_prefix_and_suffix_and_bytes_add_up(
         if not omitted:
             assert head + tail == full
     total = sum(utf8_size(h) + utf8_size(t) for h, t in kept(budget).values())
-    assert total <= limit
+    assert budget.kept == total <= limit
 
 
 def test_under_the_limit_everything_is_kept_in_order() -> None:
@@ -90,6 +90,7 @@ def test_shrink_keeps_the_counts(chunks: list[tuple[str, str]], limit: int, smal
         budget.add(Stream(name, text))
     budget.shrink(min(limit, smaller))
     list(accounts(budget, chunks))
+    assert budget.kept == sum(utf8_size(h) + utf8_size(t) for h, t in kept(budget).values())
 
 
 def test_clip() -> None:

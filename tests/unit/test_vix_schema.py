@@ -139,6 +139,18 @@ def test_package_id_is_owner_slash_name(package_id: Any) -> None:
     assert errors({**SHIPPED, "id": package_id})
 
 
+
+@pytest.mark.parametrize("package_id", ["../..", "me/..", "./me", "me/.", "../me"])
+def test_an_id_whose_part_is_a_dot_folder_is_refused(package_id: str) -> None:
+    # Each part becomes a folder name: `packages/../..` would write outside the prefix.
+    with pytest.raises(descriptor.InvalidDescriptor, match=r"neither part '\.' or '\.\.'"):
+        descriptor.split_id(package_id)
+
+
+def test_dots_within_an_id_are_fine() -> None:
+    assert descriptor.split_id("a.b/...") == ("a.b", "...")
+    assert descriptor.split_id("..a/b..") == ("..a", "b..")
+
 def test_installed_package_entry() -> None:
     entry = descriptor.global_entry(SHIPPED, SHIPPED["id"], Path("/p/packages/a/b"), "1.0")
     assert errors(entry, "installedPackage") == []

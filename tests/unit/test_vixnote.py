@@ -33,6 +33,12 @@ def test_parse_request_reads_the_fields_it_acts_on() -> None:
     assert bare.filename == "<cell>"
 
 
+def test_a_nul_in_the_cell_id_becomes_an_escape_in_the_filename() -> None:
+    request = vixnote.parse_request(b'{"source": "1", "cellId": "a\\u0000b"}')
+    assert request.filename == "<cell a\\x00b>"
+    compile("1", request.filename, "eval")
+
+
 @pytest.mark.parametrize(
     ("raw", "code", "message"),
     [
@@ -122,3 +128,18 @@ def test_budget_shrinks_until_the_encoded_response_fits(limit: int) -> None:
     response = check(data)
     assert "bytes of stdout omitted" in response["stdout"]
     assert response["error"]["message"].startswith("ValueError: ")
+
+
+def test_escapes_shrink_what_is_kept_not_everything() -> None:
+    # 200 KiB of control characters are 1.2 MB as JSON escapes: a sixth of the
+    # limit's worth of them still fits, head and tail.
+    limit = 900 * 1024
+    budget = OutputBudget(limit)
+    budget.add(Stream("stdout", "start:" + "\x01" * (200 << 10) + ":end\n"))
+    data = vixnote.respond(budget, None, None)
+    assert len(data) <= limit
+    stdout = check(data)["stdout"]
+    assert isinstance(stdout, str)
+    head, marker, tail = stdout.partition("\n[... ")
+    assert head.startswith("start:\x01") and tail.endswith("\x01:end\n")
+    assert marker and len(head) + len(tail) > 0.9 * limit / 6
