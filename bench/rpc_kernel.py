@@ -15,6 +15,10 @@ Measures, in one run:
   to /dev/null, with the peak resident memory (VmHWM) of the kernel process
   and of its worker.
 
+Everything runs with Python's defaults, whatever this shell sets:
+PYTHONUNBUFFERED would make both the plain loop and the kernels write each
+line at once.
+
 Only the standard library and `websockets` (and the pipe client of
 `kernel_roundtrip.py`, beside this file): time.perf_counter, subprocess, os.
 """
@@ -30,7 +34,7 @@ import sys
 import time
 from typing import Any
 
-from kernel_roundtrip import LinesClient
+from kernel_roundtrip import DEFAULTS, LinesClient
 
 ONE_PLUS_ONE = "1+1"
 #: Each client is timed in this many turns, taken in rotation: this machine's
@@ -80,7 +84,7 @@ def _hwm(pid: int) -> int:
 
 def _listening_kernel() -> tuple[subprocess.Popen[bytes], str, int]:
     """`pyrelune --mode rpc --listen 127.0.0.1:0`, its host and port."""
-    env = {k: v for k, v in os.environ.items() if k != "PYRELUNE_TOKEN"}
+    env = {k: v for k, v in DEFAULTS.items() if k != "PYRELUNE_TOKEN"}
     proc = subprocess.Popen([*KERNEL, "rpc", "--listen", "127.0.0.1:0"],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             stdin=subprocess.DEVNULL, env=env)
@@ -247,7 +251,7 @@ def big_print(megabytes: int) -> None:
     source = f"for _ in range({lines}):\n    print('x' * 99)"
     start = time.perf_counter()
     with open(os.devnull, "w") as null:
-        subprocess.run([sys.executable, "-c", source], stdout=null, check=True)
+        subprocess.run([sys.executable, "-c", source], stdout=null, check=True, env=DEFAULTS)
     plain = time.perf_counter() - start
     client = PipeClient()
     start = time.perf_counter()
