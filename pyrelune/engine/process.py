@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from pyrelune.engine.interrupts import Interrupts
 
 
+_SIGINT = {_signal.SIGINT}
+
+
 class WorkerFds:
     """The worker's ends of its pipes.
 
@@ -52,11 +55,20 @@ class WorkerProcess:
         ev_r, ev_w = os.pipe()
         ctl_r, ctl_w = os.pipe()
         life_r, life_w = os.pipe()
-        pid = os.fork()
+        # Until the worker has its own SIGINT handler (see worker.become_worker),
+        # an interrupt must not raise KeyboardInterrupt in the supervisor's code
+        # that the child still runs: it waits, blocked, to be ignored or kept.
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)
+        try:
+            pid = os.fork()
+        except OSError:
+            _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
+            raise
         if pid == 0:
             fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r, interrupts)
             _close_all_but(fds)
             target(fds)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
         try:
             os.setpgid(pid, pid)  # also done by the child; whoever runs first wins the race
         except OSError:

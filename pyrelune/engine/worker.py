@@ -286,6 +286,7 @@ def become_worker(out_fd: int, err_fd: int, where: str) -> StdFds:
     os.setpgid(0, 0)  # one process group: interrupts and kills reach the cell's children
     _reset_signal_handlers()
     _signal.signal(_signal.SIGINT, interrupt_guard)
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGINT})  # blocked across the fork
     global _worker_pid
     _worker_pid = os.getpid()
     std = StdFds(out_fd, err_fd)
