@@ -90,7 +90,7 @@ class Kernel:
         self.restart()
         error = done.error or CellError("worker_died", "", "the worker ended")
         lost = LOST
-        if os.WIFSIGNALED(status) and buffers_stdout():
+        if os.WIFSIGNALED(status) and buffers_stdout(self._interactive):
             lost = f"{LOST}; {UNFLUSHED}"  # a signal it never saw: its buffer went with it
         return Done(CellError(error.code, error.ename, f"{error.evalue}; {lost}",
                               error.traceback, error.line, error.column))

@@ -50,27 +50,19 @@ _killpg = os.killpg
 _UNBUFFERED = bool(getattr(sys.__stdout__, "write_through", False))
 
 
-def buffers_stdout() -> bool:
+def buffers_stdout(interactive: bool) -> bool:
     """Whether a kernel worker's stdout is block-buffered (see `flushfirst`).
 
-    Line by line costs a write each: a cell that prints a million lines
-    takes several times as long. Unless the user asked Python for
-    unbuffered output; a live host still sees each line within
-    `LIVE_FLUSH` (see `_flush_live`).
+    Not for a host that shows output live (interactive), nor when the user
+    asked Python for unbuffered output.
     """
-    return not _UNBUFFERED
-
-
-#: How soon a host that shows output live (the rpc kernel's) sees what a cell
-#: printed to block-buffered stdout: it sends stream text this often anyway.
-LIVE_FLUSH = 0.05
+    return not interactive and not _UNBUFFERED
 
 
 def _buffered_text_stream(fd: int) -> io.TextIOWrapper:
     # Block-buffered below the text layer, which passes each write straight
     # down: text and sys.stdout.buffer writes keep their order (see flushfirst).
-    # 64 KiB, a pipe's default capacity: a flood of prints is one write per pipeful.
-    return io.TextIOWrapper(binary(fd, 1 << 16), write_through=True, **TEXT_OPTIONS)
+    return io.TextIOWrapper(binary(fd), write_through=True, **TEXT_OPTIONS)
 
 
 class _StreamOrder:
@@ -140,24 +132,10 @@ def _ordered_text(fd: int, order: _StreamOrder) -> io.TextIOWrapper:
     if fd != 1:
         order.texts["stderr"] = _OrderedText(fd, order)
         return order.texts["stderr"]
-    order.texts["stdout"] = _buffered_text_stream(fd) if buffers_stdout() else text_stream(fd)
+    order.texts["stdout"] = text_stream(fd)
     if order.last != "stdout":
         order.watch_stdout()
     return order.texts["stdout"]
-
-
-def _flush_live(order: _StreamOrder) -> None:
-    """A thread: while a cell runs, push out its block-buffered stdout every `LIVE_FLUSH`.
-
-    Safe beside the cell's own writes: with write-through text, all that is
-    held sits in the binary buffer, which has a lock of its own.
-    """
-    from time import sleep
-
-    while True:
-        sleep(LIVE_FLUSH)
-        if interrupt_guard.running:
-            order.flush("stdout")
 
 
 def _watch_lifeline(fd: int) -> None:
@@ -202,7 +180,6 @@ def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
         _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control)
         interrupt_guard.interrupts = fds.interrupts
-        buffered = buffers_stdout()
         if interactive:
             from pyrelune.engine import show
 
@@ -210,11 +187,8 @@ def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
             show.install()
             order = _StreamOrder(channel.sync)
             std.use(lambda fd: _ordered_text(fd, order))
-            if buffered:
-                _thread.start_new_thread(_flush_live, (order,))
-        elif buffered:
+        elif buffers_stdout(interactive):
             std.use(lambda fd: _buffered_text_stream(fd) if fd == 1 else text_stream(fd))
-        if buffered:
             flush_first(flush_stdout)
         namespace = fresh_namespace()
         while True:

@@ -321,8 +321,8 @@ def text_stream(fd: int) -> io.TextIOWrapper:
     return io.TextIOWrapper(binary(fd), line_buffering=True, **TEXT_OPTIONS)
 
 
-def binary(fd: int, size: int = io.DEFAULT_BUFFER_SIZE) -> io.BufferedWriter:
-    return io.BufferedWriter(io.FileIO(fd, "w", closefd=False), size)
+def binary(fd: int) -> io.BufferedWriter:
+    return io.BufferedWriter(io.FileIO(fd, "w", closefd=False))
 
 
 TEXT_OPTIONS: dict[str, Any] = {"encoding": "utf-8", "errors": "backslashreplace"}

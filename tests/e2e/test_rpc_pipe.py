@@ -266,18 +266,6 @@ def test_fd_level_output_cannot_break_the_protocol(kernel: PipeHost) -> None:
     assert stdout_of(events) == "raw\nfrom-shell\n"
 
 
-def test_a_print_is_shown_while_the_cell_still_runs(kernel: PipeHost, tmp_path: Path) -> None:
-    """stdout is block-buffered, yet a line shows without waiting for more output or the end."""
-    go_on = tmp_path / "go-on"
-    kernel.call("execute.cell", {"cell_id": "live", "source": (
-        f"import os, time\nprint('early')\nwhile not os.path.exists({str(go_on)!r}):\n"
-        "    time.sleep(0.01)\nprint('late')")})
-    early = kernel.wait_event("stream")  # the cell cannot end before the file exists
-    assert early["data"]["text"] == "early\n"
-    go_on.touch()
-    assert stdout_of(kernel.until_done()) == "late\n"
-
-
 def test_streams_are_coalesced(kernel: PipeHost) -> None:
     events = kernel.run("for i in range(20000):\n    print(i)")
     streams = [e for e in events if e["event"] == "stream"]
