@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cells import DEEP_JSON
 from lines_host import (
     COMMAND,
     WAIT,
@@ -115,11 +116,7 @@ def test_final_expression_repr_and_underscore(kernel: Host) -> None:
 
 def test_json_nested_too_deep_shows_as_text(kernel: Host) -> None:
     """Encodable under the cell's recursion limit, not under the kernel's: text instead."""
-    code = ("import sys\nsys.setrecursionlimit(100_000)\nclass Deep:\n"
-            "    def _repr_json_(self):\n        value = []\n"
-            "        for _ in range(5000):\n            value = [value]\n        return value\n"
-            "    def __repr__(self):\n        return 'Deep()'\nDeep()")
-    response = kernel.execute(code)
+    response = kernel.execute(DEEP_JSON)
     assert (response["stdout"], response["error"]) == ("Deep()\n", None)
     assert "nested at most 500 deep" in response["stderr"]
     assert kernel.execute("1 + 1")["stdout"] == "2\n"

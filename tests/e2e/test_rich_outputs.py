@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cells import DEEP_JSON
 from vixhost import VixHost
 
 
@@ -150,21 +151,6 @@ def test_json_with_nan_falls_back_to_text(host: VixHost) -> None:
     source += "    def __repr__(self):\n        return 'J(nan)'\nJ()"
     result = host.run_cell(source)
     assert result.shown == [("stdout", "J(nan)")]
-
-
-DEEP_JSON = """\
-import sys
-sys.setrecursionlimit(100_000)
-class Deep:
-    def _repr_json_(self):
-        value = []
-        for _ in range(5000):
-            value = [value]
-        return value
-    def __repr__(self):
-        return "Deep()"
-Deep()
-"""
 
 
 def test_json_nested_too_deep_falls_back_to_text(host: VixHost) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cells import DEEP_JSON
 from rpc_host import PipeHost, kernel_command, stdout_of
 
 from pyrelune.engine.kernel import LOST
@@ -360,11 +361,7 @@ def test_display_and_final_values_of_tables_are_jsonml(kernel: PipeHost) -> None
 
 def test_json_nested_too_deep_shows_as_text(kernel: PipeHost) -> None:
     """Encodable under the cell's recursion limit, not under the kernel's: text instead."""
-    source = ("import sys\nsys.setrecursionlimit(100_000)\nclass Deep:\n"
-              "    def _repr_json_(self):\n        value = []\n"
-              "        for _ in range(5000):\n            value = [value]\n        return value\n"
-              "    def __repr__(self):\n        return 'Deep()'\nDeep()")
-    events = kernel.run(source)
+    events = kernel.run(DEEP_JSON)
     assert [e["data"]["item"] for e in events if e["event"] == "display_data"] == ["Deep()"]
     assert "nested at most 500 deep" in stdout_of(events, "stderr")
     assert events[-1]["data"]["status"] == "ok"
