@@ -141,13 +141,10 @@ class Session:
         The conversation cannot go on (the worker may wait for an answer to a
         message it did send), so the worker is killed, as if it had died.
         """
-        self.worker.signal_group(_signal.SIGKILL)
-        self.worker.reap(block=True)
         self._events_open = False
-        yield from self.drain()
-        self.finished = True
-        yield Done(CellError("worker_died", "", "worker stopped: its event pipe carried "
-                             f"a line that is not one of its messages ({str(problem)[:120]})"))
+        yield from self._kill(CellError(
+            "worker_died", "", "worker stopped: its event pipe carried a line that is not "
+            f"one of its messages ({str(problem)[:120]})"))
 
     def _died(self) -> Iterator[Event]:
         status = self.worker.reap(block=True)
@@ -280,17 +277,21 @@ class Session:
 
     def escalate(self) -> Iterator[Event]:
         """The cell outlived its interrupt: kill it and everything it started; ends with Done."""
+        if self._timeout is not None:
+            yield from self._kill(_timed_out(self._timeout, None))
+        else:
+            yield from self._kill(CellError(
+                "interrupted", "KeyboardInterrupt",
+                "Execution interrupted: the cell did not stop, so its worker was killed",
+            ))
+
+    def _kill(self, error: CellError) -> Iterator[Event]:
+        """Kill the worker and all it started; what they wrote, then Done with `error`."""
         self.worker.signal_group(_signal.SIGKILL)
         self.worker.reap(block=True)
         yield from self.drain()
         self.finished = True
-        if self._timeout is not None:
-            yield Done(_timed_out(self._timeout, None))
-        else:
-            yield Done(CellError(
-                "interrupted", "KeyboardInterrupt",
-                "Execution interrupted: the cell did not stop, so its worker was killed",
-            ))
+        yield Done(error)
 
     def close(self) -> None:
         """End the worker with everything it started; release the descriptors.
