@@ -112,7 +112,8 @@ class Channel:
     def receive(self) -> dict[str, Any]:
         """The next command from the session (one JSON object per line)."""
         while (line := self._commands.pop()) is None:
-            # Imported here, not at start-up: a oneshot worker seldom waits.
+            # Imported here, not at start-up: a oneshot worker seldom waits. As
+            # the runtime's own: spin imports `select`, which a cell's folder may shadow.
             importhooks.import_own("pyrelune.spin").poll([self._control_fd])  # then read
             chunk = os.read(self._control_fd, 1 << 16)
             if not chunk:
