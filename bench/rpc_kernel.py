@@ -221,7 +221,7 @@ class InProcessKernel:
     """The engine's Kernel with no protocol around it."""
 
     def __init__(self) -> None:
-        from pyrelune.engine.kernel import Kernel
+        from pyrelune.supervisor.kernel import Kernel
 
         self.kernel = Kernel(interactive=True)
 

@@ -15,7 +15,7 @@ __version__ = "0.2.0"
 
 def __getattr__(name: str) -> Any:
     if name == "display":
-        from pyrelune.engine.display import display
+        from pyrelune.worker.display import display
 
         return display
     raise AttributeError(f"module 'pyrelune' has no attribute {name!r}")

@@ -10,6 +10,7 @@ the same output), and imports `json` only to word an error.
 from __future__ import annotations
 
 import _json
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,9 +71,11 @@ def loads(text: str, allow_nan: bool = True) -> Any:
         # imported, and otherwise fails without an exception.
         value, end = None, -1
     if end < 0 or text[end:].strip(_WHITESPACE):
-        from pyrelune.engine.importhooks import import_own  # not a cell's json.py
-
-        return import_own("json").loads(text)  # raises the error json would, with its wording
+        # In a worker, a cell's folder is on sys.path: borrow the runtime's own
+        # json there, not a cell's json.py. The supervisor never loads worker code.
+        hooks = sys.modules.get("pyrelune.worker.importhooks")
+        json = hooks.import_own("json") if hooks is not None else __import__("json")
+        return json.loads(text)  # raises the error json would, with its wording
     return value
 
 

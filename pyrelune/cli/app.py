@@ -131,8 +131,8 @@ def _rpc(
 ) -> int:
     import os
 
-    from pyrelune.engine.limits import max_output_setting
     from pyrelune.modes import rpc
+    from pyrelune.supervisor.limits import max_output_setting
 
     if listen is None and (token is not None or token_file is not None):
         raise typer.BadParameter("a token is for WebSocket kernels: add --listen",

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import _signal
 
-from pyrelune.engine.events import Done
-from pyrelune.engine.kernel import Kernel
-from pyrelune.engine.limits import OutputBudget, max_output_setting
 from pyrelune.protocols import lines
+from pyrelune.supervisor.kernel import Kernel
+from pyrelune.supervisor.limits import OutputBudget, max_output_setting
 from pyrelune.transports import stdio
+from pyrelune.wire.events import Done
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

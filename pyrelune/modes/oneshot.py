@@ -10,20 +10,20 @@ import _signal
 import os
 import sys
 
-from pyrelune.engine.events import Display, Done, Stream
-from pyrelune.engine.limits import max_output_setting
-from pyrelune.engine.process import WorkerProcess
 from pyrelune.protocols import vixnote, vixnote_outputs
+from pyrelune.supervisor.limits import max_output_setting
+from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.transports import stdio
+from pyrelune.wire.events import Display, Done, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import NoReturn
 
-    from pyrelune.engine.events import CellError
-    from pyrelune.engine.limits import OutputBudget
-    from pyrelune.engine.process import WorkerFds
+    from pyrelune.supervisor.limits import OutputBudget
+    from pyrelune.supervisor.process import WorkerFds
+    from pyrelune.wire.events import CellError
 
 DEFAULT_TIMEOUT = 9.0
 DEFAULT_MAX_OUTPUT = 900 * 1024
@@ -86,7 +86,7 @@ def _cell_runner(source: str, filename: str, folder: str) -> Callable[[WorkerFds
     def work(fds: WorkerFds) -> NoReturn:
         # Imported in the worker only: the engine's execution side is no
         # business of this process.
-        from pyrelune.engine.worker import Cell, run_oneshot
+        from pyrelune.worker.runtime import Cell, run_oneshot
 
         run_oneshot(Cell(source, filename), fds, folder)
 
@@ -99,9 +99,9 @@ def _collect(
     """The cell's output, shaped for Vix Note and within budget, and how it ended."""
     # Imported after the fork, so that on two cores they load while the
     # worker already compiles and runs the cell.
-    from pyrelune.engine.limits import OutputBudget
-    from pyrelune.engine.presentation import Presenter
-    from pyrelune.engine.session import Session
+    from pyrelune.supervisor.limits import OutputBudget
+    from pyrelune.supervisor.presentation import Presenter
+    from pyrelune.supervisor.session import Session
 
     budget = OutputBudget(max_output)
 

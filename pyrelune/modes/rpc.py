@@ -2,7 +2,7 @@
 
 One asyncio loop does everything: it reads the transport, hands lines to the
 codec (`pyrelune.protocols.rpc`), carries out its commands on the kernel
-(`pyrelune.engine.kernel`), and watches the worker's pipes with `add_reader`,
+(`pyrelune.supervisor.kernel`), and watches the worker's pipes with `add_reader`,
 so output streams to the host while the cell runs and an interrupt is read
 while it runs. Stream text passes through the engine's `Presenter` first, so
 `\r` progress bars arrive collapsed. Timers do what the blocking loop of `Session.run` does with
@@ -22,20 +22,20 @@ import sys
 import time
 
 from pyrelune import spin
-from pyrelune.engine.events import Display, Done, InputRequest, Stream
-from pyrelune.engine.kernel import Kernel
-from pyrelune.engine.presentation import Presenter
-from pyrelune.engine.session import COALESCE
 from pyrelune.protocols import rpc
+from pyrelune.supervisor.kernel import Kernel
+from pyrelune.supervisor.presentation import Presenter
+from pyrelune.supervisor.session import COALESCE
 from pyrelune.transports.lines import OVERSIZED, LineConnection
+from pyrelune.wire.events import Display, Done, InputRequest, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Protocol
 
-    from pyrelune.engine.events import Event
     from pyrelune.transports.websocket import WebSocketConnection
+    from pyrelune.wire.events import Event
 
     class Connection(Protocol):
         async def deliver(self, handler: Callable[[Any], bool]) -> bool: ...

@@ -10,9 +10,9 @@ lone surrogate, no raw newline).
 from __future__ import annotations
 
 from pyrelune import fastjson
-from pyrelune.engine.events import CellError, Display, Stream
-from pyrelune.engine.limits import Omitted, OutputBudget
 from pyrelune.protocols.validation import errors as schema_errors
+from pyrelune.supervisor.limits import Omitted, OutputBudget
+from pyrelune.wire.events import CellError, Display, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

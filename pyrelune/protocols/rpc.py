@@ -23,11 +23,18 @@ import platform
 import sys
 
 from pyrelune import __version__, fastjson
-from pyrelune.engine.events import CellError, Display, Done, InputRequest, Stream
-from pyrelune.engine.show import ITEM_MIME, JSONML_MIME
 from pyrelune.protocols.streaming import Cap, Coalescer
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.protocols.vixnote import encode as strict_json
+from pyrelune.wire.events import (
+    ITEM_MIME,
+    JSONML_MIME,
+    CellError,
+    Display,
+    Done,
+    InputRequest,
+    Stream,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ Sans-I/O: the caller passes the clock in and arms the timer `flush_at` asks for.
 
 from __future__ import annotations
 
-from pyrelune.engine.events import Stream
-from pyrelune.engine.limits import TailWindow, split_stream, utf8_size
+from pyrelune.supervisor.limits import TailWindow, split_stream, utf8_size
+from pyrelune.wire.events import Stream
 
 #: The longest a piece of text waits before it is sent.
 INTERVAL = 0.05

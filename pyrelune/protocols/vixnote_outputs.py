@@ -9,9 +9,9 @@ start with `<svg`, JSON must be strict, PNG/JPEG only as SVG-wrapped images).
 from __future__ import annotations
 
 from pyrelune import fastjson
-from pyrelune.engine.events import Display
-from pyrelune.engine.limits import utf8_size
 from pyrelune.protocols.vixnote import Rejected
+from pyrelune.supervisor.limits import utf8_size
+from pyrelune.wire.events import Display
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

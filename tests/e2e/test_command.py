@@ -68,9 +68,9 @@ def test_the_hot_path_imports_only_what_it_needs(tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["stdout"] == "5\n", proc.stderr
     imported = set(eval(proc.stderr))
     assert not imported & HEAVY, sorted(imported & HEAVY)
-    assert {"pyrelune.modes.oneshot", "pyrelune.engine.session"} <= imported  # it did run
+    assert {"pyrelune.modes.oneshot", "pyrelune.supervisor.session"} <= imported  # it did run
     # The execution side of the engine loads in the worker only.
-    assert not {"pyrelune.engine.worker", "pyrelune.engine.kernelworker"} & imported
+    assert not {"pyrelune.worker.runtime", "pyrelune.worker.kernelloop"} & imported
 
 
 def test_the_worker_imports_only_what_the_cell_needs(tmp_path: Path) -> None:

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from pyrelune.engine.events import Display, Done, InputRequest
-from pyrelune.engine.kernel import LOST, Kernel
+from pyrelune.supervisor.kernel import LOST, Kernel
+from pyrelune.wire.events import Display, Done, InputRequest
 
 
 @pytest.fixture

@@ -255,16 +255,16 @@ def test_the_mime_order_is_configurable(host: VixHost) -> None:
 def test_a_cell_that_displays_nothing_loads_no_display_machinery(host: VixHost) -> None:
     result = host.run_cell("import sys\nprint(' '.join(sorted(sys.modules)))")
     loaded = set(result.response["stdout"].split())
-    heavy = {"pyrelune.engine.mplbackend", "matplotlib", "IPython", "PIL", "numpy", "base64",
+    heavy = {"pyrelune.worker.mplbackend", "matplotlib", "IPython", "PIL", "numpy", "base64",
              "binascii", "traceback", "linecache", "weakref", "json", "inspect", "typing"}
-    assert "pyrelune.engine.display" in loaded  # `display` is there to be called...
+    assert "pyrelune.worker.display" in loaded  # `display` is there to be called...
     assert loaded & heavy == set()  # ...but nothing it would need is loaded before it is
 
 
 def test_display_is_ready_for_a_cell_but_matplotlib_is_not_imported(host: VixHost) -> None:
     source = "import os, sys\nprint(os.environ['MPLBACKEND'], 'matplotlib' in sys.modules)"
     result = host.run(_request(source), env={"MPLBACKEND": ""})
-    assert result.shown == [("stdout", "module://pyrelune.engine.mplbackend False\n")]
+    assert result.shown == [("stdout", "module://pyrelune.worker.mplbackend False\n")]
 
 
 def _request(source: str) -> bytes:

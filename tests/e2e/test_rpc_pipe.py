@@ -13,7 +13,7 @@ import pytest
 from cells import DEEP_JSON
 from rpc_host import PipeHost, kernel_command, stdout_of
 
-from pyrelune.engine.kernel import LOST
+from pyrelune.supervisor.kernel import LOST
 
 
 @pytest.fixture

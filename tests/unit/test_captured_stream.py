@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pyrelune.engine.capture import CapturedStream
+from pyrelune.supervisor.capture import CapturedStream
 
 
 @pytest.fixture

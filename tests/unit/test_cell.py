@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from pyrelune import fastjson
-from pyrelune.engine.cell import run_cell
-from pyrelune.engine.events import CellError, Done, to_wire
-from pyrelune.engine.worker import _NoInput, fresh_namespace
+from pyrelune.wire.events import CellError, Done, to_wire
+from pyrelune.worker.cell import run_cell
+from pyrelune.worker.runtime import _NoInput, fresh_namespace
 
 
 def run(source: str, namespace: dict[str, Any] | None = None) -> tuple[CellError | None, list[Any]]:

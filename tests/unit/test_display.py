@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from pyrelune.engine import display as rich
-from pyrelune.engine.display import REPR_METHODS, display, json_safe, mime_bundle, show_result
+from pyrelune.worker import display as rich
+from pyrelune.worker.display import REPR_METHODS, display, json_safe, mime_bundle, show_result
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 16
 
@@ -133,7 +133,7 @@ def test_a_failing_repr_is_reported_on_stderr_and_skipped(
     err = capsys.readouterr().err
     assert "Failing._repr_html_ failed; skipped" in err
     assert "ValueError: html is broken" in err
-    assert "engine/display.py" not in err  # the traceback is the method's, not ours
+    assert "worker/display.py" not in err  # the traceback is the method's, not ours
 
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pyrelune.engine.events import from_wire
+from pyrelune.wire.events import from_wire
 
 
 @pytest.mark.parametrize("message", [

@@ -25,7 +25,7 @@ ENTRY_POINTS = {
 SCRIPT = """
 import os
 {before}
-from pyrelune.engine.flushfirst import flush_first
+from pyrelune.worker.flushfirst import flush_first
 flushes = []
 flush_first(lambda: flushes.append(1))
 {code}

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from pyrelune.engine.interrupts import Interrupts
+from pyrelune.wire.interrupts import Interrupts
 
 
 def test_a_signal_nobody_aimed_is_for_whatever_cell_runs() -> None:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pyrelune.engine.kernel import CAPTURE_PIPE_SIZE, Kernel
+from pyrelune.supervisor.kernel import CAPTURE_PIPE_SIZE, Kernel
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_GETPIPE_SZ is Linux's")

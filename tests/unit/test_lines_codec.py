@@ -10,11 +10,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pyrelune.engine.events import CellError, Display, Stream
-from pyrelune.engine.limits import OutputBudget
 from pyrelune.protocols import lines
 from pyrelune.protocols.validation import authoritative_errors, quick_valid, schema
+from pyrelune.supervisor.limits import OutputBudget
 from pyrelune.transports.stdio import LineReader
+from pyrelune.wire.events import CellError, Display, Stream
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 RESPONSE = json.loads((SCHEMAS / "lines-kernel.response.json").read_text())

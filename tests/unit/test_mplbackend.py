@@ -7,8 +7,8 @@ import base64
 import pytest
 from matplotlib.figure import Figure
 
-from pyrelune.engine.display import mime_bundle
-from pyrelune.engine.mplbackend import figure_bundle, is_empty
+from pyrelune.worker.display import mime_bundle
+from pyrelune.worker.mplbackend import figure_bundle, is_empty
 
 
 def plotted() -> Figure:

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import any_text
 
-from pyrelune.engine.events import Display, Stream
-from pyrelune.engine.limits import Omitted, OutputBudget, clip, max_output_setting, utf8_size
+from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, max_output_setting, utf8_size
+from pyrelune.wire.events import Display, Stream
 
 streams = st.lists(st.tuples(st.sampled_from(["stdout", "stderr"]), any_text), max_size=12)
 

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from pyrelune.engine import presentation
-from pyrelune.engine.events import Display, Stream
-from pyrelune.engine.presentation import Presenter
+from pyrelune.supervisor import presentation
+from pyrelune.supervisor.presentation import Presenter
+from pyrelune.wire.events import Display, Stream
 
 
 def terminal(text: str) -> str:

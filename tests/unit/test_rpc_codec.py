@@ -9,9 +9,16 @@ from typing import Any
 import pytest
 from rpc_host import check
 
-from pyrelune.engine.events import CellError, Display, Done, InputRequest, Stream
-from pyrelune.engine.show import ITEM_MIME, JSONML_MIME
 from pyrelune.protocols import rpc
+from pyrelune.wire.events import (
+    ITEM_MIME,
+    JSONML_MIME,
+    CellError,
+    Display,
+    Done,
+    InputRequest,
+    Stream,
+)
 
 
 def line(method: str, params: dict[str, Any] | None = None, request_id: str = "1") -> str:

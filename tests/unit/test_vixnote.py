@@ -8,9 +8,9 @@ import jsonschema
 import pytest
 from vixhost import RESPONSE_SCHEMA, strict_loads
 
-from pyrelune.engine.events import CellError, Display, Stream
-from pyrelune.engine.limits import OutputBudget
 from pyrelune.protocols import vixnote
+from pyrelune.supervisor.limits import OutputBudget
+from pyrelune.wire.events import CellError, Display, Stream
 
 
 def check(data: bytes) -> dict[str, object]:

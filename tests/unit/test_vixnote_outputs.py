@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from pyrelune.engine.display import mime_bundle
-from pyrelune.engine.events import Display
 from pyrelune.protocols import vixnote
 from pyrelune.protocols.vixnote import Rejected
 from pyrelune.protocols.vixnote_outputs import (
@@ -21,6 +19,8 @@ from pyrelune.protocols.vixnote_outputs import (
     select_output,
     svg_for_host,
 )
+from pyrelune.wire.events import Display
+from pyrelune.worker.display import mime_bundle
 
 ROOM = 1 << 20
 SVG = '<svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"><rect width="4"/></svg>'
@@ -195,7 +195,7 @@ def test_a_dataframe_is_a_readable_table() -> None:
 
 
 def test_select_output_is_what_the_response_holds() -> None:
-    from pyrelune.engine.limits import OutputBudget
+    from pyrelune.supervisor.limits import OutputBudget
 
     budget = OutputBudget(ROOM)
     budget.add(select_output(Display({"text/plain": "t", "image/svg+xml": SVG}, {}), MIME_ORDER,

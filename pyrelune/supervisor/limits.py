@@ -8,7 +8,7 @@ Sizes are UTF-8 bytes, the unit a host's limit is written in.
 
 from __future__ import annotations
 
-from pyrelune.engine.events import Display, Stream
+from pyrelune.wire.events import Display, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

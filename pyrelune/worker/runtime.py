@@ -19,19 +19,19 @@ import os
 import sys
 
 from pyrelune import fastjson
-from pyrelune.engine import importhooks
-from pyrelune.engine.cell import exception_error, run_cell
-from pyrelune.engine.display import connect, show_result
-from pyrelune.engine.events import Display, Done, InputRequest, to_wire
 from pyrelune.transports.stdio import LineBuffer  # loaded before the fork, in every mode
+from pyrelune.wire.events import Display, Done, InputRequest, to_wire
+from pyrelune.worker import importhooks
+from pyrelune.worker.cell import exception_error, run_cell
+from pyrelune.worker.display import connect, show_result
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
 
-    from pyrelune.engine.interrupts import Interrupts
-    from pyrelune.engine.process import WorkerFds
+    from pyrelune.supervisor.process import WorkerFds
+    from pyrelune.wire.interrupts import Interrupts
 
 
 class Cell:
@@ -340,7 +340,7 @@ _worker_pid = 0  # set by become_worker
 def _show_figures() -> None:
     """Figures a cell left open are shown, if it used pyplot at all."""
     if "matplotlib.pyplot" in sys.modules:
-        from pyrelune.engine.mplbackend import show_open_figures
+        from pyrelune.worker.mplbackend import show_open_figures
 
         show_open_figures()
 

@@ -13,16 +13,16 @@ import select
 import time
 
 from pyrelune import fastjson
-from pyrelune.engine.events import CellError, Display, Done, Stream, from_wire
-from pyrelune.engine.process import WorkerProcess, describe_exit
+from pyrelune.supervisor.process import WorkerProcess, describe_exit
 from pyrelune.transports.stdio import LineBuffer
+from pyrelune.wire.events import CellError, Display, Done, Stream, from_wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
     from typing import Any
 
-    from pyrelune.engine.events import Event
+    from pyrelune.wire.events import Event
 
 #: Between the interrupt and the kill: a cell may clean up, but not for long.
 GRACE = 0.4

@@ -9,7 +9,7 @@ from __future__ import annotations
 import codecs
 import os
 
-from pyrelune.engine.events import Stream
+from pyrelune.wire.events import Stream
 
 _CHUNK = 1 << 16
 #: One call returns at most this much, so a flood cannot pile up in memory.

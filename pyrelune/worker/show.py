@@ -18,17 +18,14 @@ import math
 import sys
 
 from pyrelune import fastjson
-from pyrelune.engine.display import display
+from pyrelune.wire.events import ITEM_MIME, JSONML_MIME
+from pyrelune.worker.display import display
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection
     from typing import Any
 
-#: A whole display item of the rpc protocol (show, plot, HtmlOutput).
-ITEM_MIME = "application/vnd.pyrelune.item+json"
-#: A table as JSONML, offered beside `text/html` for pandas and numpy values.
-JSONML_MIME = "application/vnd.pyrelune.jsonml+json"
 #: Table rows (and columns) shown: half from the start, half from the end.
 MAX_ROWS = 200
 MAX_COLUMNS = 100

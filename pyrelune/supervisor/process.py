@@ -11,14 +11,14 @@ from __future__ import annotations
 import _signal
 import os
 
-from pyrelune.engine.capture import CapturedStream
+from pyrelune.supervisor.capture import CapturedStream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import NoReturn
 
-    from pyrelune.engine.interrupts import Interrupts
+    from pyrelune.wire.interrupts import Interrupts
 
 
 _SIGINT = {_signal.SIGINT}

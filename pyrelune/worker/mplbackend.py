@@ -1,6 +1,6 @@
 """pyrelune's matplotlib backend: figures become display outputs, drawn as SVG.
 
-The worker sets `MPLBACKEND=module://pyrelune.engine.mplbackend` unless the
+The worker sets `MPLBACKEND=module://pyrelune.worker.mplbackend` unless the
 user chose a backend, so matplotlib picks this module only when a cell
 imports it; a cell that never does pays nothing. Drawing is Agg's (so
 `savefig` to any format behaves as in a script). `plt.show()` and
@@ -18,7 +18,7 @@ from matplotlib._pylab_helpers import Gcf
 from matplotlib.backend_bases import FigureManagerBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-from pyrelune.engine.display import display
+from pyrelune.worker.display import display
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -16,11 +16,10 @@ import _thread
 import builtins
 import io
 import os
-import sys
 
-from pyrelune.engine.events import Done, InputRequest
-from pyrelune.engine.flushfirst import flush_first
-from pyrelune.engine.worker import (
+from pyrelune.wire.events import Done, InputRequest
+from pyrelune.worker.flushfirst import flush_first
+from pyrelune.worker.runtime import (
     TEXT_OPTIONS,
     Cell,
     Channel,
@@ -38,25 +37,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import NoReturn
 
-    from pyrelune.engine.process import WorkerFds
+    from pyrelune.supervisor.process import WorkerFds
 
 #: The runtime's own os.killpg: a lines kernel's cells get one that flushes
 #: first (see flushfirst), and the lifeline must not wait on a cell's stream.
 _killpg = os.killpg
-
-
-#: Whether Python was asked for unbuffered output (`python -u`, PYTHONUNBUFFERED):
-#: its own stdout then writes through. Read at import, before a worker replaces it.
-_UNBUFFERED = bool(getattr(sys.__stdout__, "write_through", False))
-
-
-def buffers_stdout(interactive: bool) -> bool:
-    """Whether a kernel worker's stdout is block-buffered (see `flushfirst`).
-
-    Not for a host that shows output live (interactive), nor when the user
-    asked Python for unbuffered output.
-    """
-    return not interactive and not _UNBUFFERED
 
 
 def _buffered_text_stream(fd: int) -> io.TextIOWrapper:
@@ -165,12 +150,14 @@ class Prompter:
         return str(reply["value"])
 
 
-def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
+def serve(fds: WorkerFds, interactive: bool, buffered: bool) -> NoReturn:
     """A kernel's worker: run cells from the control pipe in one namespace.
 
     `interactive` is for a host that shows the cell while it runs and can
     answer (the rpc kernel): `input()` asks it, `show()` and `plot()` are
-    builtins, and stdout and stderr keep their mutual order.
+    builtins, and stdout and stderr keep their mutual order. `buffered`: stdout
+    is block-buffered (see `flushfirst`), for a host that sees output only
+    when the cell ends.
 
     Commands are JSON lines: `{"op": "execute", "source", "filename",
     "inputs"?}` and `{"op": "reset"}`; each is answered by a Done event.
@@ -181,13 +168,13 @@ def serve(fds: WorkerFds, interactive: bool) -> NoReturn:
         channel = Channel(fds.events, fds.control)
         interrupt_guard.interrupts = fds.interrupts
         if interactive:
-            from pyrelune.engine import show
+            from pyrelune.worker import show
 
             builtins.input = Prompter(channel)
             show.install()
             order = _StreamOrder(channel.sync)
             std.use(lambda fd: _ordered_text(fd, order))
-        elif buffers_stdout(interactive):
+        elif buffered:
             std.use(lambda fd: _buffered_text_stream(fd) if fd == 1 else text_stream(fd))
             flush_first(flush_stdout)
         namespace = fresh_namespace()

@@ -8,26 +8,48 @@ host always gets an answer and a kernel that can run the next cell.
 from __future__ import annotations
 
 import os
+import sys
 
 from pyrelune import fastjson
-from pyrelune.engine.events import CellError, Done
-from pyrelune.engine.interrupts import Interrupts
-from pyrelune.engine.kernelworker import buffers_stdout, serve
-from pyrelune.engine.process import WorkerProcess
-from pyrelune.engine.session import PATIENCE, Session
+from pyrelune.supervisor.process import WorkerProcess
+from pyrelune.supervisor.session import PATIENCE, Session
+from pyrelune.wire.events import CellError, Done
+from pyrelune.wire.interrupts import Interrupts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from typing import Any
+    from typing import Any, NoReturn
 
-    from pyrelune.engine.events import Event
+    from pyrelune.supervisor.process import WorkerFds
+    from pyrelune.wire.events import Event
 
 #: A kernel's capture pipes hold this much: a cell may print for a while unread.
 CAPTURE_PIPE_SIZE = 1 << 20
 LOST = "the kernel's namespace was lost and a fresh worker has started"
 UNFLUSHED = ("what the cell printed last may be missing, as stdout is block-buffered "
              "(PYTHONUNBUFFERED=1 writes every line at once)")
+
+
+#: Whether Python was asked for unbuffered output (`python -u`, PYTHONUNBUFFERED):
+#: its own stdout then writes through. Read at import, before a worker replaces it.
+_UNBUFFERED = bool(getattr(sys.__stdout__, "write_through", False))
+
+
+def buffers_stdout(interactive: bool) -> bool:
+    """Whether a kernel worker's stdout is block-buffered (see `worker.flushfirst`).
+
+    Not for a host that shows output live (interactive), nor when the user
+    asked Python for unbuffered output.
+    """
+    return not interactive and not _UNBUFFERED
+
+
+def _serve(fds: WorkerFds, interactive: bool) -> NoReturn:
+    """The fork target: the worker's command loop, imported in the child only."""
+    from pyrelune.worker.kernelloop import serve
+
+    serve(fds, interactive, buffers_stdout(interactive))
 
 
 class Kernel:
@@ -39,7 +61,7 @@ class Kernel:
 
     def _spawn(self) -> Session:
         interactive = self._interactive
-        worker = WorkerProcess(lambda fds: serve(fds, interactive), Interrupts())
+        worker = WorkerProcess(lambda fds: _serve(fds, interactive), Interrupts())
         worker.widen_capture(CAPTURE_PIPE_SIZE)
         return Session(worker)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from pyrelune.engine import importhooks
+from pyrelune.worker import importhooks
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

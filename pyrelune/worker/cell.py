@@ -9,8 +9,8 @@ pays for `asyncio`.
 
 from __future__ import annotations
 
-from pyrelune.engine import importhooks, sources
-from pyrelune.engine.events import CellError
+from pyrelune.wire.events import CellError
+from pyrelune.worker import importhooks, sources
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ _RESULT = "__pyrelune_result__"
 # How a compiled cell gives the value to show (see `_compile`).
 _EVALUATED, _ASSIGNED, _NONE = "evaluated", "assigned", "none"
 
-_PACKAGE_DIR = __file__[: -len("engine/cell.py")]
+_PACKAGE_DIR = __file__[: -len("worker/cell.py")]
 
 
 def run_cell(

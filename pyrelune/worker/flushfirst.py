@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from functools import wraps
 
-from pyrelune.engine.importhooks import after_import
+from pyrelune.worker.importhooks import after_import
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

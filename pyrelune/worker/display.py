@@ -23,8 +23,8 @@ import os
 import sys
 
 from pyrelune import fastjson
-from pyrelune.engine import importhooks
-from pyrelune.engine.events import json_mime
+from pyrelune.wire.events import json_mime
+from pyrelune.worker import importhooks
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,16 +46,16 @@ REPR_METHODS = (
     ("application/json", "_repr_json_"),
 )
 #: What `MPLBACKEND` is set to unless the user chose a backend.
-MATPLOTLIB_BACKEND = "module://pyrelune.engine.mplbackend"
+MATPLOTLIB_BACKEND = "module://pyrelune.worker.mplbackend"
 #: Formatters for types whose module may never be imported, by qualified type name.
 DEFERRED_FORMATTERS = {
-    "matplotlib.figure.Figure": ("pyrelune.engine.mplbackend", "figure_bundle"),
+    "matplotlib.figure.Figure": ("pyrelune.worker.mplbackend", "figure_bundle"),
     # Tables as JSONML too, for hosts that draw their own (the rpc kernel's).
     # pandas 3 names its classes' module `pandas`; earlier versions the defining one.
     **dict.fromkeys(
         ("pandas.DataFrame", "pandas.Series", "pandas.core.frame.DataFrame",
          "pandas.core.series.Series", "numpy.ndarray"),
-        ("pyrelune.engine.show", "table_bundle"),
+        ("pyrelune.worker.show", "table_bundle"),
     ),
 }
 #: An attribute no honest object has: one that answers for it claims everything.
@@ -203,7 +203,7 @@ def _report(obj: Any, name: str, problem: str, exc: BaseException | None = None)
     where = f"{type(obj).__module__}.{type(obj).__qualname__}.{name}"
     text = f"pyrelune: {where} {problem}; skipped\n"
     if exc is not None:
-        from pyrelune.engine.cell import exception_text, format_traceback
+        from pyrelune.worker.cell import exception_text, format_traceback
 
         tb = exc.__traceback__.tb_next if exc.__traceback__ else None  # not our frame
         text += format_traceback(exc, tb, exception_text(exc))

@@ -166,6 +166,12 @@ _ERROR_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
+#: A whole display item of the rpc protocol (show, plot, HtmlOutput).
+ITEM_MIME = "application/vnd.pyrelune.item+json"
+#: A table as JSONML, offered beside `text/html` for pandas and numpy values.
+JSONML_MIME = "application/vnd.pyrelune.jsonml+json"
+
+
 def json_mime(mime: str) -> bool:
     """Whether a Display's value of type `mime` is JSON (else it is text)."""
     return mime == "application/json" or mime.endswith("+json")

@@ -15,7 +15,7 @@ held-back lines on first, so text and displays keep their order.
 
 from __future__ import annotations
 
-from pyrelune.engine.events import Display, Stream
+from pyrelune.wire.events import Display, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,1 +1,0 @@
-"""The engine: a supervised worker process runs cells and reports events."""
