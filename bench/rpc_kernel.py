@@ -218,7 +218,7 @@ def lines_client() -> LinesKernel | None:
 
 
 class InProcessKernel:
-    """The engine's Kernel with no protocol around it."""
+    """The supervisor's Kernel with no protocol around it."""
 
     def __init__(self) -> None:
         from pyrelune.supervisor.kernel import Kernel

@@ -1,1 +1,1 @@
-"""Each mode wires one transport, one codec and the engine into a running program."""
+"""Each mode wires one transport, one codec and the supervisor into a running program."""

@@ -5,7 +5,7 @@ runs wait in the reader's buffer. User code never runs in this process (it
 runs in the kernel's worker), so stdout carries nothing but response lines.
 
 Signals, as a desktop host sends them: SIGINT while a cell runs interrupts it
-(escalating to a kill of the worker, see `Session.interrupt`); SIGINT while
+(escalating to a kill of the worker, see `Session.interrupted`); SIGINT while
 idle is the host's race with the end of a cell and does nothing. SIGTERM and
 EOF on stdin end the kernel cleanly, with the worker and everything it
 started.
@@ -35,7 +35,7 @@ class Terminated(Exception):
     """SIGTERM arrived: stop, clean up, exit 0."""
 
 
-class LinesKernel:
+class LinesServer:
     """The request loop's state: the kernel, whether a cell runs, cell names."""
 
     def __init__(self, max_output: int) -> None:
@@ -109,7 +109,7 @@ def main() -> int:
     _signal.signal(_signal.SIGTERM, _terminate)
     state = None
     try:
-        state = LinesKernel(max_output())
+        state = LinesServer(max_output())
         _signal.signal(_signal.SIGINT, state.on_sigint)
         for line in stdio.LineReader(0):
             if line.strip():

@@ -6,7 +6,6 @@ well-formed request needs; `jsonschema` and `typer` stay out of it.
 
 from __future__ import annotations
 
-import _signal
 import os
 import sys
 
@@ -84,7 +83,7 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
 
 def _cell_runner(source: str, filename: str, folder: str) -> Callable[[WorkerFds], NoReturn]:
     def work(fds: WorkerFds) -> NoReturn:
-        # Imported in the worker only: the engine's execution side is no
+        # Imported in the worker only: the worker side is no
         # business of this process.
         from pyrelune.worker.runtime import Cell, run_oneshot
 
@@ -99,9 +98,9 @@ def _collect(
     """The cell's output, shaped for Vix Note and within budget, and how it ended."""
     # Imported after the fork, so that on two cores they load while the
     # worker already compiles and runs the cell.
+    from pyrelune.supervisor.blocking import supervise
     from pyrelune.supervisor.limits import OutputBudget
     from pyrelune.supervisor.presentation import Presenter
-    from pyrelune.supervisor.session import Session
 
     budget = OutputBudget(max_output)
 
@@ -111,20 +110,13 @@ def _collect(
         budget.add(item)
 
     screen = Presenter(keep)
-    session = Session(worker)
     failure = None
-    try:
-        for event in session.run(deadline or None):
-            if isinstance(event, Done):
-                failure = event.error
-            else:
-                screen.add(event)  # type: ignore[arg-type]
-        worker.signal_group(_signal.SIGKILL)  # the cell is over: so is every process it left behind
-        for chunk in session.linger():
-            screen.add(chunk)
-        screen.flush()
-    finally:
-        session.close()
+    for event in supervise(worker, deadline or None):
+        if isinstance(event, Done):
+            failure = event.error
+        elif isinstance(event, (Stream, Display)):
+            screen.add(event)
+    screen.flush()
     return budget, failure
 
 

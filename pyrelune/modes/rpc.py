@@ -1,12 +1,11 @@
 """rpc kernel mode: the rpc-kernel protocol over a pipe or over WebSocket.
 
 One asyncio loop does everything: it reads the transport, hands lines to the
-codec (`pyrelune.protocols.rpc`), carries out its commands on the kernel
-(`pyrelune.supervisor.kernel`), and watches the worker's pipes with `add_reader`,
-so output streams to the host while the cell runs and an interrupt is read
-while it runs. Stream text passes through the engine's `Presenter` first, so
-`\r` progress bars arrive collapsed. Timers do what the blocking loop of `Session.run` does with
-`select` timeouts: flush coalesced output, escalate an unanswered interrupt.
+codec (`pyrelune.protocols.rpc`) and carries out its commands on the kernel
+(`pyrelune.supervisor.evented`, which watches the worker on the same loop and
+hands its events back as they happen). Stream text passes through the
+`Presenter` first, so `\r` progress bars arrive collapsed; a timer flushes
+the codec's coalesced output.
 
 The kernel outlives its connections: a WebSocket client that reconnects finds
 the namespace (and a running cell) as it left them. One client at a time.
@@ -21,13 +20,11 @@ import signal
 import sys
 import time
 
-from pyrelune import spin
 from pyrelune.protocols import rpc
-from pyrelune.supervisor.kernel import Kernel
+from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.supervisor.presentation import Presenter
-from pyrelune.supervisor.session import COALESCE
 from pyrelune.transports.lines import OVERSIZED, LineConnection
-from pyrelune.wire.events import Display, Done, InputRequest, Stream
+from pyrelune.wire.events import Display, InputRequest, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -118,25 +115,20 @@ def check(settings: Settings) -> None:
         raise ConfigError("--keyfile needs --certfile")
 
 
-class KernelServer:
+class RpcServer:
     """Connects the codec, the kernel and whichever client is connected."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.loop = asyncio.get_running_loop()
         self.protocol = rpc.RpcKernel(settings.token, settings.max_output)
-        self.kernel = Kernel(interactive=True)
+        self.kernel = EventedKernel(self.loop, self._on_event)
         self.client: Connection | None = None
-        self._watched: set[int] = set()
-        self._paused: set[int] = set()  # capture pipes left to fill for a moment
-        self._resume_timer: asyncio.TimerHandle | None = None
         self._settled = asyncio.Event()  # set while no cell runs and no reset is under way
         self._settled.set()
         self._input_ended = False  # the pipe's input is over: no input() can be answered
         self._flush_timer: asyncio.TimerHandle | None = None
-        self._poll_timer: asyncio.TimerHandle | None = None
         self._screen = Presenter(self._present, interleave=True)
-        self._watch()
 
     # -- connections ---------------------------------------------------------
 
@@ -188,9 +180,8 @@ class KernelServer:
         for command in outcome.commands:
             if isinstance(command, rpc.Execute):
                 self.kernel.execute(command.source, command.filename, command.inputs)
-                self._catch_quick_end()
             elif isinstance(command, rpc.Interrupt):
-                self._interrupt()
+                self.kernel.interrupt()
             elif isinstance(command, rpc.InputReply):
                 self.kernel.reply_input(command.value)
             elif isinstance(command, rpc.Reset):
@@ -217,88 +208,17 @@ class KernelServer:
         self._send_all(self.protocol.tick(time.monotonic()))
         self._arm_flush()
 
-    # -- the worker -------------------------------------------------------------
+    # -- the kernel's events ------------------------------------------------------
 
-    def _watch(self) -> None:
-        """Follow the worker's descriptors as they open and close."""
-        wanted = set(self.kernel.session.fds()) - self._paused
-        for fd in self._watched - wanted:
-            self.loop.remove_reader(fd)
-        for fd in wanted - self._watched:
-            self.loop.add_reader(fd, self._readable, fd)
-        self._watched = wanted
-        if self.kernel.session.worker.exit_fd < 0 and self._poll_timer is None:
-            self._poll_timer = self.loop.call_later(0.1, self._poll)  # no pidfd: poll for exit
-
-    def _unwatch(self) -> None:
-        for fd in self._watched:
-            self.loop.remove_reader(fd)
-        self._watched = set()
-        self._paused = set()
-        if self._resume_timer is not None:
-            self._resume_timer.cancel()
-            self._resume_timer = None
-
-    def _poll(self) -> None:
-        self._poll_timer = None
-        self._readable(-1)
-
-    def _readable(self, fd: int) -> None:
-        output = self._deliver(self.kernel.session.read([fd]))
-        if self.kernel.session.trickle(output):
-            self._paused.update(self._watched & self._capture_fds())
-            self._watch()
-            if self._resume_timer is None:
-                self._resume_timer = self.loop.call_later(COALESCE, self._resume)
-
-    def _resume(self) -> None:
-        self._resume_timer = None
-        self._paused.clear()
-        self._watch()
-
-    def _capture_fds(self) -> set[int]:
-        worker = self.kernel.session.worker
-        return {worker.stdout.fd, worker.stderr.fd}
-
-    def _catch_quick_end(self) -> None:
-        """Read a cell's first events before the loop sleeps: a short cell is over by then."""
-        if ready := spin.poll(self.kernel.session.fds()):
-            self._deliver(self.kernel.session.read(ready))
-
-    def _interrupt(self) -> None:
-        """SIGINT to the cell now, SIGKILL when its grace period is over."""
-        self.kernel.interrupt()
-        session = self.kernel.session
-        if session.kill_at is not None:
-            self.loop.call_at(session.kill_at, self._escalate, session)
-
-    def _escalate(self, session: Any) -> None:
-        """An interrupt's grace period is over: kill the cell if it is still running."""
-        if session is not self.kernel.session or session.finished or session.kill_at is None:
+    def _on_event(self, event: Event) -> None:
+        """One event of the running cell (or reset), in order, as the kernel reads it."""
+        if isinstance(event, (Stream, Display)):
+            self._screen.add(event)  # \r and \b applied; on to _present
             return
-        if time.monotonic() < session.kill_at:  # it raised KeyboardInterrupt: more time
-            self.loop.call_at(session.kill_at, self._escalate, session)
-            return
-        self._deliver(session.escalate())
-
-    def _deliver(self, events: Any) -> int:
-        """Pass the events on; how many characters of stream text there were."""
-        event: Event
-        output = 0
-        for event in events:
-            if isinstance(event, (Stream, Display)):
-                if isinstance(event, Stream):
-                    output += len(event.text)
-                self._screen.add(event)  # \r and \b applied; on to _present
-                continue
-            if isinstance(event, InputRequest) and self._input_ended:
-                self.kernel.cancel_input()
-            if isinstance(event, Done):
-                event = self.kernel.settle(event, before_restart=self._unwatch)
-            self._screen.flush()
-            self._apply(self.protocol.output(event, time.monotonic()))
-        self._watch()
-        return output
+        if isinstance(event, InputRequest) and self._input_ended:
+            self.kernel.cancel_input()
+        self._screen.flush()
+        self._apply(self.protocol.output(event, time.monotonic()))
 
     def _present(self, item: Stream | Display) -> None:
         self._apply(self.protocol.output(item, time.monotonic()))
@@ -306,16 +226,15 @@ class KernelServer:
     def interrupt_or_stop(self, stop: asyncio.Event) -> None:
         """SIGINT to the kernel process: interrupt the running cell; idle, stop if listening."""
         if self.protocol.state != rpc.IDLE:
-            self._interrupt()
+            self.kernel.interrupt()
         elif self.settings.listen is not None:
             stop.set()
 
     def close(self) -> None:
-        self._unwatch()
         self.kernel.close()
 
 
-async def _serve_pipe(server: KernelServer, out_fd: int, stop: asyncio.Event) -> None:
+async def _serve_pipe(server: RpcServer, out_fd: int, stop: asyncio.Event) -> None:
     connection = LineConnection(0, out_fd, server.settings.max_message)
     serving = asyncio.create_task(server.serve(connection, finish=True))
     stopping = asyncio.create_task(stop.wait())
@@ -324,7 +243,7 @@ async def _serve_pipe(server: KernelServer, out_fd: int, stop: asyncio.Event) ->
         task.cancel()
 
 
-async def _serve_websocket(server: KernelServer, out_fd: int, stop: asyncio.Event) -> None:
+async def _serve_websocket(server: RpcServer, out_fd: int, stop: asyncio.Event) -> None:
     import ssl
 
     from pyrelune.transports.websocket import listen
@@ -366,7 +285,7 @@ async def _serve_websocket(server: KernelServer, out_fd: int, stop: asyncio.Even
         await websocket_server.wait_closed()
 
 
-async def _require_auth(server: KernelServer, connection: WebSocketConnection,
+async def _require_auth(server: RpcServer, connection: WebSocketConnection,
                         seconds: float) -> None:
     """Disconnect `connection` if it has not authenticated within `seconds`."""
     await asyncio.sleep(seconds)
@@ -380,7 +299,7 @@ async def serve(settings: Settings) -> None:
     # The protocol owns stdout: anything else this process prints goes to stderr.
     out_fd = os.dup(1)
     os.dup2(2, 1)
-    server = KernelServer(settings)
+    server = RpcServer(settings)
     stop = asyncio.Event()
     server.loop.add_signal_handler(signal.SIGTERM, stop.set)
     server.loop.add_signal_handler(signal.SIGINT, server.interrupt_or_stop, stop)

@@ -1,8 +1,9 @@
 """A persistent kernel: one namespace across cells, surviving whatever a cell does.
 
-The protocol loops of the lines and rpc kernels sit on top of this. It owns
-the current worker and replaces it when it dies or has to be killed, so a
-host always gets an answer and a kernel that can run the next cell.
+The lines kernel's loop drives it with `events()` (the blocking driver);
+the rpc kernel's through `evented.EventedKernel`. It owns the current worker
+and replaces it when it dies or has to be killed, so a host always gets an
+answer and a kernel that can run the next cell.
 """
 
 from __future__ import annotations
@@ -10,18 +11,22 @@ from __future__ import annotations
 import os
 import sys
 
-from pyrelune import fastjson
+from pyrelune.supervisor import blocking
+from pyrelune.supervisor.link import WorkerLink
 from pyrelune.supervisor.process import WorkerProcess
-from pyrelune.supervisor.session import PATIENCE, Session
+from pyrelune.supervisor.session import PATIENCE
+from pyrelune.wire import codes
+from pyrelune.wire.commands import CancelInput, Execute, InputReply, Reset, to_wire
 from pyrelune.wire.events import CellError, Done
 from pyrelune.wire.interrupts import Interrupts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
     from typing import Any, NoReturn
 
     from pyrelune.supervisor.process import WorkerFds
+    from pyrelune.wire.commands import Command
     from pyrelune.wire.events import Event
 
 #: A kernel's capture pipes hold this much: a cell may print for a while unread.
@@ -53,34 +58,34 @@ def _serve(fds: WorkerFds, interactive: bool) -> NoReturn:
 
 
 class Kernel:
-    """The current worker of a kernel and the session that reads it."""
+    """The current worker of a kernel and the link that reads it."""
 
     def __init__(self, interactive: bool = False) -> None:
         self._interactive = interactive
-        self.session = self._spawn()
+        self.link = self._spawn()
 
-    def _spawn(self) -> Session:
+    def _spawn(self) -> WorkerLink:
         interactive = self._interactive
         worker = WorkerProcess(lambda fds: _serve(fds, interactive), Interrupts())
         worker.widen_capture(CAPTURE_PIPE_SIZE)
-        return Session(worker)
+        return WorkerLink(worker)
+
+    @property
+    def worker(self) -> WorkerProcess:
+        return self.link.worker
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
-        """Start a cell; read its events with `events()` or `session.read()`."""
-        self.session.begin()
-        command: dict[str, Any] = {"op": "execute", "source": source, "filename": filename,
-                                   "cell": self.session.cell}
-        if inputs:
-            command["inputs"] = inputs
-        self._command(command)
+        """Start a cell; its events come from `events()` (or an event-loop driver)."""
+        self.link.begin()
+        self._command(Execute(source, filename, self.link.session.cell, inputs))
 
     def reply_input(self, value: str) -> None:
         """Answer the InputRequest the running cell is waiting on."""
-        self._command({"op": "input", "value": value})
+        self._command(InputReply(value))
 
     def cancel_input(self) -> None:
         """The running cell's `input()` raises EOFError: no one is left to answer it."""
-        self._command({"op": "cancel"})
+        self._command(CancelInput())
 
     def reset(self) -> None:
         """A fresh namespace (the cell must be over); blocks until the worker confirms."""
@@ -90,27 +95,21 @@ class Kernel:
 
     def begin_reset(self) -> None:
         """Ask for a fresh namespace; the worker confirms with a Done (for event-loop drivers)."""
-        self.session.begin()
-        self._command({"op": "reset"})
+        self.link.begin()
+        self._command(Reset())
 
     def events(self) -> Iterator[Event]:
-        """The running cell's events, ending with its Done (see `Session.run`)."""
-        for event in self.session.run(soon=True):
+        """The running cell's events, ending with its Done (see `blocking.run`)."""
+        for event in blocking.run(self.link, soon=True):
             yield self.settle(event) if isinstance(event, Done) else event
 
-    def settle(self, done: Done, before_restart: Callable[[], None] | None = None) -> Done:
-        """After a cell's Done: if the worker is gone, start a new one and say so.
-
-        `before_restart` runs first when it comes to that: an event loop stops
-        watching the old worker's descriptors, whose numbers the new one may reuse.
-        """
-        status = self.session.worker.reap(block=False)
+    def settle(self, done: Done) -> Done:
+        """After a cell's Done: if the worker is gone, start a new one (a new `link`) and say so."""
+        status = self.link.worker.reap(block=False)
         if status is None:
             return done
-        if before_restart is not None:
-            before_restart()
         self.restart()
-        error = done.error or CellError("worker_died", "", "the worker ended")
+        error = done.error or CellError(codes.WORKER_DIED, "", "the worker ended")
         lost = LOST
         if os.WIFSIGNALED(status) and buffers_stdout(self._interactive):
             lost = f"{LOST}; {UNFLUSHED}"  # a signal it never saw: its buffer went with it
@@ -118,15 +117,15 @@ class Kernel:
                               error.traceback, error.line, error.column))
 
     def interrupt(self) -> None:
-        self.session.interrupt(patience=PATIENCE)
+        self.link.interrupt(patience=PATIENCE)
 
     def restart(self) -> None:
         """Kill the worker with everything it started and begin a fresh one."""
-        self.session.close()
-        self.session = self._spawn()
+        self.link.close()
+        self.link = self._spawn()
 
     def close(self) -> None:
-        self.session.close()
+        self.link.close()
 
-    def _command(self, message: dict[str, Any]) -> None:
-        self.session.send((fastjson.dumps(message) + "\n").encode())
+    def _command(self, command: Command) -> None:
+        self.link.send(to_wire(command))

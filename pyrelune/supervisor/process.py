@@ -90,7 +90,7 @@ class WorkerProcess:
         """Let each capture pipe hold `size` bytes (Linux; else nothing changes).
 
         A session that lets a trickle of output gather before reading it
-        (see `Session.run`) would otherwise stall a cell that prints faster
+        (see `Session.took`) would otherwise stall a cell that prints faster
         than 64 KiB per pause.
         """
         import fcntl

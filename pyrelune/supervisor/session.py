@@ -1,26 +1,30 @@
-"""The session: the supervisor's side of one worker process.
+"""The session: what the supervisor decides about one worker, on plain values.
 
-It reads the worker's capture pipes and event pipe without ever blocking on
-one of them, enforces the deadline (SIGINT first, SIGKILL to the whole
-process group after a grace period), and notices a worker that dies.
+No I/O here, as in the codecs. A driver feeds it what happened (bytes off
+the event pipe, how much output it just read, an interrupt it sent) and the
+time, and it answers what to do (a line for the control pipe, SIGINT to the
+cell, a kill with the error to report) and when to look again. Two drivers
+do the waiting: `blocking` with select (oneshot, lines) and `evented` with
+asyncio (rpc); `link` is the I/O they share.
+
+Timing rules: past the deadline the cell is interrupted, and killed with its
+whole process group `GRACE` later; a kernel's cell that did raise its
+KeyboardInterrupt may clean up until `PATIENCE`. A trickle of output (less
+than `_COALESCE_BELOW` characters at once) is left in the capture pipes for
+`COALESCE`, so a loop of prints does not wake the supervisor for every line.
 """
 
 from __future__ import annotations
 
-import _signal
-import os
-import select
-import time
-
 from pyrelune import fastjson
-from pyrelune.supervisor.process import WorkerProcess, describe_exit
 from pyrelune.transports.stdio import LineBuffer
-from pyrelune.wire.events import CellError, Display, Done, Stream, from_wire
+from pyrelune.wire import codes
+from pyrelune.wire.commands import CONTINUE
+from pyrelune.wire.events import CellError, Display, Done, from_wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
-    from typing import Any
+    from typing import Any, TypeAlias
 
     from pyrelune.wire.events import Event
 
@@ -32,295 +36,173 @@ GRACE = 0.4
 PATIENCE = 1.2
 #: After the cell is over, how long stragglers may still deliver output.
 LINGER = 0.05
-_CONTINUE = b'{"op": "continue"}\n'
-_EVENT_READ = 1 << 16
-#: How long a trickle of output (less than `_COALESCE_BELOW` characters read
-#: at once) may gather in the capture pipes unread (see `Session.trickle`).
+#: How long a trickle of output may gather in the capture pipes unread.
 COALESCE = 0.002
 _COALESCE_BELOW = 1 << 15
 
 
-class Session:
-    """Reads one worker's output and events, in the order the cell made them."""
+class Send:
+    """Write `line` to the worker's control pipe."""
 
-    def __init__(self, worker: WorkerProcess) -> None:
-        self.worker = worker
-        self.finished = False  # the current cell's Done has been read
+    __slots__ = ("line",)
+
+    def __init__(self, line: bytes) -> None:
+        self.line = line
+
+    def __repr__(self) -> str:
+        return f"Send({self.line!r})"
+
+
+class Interrupt:
+    """SIGINT to the worker's process group, aimed at the current cell."""
+
+    __slots__ = ()
+
+
+class Kill:
+    """SIGKILL to the worker's process group; then `Session.end(error)` ends the cell."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: CellError) -> None:
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"Kill({self.error!r})"
+
+
+INTERRUPT = Interrupt()
+_SEND_CONTINUE = Send(CONTINUE)
+
+if TYPE_CHECKING:
+    Step: TypeAlias = Event | Send | Kill
+
+
+class Session:
+    """The state of one worker's current cell: its end, deadline, interrupt and pauses."""
+
+    def __init__(self) -> None:
         self.cell = 0  # the number of the current cell (or reset), counted from 1
-        self._closed = False
+        self.finished = False  # the current cell's Done has been produced
+        self.events_open = True  # False once the event pipe is done with
+        self._timeout: float | None = None
+        self._deadline: float | None = None
         self._kill_at: float | None = None  # when an unanswered interrupt turns into SIGKILL
         self._patient_until: float | None = None  # the same, once the cell raised it
-        self._timeout: float | None = None  # set once the cell's deadline has passed
+        self._timed_out: float | None = None  # the timeout, once the cell ran into it
+        self._resume = 0.0  # until then, output waits in the capture pipes
         self._lines = LineBuffer()  # the event pipe, cut into messages
-        self._events_open = True
-        os.set_blocking(worker.event_fd, False)
-        # interrupt() writes here so that a wait in run() notices it at once,
-        # even when called from a signal handler or another thread.
-        self._wake_r, self._wake_w = os.pipe()
-        os.set_blocking(self._wake_r, False)
-        os.set_blocking(self._wake_w, False)
 
-    def fds(self) -> list[int]:
-        """What to wait on: capture pipes, event pipe, exit notifier."""
-        w = self.worker
-        fds = [s.fd for s in (w.stdout, w.stderr) if not s.closed]
-        if self._events_open:
-            fds.append(w.event_fd)
-        if w.exit_fd >= 0:
-            fds.append(w.exit_fd)
-        return fds
-
-    def drain(self) -> Iterator[Stream]:
-        """Every byte the capture pipes hold right now.
-
-        One select asks both pipes: most events come with no output pending,
-        and a read that finds nothing costs a syscall and an exception each.
-        """
-        streams = [s for s in (self.worker.stdout, self.worker.stderr) if not s.closed]
-        if not streams or not (ready := select.select(streams, [], [], 0)[0]):
-            return
-        for stream in streams:
-            if stream in ready:
-                while (chunk := stream.read_available()) is not None:
-                    yield chunk
-
-    def read(self, ready: Iterable[int]) -> Iterator[Event]:
-        """Turn whatever `ready` says is readable into events, never blocking."""
-        ready = set(ready)
-        w = self.worker
-        for stream in (w.stdout, w.stderr):
-            if stream.fd in ready and (chunk := stream.read_available()) is not None:
-                yield chunk
-        exited = w.exit_fd in ready or (w.exit_fd < 0 and w.reap(block=False) is not None)
-        if w.event_fd in ready or exited:
-            # After an exit, read the event pipe first: a Done may still sit in it.
-            yield from self._read_events()
-        if exited and not self.finished:
-            yield from self._died()
-
-    def _read_events(self) -> Iterator[Event]:
-        """The events in the pipe, each after the output the cell wrote before it.
-
-        One drain per read is enough: the worker waits for an answer after
-        every event but the final result, which only Done follows (and which
-        it writes together with Done), so the output pending now all came
-        before the events just read.
-        """
-        while self._events_open:
-            try:
-                data = os.read(self.worker.event_fd, _EVENT_READ)
-            except BlockingIOError:
-                return
-            if not data:
-                self._events_open = False
-                return
-            yield from self.drain()
-            self._lines.feed(data)
-            while (line := self._lines.pop()) is not None:
-                try:
-                    message = _message(line)
-                    event = None if message.get("t") == "sync" else from_wire(message)
-                except ValueError as exc:
-                    yield from self._stop(exc)
-                    return
-                if event is None:
-                    # The worker switches between stdout and stderr: what it
-                    # wrote before is drained above, so it may go on.
-                    self.send(_CONTINUE)
-                    continue
-                self.finished = isinstance(event, Done)
-                yield event
-                if isinstance(event, Display) and not event.is_result and message.get("wait", True):
-                    self.send(_CONTINUE)  # the worker waits for it (Channel.ask)
-            if len(data) < _EVENT_READ:
-                return  # the pipe is empty: no need for a read that says so
-
-    def _stop(self, problem: ValueError) -> Iterator[Event]:
-        """The event pipe carried a line the worker cannot have sent: the cell wrote it.
-
-        The conversation cannot go on (the worker may wait for an answer to a
-        message it did send), so the worker is killed, as if it had died.
-        """
-        self._events_open = False
-        yield from self._kill(CellError(
-            "worker_died", "", "worker stopped: its event pipe carried a line that is not "
-            f"one of its messages ({str(problem)[:120]})"))
-
-    def _died(self) -> Iterator[Event]:
-        status = self.worker.reap(block=True)
-        assert status is not None
-        yield from self.drain()
-        self.finished = True
-        yield Done(CellError("worker_died", "", describe_exit(status)))
-
-    def send(self, line: bytes) -> None:
-        """Write one command line to the worker; a dead worker is noticed elsewhere."""
-        try:
-            os.write(self.worker.control_fd, line)
-        except BrokenPipeError:
-            pass
-
-    def begin(self) -> None:
-        """Forget the previous cell's end and interrupts: a new cell starts."""
-        self.finished = False
+    def begin(self, now: float, timeout: float | None = None) -> None:
+        """A new cell (or reset) starts now, with `timeout` seconds if given."""
         self.cell += 1
+        self.finished = False
+        self._timeout = timeout or None
+        self._deadline = now + timeout if timeout else None
         self._kill_at = self._patient_until = None
-        self._timeout = None
-        if self.worker.interrupts is not None:
-            self.worker.interrupts.forget()
+        self._timed_out = None
+        self._resume = 0.0
 
-    def interrupt(self, grace: float = GRACE, patience: float | None = None) -> None:
-        """SIGINT to the cell and its children; SIGKILL to them all if it lasts `grace` more.
+    # -- what arrived ----------------------------------------------------------
 
-        With `patience` (a kernel's worker, which says when it raised the
-        KeyboardInterrupt), a cell that did raise it has that long instead.
-        A kernel's worker is told which cell the SIGINT is for (see `interrupts`).
+    def feed(self, data: bytes) -> list[Step]:
+        """Bytes off the event pipe, read after the output written before them.
+
+        Gives the events and the answers the worker waits for, in order. A
+        line the worker cannot have sent (a cell wrote into the pipe) ends
+        the conversation: the worker may be waiting for an answer to a
+        message it did send, so it is killed, as if it had died.
         """
-        if self._closed:
-            return  # a signal handler's call while the kernel replaces this worker
-        if self.worker.interrupts is not None:
-            self.worker.interrupts.aim(self.cell)
-        self.worker.signal_group(_signal.SIGINT)
+        steps: list[Step] = []
+        self._lines.feed(data)
+        while (line := self._lines.pop()) is not None:
+            try:
+                message = _message(line)
+                event = None if message.get("t") == "sync" else from_wire(message)
+            except ValueError as problem:
+                self.events_open = False
+                steps.append(Kill(CellError(
+                    codes.WORKER_DIED, "", "worker stopped: its event pipe carried a line that "
+                    f"is not one of its messages ({str(problem)[:120]})")))
+                return steps
+            if event is None:  # a switch between stdout and stderr: what came before is read
+                steps.append(_SEND_CONTINUE)
+                continue
+            if isinstance(event, Done):
+                event = self.end(event.error)
+            steps.append(event)
+            if isinstance(event, Display) and not event.is_result and message.get("wait", True):
+                steps.append(_SEND_CONTINUE)  # the worker waits for it (Channel.ask)
+        return steps
+
+    def took(self, chars: int, now: float) -> None:
+        """`chars` characters of stream output were just read: a trickle pauses reading."""
+        if 0 < chars < _COALESCE_BELOW and not self.finished:
+            self._resume = now + COALESCE
+
+    def interrupted(self, now: float, grace: float = GRACE,
+                    patience: float | None = None) -> None:
+        """SIGINT was just sent; kill `grace` later, or `patience` once the cell raised it.
+
+        A second interrupt before the kill changes nothing: the first one's
+        clock runs on.
+        """
         if self._kill_at is None:
-            now = time.monotonic()
             self._kill_at = now + grace
             if patience is not None:
                 self._patient_until = now + max(grace, patience)
-        try:
-            os.write(self._wake_w, b"!")
-        except BlockingIOError:
-            pass  # already full of wake-ups
 
-    def run(self, timeout: float | None = None, soon: bool = False) -> Iterator[Event]:
-        """Events of the current cell until its Done, within `timeout` seconds.
+    def end(self, error: CellError | None) -> Done:
+        """The cell's Done: `error`, or the timeout it ran into."""
+        self.finished = True
+        if self._timed_out is not None:
+            return Done(_timed_out(self._timed_out, error))
+        return Done(error)
 
-        `soon`: the worker was idle and the cell was just sent to it, so its
-        first events may be only microseconds away: poll before sleeping (see
-        `spin`). A oneshot worker still starting up gains nothing from it.
+    # -- what the clock says -----------------------------------------------------
 
-        Past the deadline the cell is interrupted, and killed with its whole
-        process group after `GRACE`; the Done then carries a `timeout` error
-        with whatever traceback the interrupt produced. An `interrupt()` made
-        meanwhile (from a signal handler, say) escalates the same way. Output
-        that trickles in is read in batches, at most `COALESCE` late.
+    def due(self, now: float, heard: bool) -> Interrupt | Kill | None:
+        """What is due at `now`: the deadline's interrupt, or the kill of an unanswered one.
+
+        `heard`: the cell raised its KeyboardInterrupt (a kernel's worker says so).
         """
-        deadline = time.monotonic() + timeout if timeout else None
-        resume = 0.0  # until then, output waits in the capture pipes (see below)
-        streams = {self.worker.stdout.fd, self.worker.stderr.fd}
-        first = soon
-        while True:
-            now = time.monotonic()
-            if deadline is not None and self._kill_at is None and now >= deadline:
-                self._timeout = timeout
-                self.interrupt()
-            if self.kill_at is not None and now >= self.kill_at:
-                yield from self.escalate()
-                return
-            kill_at = self.kill_at
-            wake = kill_at if kill_at is not None else deadline
-            if now < resume:
-                wake = resume if wake is None else min(wake, resume)
-            wait = None if wake is None else max(0.0, wake - now)
-            if self.worker.exit_fd < 0:
-                wait = 0.05 if wait is None else min(wait, 0.05)
-            fds = self.fds()
-            if now < resume:
-                fds = [fd for fd in fds if fd not in streams]
-            fds.append(self._wake_r)
-            ready = []
-            if first:
-                from pyrelune import spin
+        if self._deadline is not None and self._kill_at is None and now >= self._deadline:
+            self._timed_out = self._timeout
+            self.interrupted(now)
+            return INTERRUPT
+        kill_at = self.kill_at(heard)
+        if kill_at is not None and now >= kill_at:
+            if self._timed_out is not None:
+                return Kill(_timed_out(self._timed_out, None))
+            return Kill(CellError(
+                codes.INTERRUPTED, "KeyboardInterrupt",
+                "Execution interrupted: the cell did not stop, so its worker was killed"))
+        return None
 
-                ready = spin.poll(fds)
-                first = False
-            if not ready:
-                ready = select.select(fds, [], [], wait)[0]
-            if self._wake_r in ready:
-                _drain_wakeups(self._wake_r)
-            output = 0
-            for event in self.read(ready):
-                if isinstance(event, Done):
-                    yield self._conclude(event)
-                    return
-                if isinstance(event, Stream):
-                    output += len(event.text)
-                yield event
-            if self.trickle(output):
-                resume = time.monotonic() + COALESCE
-
-    def trickle(self, output: int) -> bool:
-        """Whether `output` characters just read are a trickle, to leave unread for `COALESCE`.
-
-        A trickle (a loop of prints, a line each) gathers in the pipes for a
-        moment instead of waking the reader for every line; an event still
-        wakes it at once, and drains them.
-        """
-        return 0 < output < _COALESCE_BELOW and not self.finished
-
-    def _conclude(self, done: Done) -> Done:
-        if self._timeout is not None:
-            return Done(_timed_out(self._timeout, done.error))
-        return done
-
-    @property
-    def kill_at(self) -> float | None:
-        """When (`time.monotonic`) an unanswered interrupt calls for `escalate()`, if one is due.
-
-        `run()` checks it in its loop; an event-loop driver arms a timer for it
-        and checks again when it fires: it moves later once the cell raises
-        its KeyboardInterrupt.
-        """
-        interrupts = self.worker.interrupts
-        if self._patient_until is not None and interrupts is not None and interrupts.heard():
+    def kill_at(self, heard: bool) -> float | None:
+        """When an unanswered interrupt calls for a kill, if one is pending."""
+        if self._patient_until is not None and heard:
             return self._patient_until
         return self._kill_at
 
-    def escalate(self) -> Iterator[Event]:
-        """The cell outlived its interrupt: kill it and everything it started; ends with Done."""
-        if self._timeout is not None:
-            yield from self._kill(_timed_out(self._timeout, None))
-        else:
-            yield from self._kill(CellError(
-                "interrupted", "KeyboardInterrupt",
-                "Execution interrupted: the cell did not stop, so its worker was killed",
-            ))
+    def paused(self, now: float) -> bool:
+        """Whether the capture pipes are left to fill for a moment (see `took`)."""
+        return now < self._resume
 
-    def _kill(self, error: CellError) -> Iterator[Event]:
-        """Kill the worker and all it started; what they wrote, then Done with `error`."""
-        self.worker.signal_group(_signal.SIGKILL)
-        self.worker.reap(block=True)
-        yield from self.drain()
-        self.finished = True
-        yield Done(error)
-
-    def close(self) -> None:
-        """End the worker with everything it started; release the descriptors.
-
-        Marked closed first: an `interrupt()` from a signal handler, which may
-        run between any two lines here, must not signal a reaped process
-        group or write to a descriptor number that a new pipe may reuse.
-        """
-        self._closed = True
-        self.worker.close()
-        for fd in (self._wake_r, self._wake_w):
-            os.close(fd)
-
-    def linger(self) -> Iterator[Stream]:
-        """Output still in flight after the cell ended, for at most `LINGER` seconds."""
-        end = time.monotonic() + LINGER
-        w = self.worker
-        while not (w.stdout.closed and w.stderr.closed):
-            left = end - time.monotonic()
-            fds = [s.fd for s in (w.stdout, w.stderr) if not s.closed]
-            if left <= 0 or not select.select(fds, [], [], left)[0]:
-                return
-            yield from self.drain()
+    def wake_at(self, now: float, heard: bool) -> float | None:
+        """When to look again with nothing arriving: a kill, the deadline, or a pause's end."""
+        wake = self.kill_at(heard)
+        if wake is None:
+            wake = self._deadline
+        if now < self._resume:
+            wake = self._resume if wake is None else min(wake, self._resume)
+        return wake
 
 
 def _message(line: bytes) -> dict[str, Any]:
     """One message off the event pipe: a JSON object the protocols can encode again."""
-    text = line.decode()
     try:
+        text = line.decode()
         message = fastjson.loads(text)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
@@ -331,18 +213,10 @@ def _message(line: bytes) -> dict[str, Any]:
     return message
 
 
-def _drain_wakeups(fd: int) -> None:
-    try:
-        while os.read(fd, 512):
-            pass
-    except BlockingIOError:
-        pass
-
-
 def _timed_out(timeout: float, error: CellError | None) -> CellError:
     seconds = f"{timeout:g}"
-    where = error if error is not None and error.code == "interrupted" else None
+    where = error if error is not None and error.code == codes.INTERRUPTED else None
     return CellError(
-        "timeout", "", f"Cell timed out after {seconds} s",
+        codes.TIMEOUT, "", f"Cell timed out after {seconds} s",
         where.traceback if where else "", where.line if where else None,
     )

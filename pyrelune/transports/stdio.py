@@ -3,7 +3,7 @@
 The host's stdout is the protocol channel. Everything here writes with
 `os.write` on the descriptor itself, so no Python buffer sits between the
 runtime and the host. `LineBuffer` cuts the bytes of any descriptor into
-lines: the engine's own pipes use it too.
+lines: the pipes between the supervisor and its worker use it too.
 """
 
 from __future__ import annotations

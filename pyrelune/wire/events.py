@@ -1,4 +1,4 @@
-"""The engine's one vocabulary: what a running cell can produce.
+"""The one vocabulary of the worker and its supervisor: what a running cell can produce.
 
 Every protocol renders these same events its own way. They cross the pipe from
 the worker to the session as JSON lines (`to_wire` / `from_wire`); stream text

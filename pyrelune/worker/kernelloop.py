@@ -17,6 +17,7 @@ import builtins
 import io
 import os
 
+from pyrelune.wire.commands import Execute, InputReply, Reset
 from pyrelune.wire.events import Done, InputRequest
 from pyrelune.worker.flushfirst import flush_first
 from pyrelune.worker.runtime import (
@@ -145,9 +146,9 @@ class Prompter:
         if not self._channel.waits_here():
             raise EOFError("input() can be answered only on the thread that runs the cell")
         reply = self._channel.ask(InputRequest(str(prompt)))
-        if reply.get("op") != "input":
+        if not isinstance(reply, InputReply):
             raise EOFError("input() was cancelled")
-        return str(reply["value"])
+        return reply.value
 
 
 def serve(fds: WorkerFds, interactive: bool, buffered: bool) -> NoReturn:
@@ -159,8 +160,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool) -> NoReturn:
     is block-buffered (see `flushfirst`), for a host that sees output only
     when the cell ends.
 
-    Commands are JSON lines: `{"op": "execute", "source", "filename",
-    "inputs"?}` and `{"op": "reset"}`; each is answered by a Done event.
+    `Execute` and `Reset` (see `wire.commands`) are each answered by a Done event.
     """
     try:
         std = become_worker(fds.stdout, fds.stderr, "this kernel")
@@ -180,14 +180,13 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool) -> NoReturn:
         namespace = fresh_namespace()
         while True:
             command = channel.receive()
-            if command["op"] == "reset":
+            if isinstance(command, Reset):
                 namespace = fresh_namespace()
                 channel.send(Done())
-            elif command["op"] == "execute":
+            elif isinstance(command, Execute):
                 std.restore()
-                namespace.update(command.get("inputs") or {})
-                run(Cell(command["source"], command["filename"], command["cell"]), namespace,
-                    channel)
+                namespace.update(command.inputs or {})
+                run(Cell(command.source, command.filename, command.cell), namespace, channel)
             # Anything else answered an input() that an interrupt ended first: nothing waits for it.
     finally:
         os._exit(0)

@@ -20,6 +20,7 @@ import sys
 
 from pyrelune import fastjson
 from pyrelune.transports.stdio import LineBuffer  # loaded before the fork, in every mode
+from pyrelune.wire import commands
 from pyrelune.wire.events import Display, Done, InputRequest, to_wire
 from pyrelune.worker import importhooks
 from pyrelune.worker.cell import exception_error, run_cell
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
     from pyrelune.supervisor.process import WorkerFds
+    from pyrelune.wire.commands import Command
     from pyrelune.wire.interrupts import Interrupts
 
 
@@ -45,7 +47,6 @@ class Cell:
         self.number = number
 
 
-_SYNC = b'{"t": "sync"}\n'
 #: The runtime's own os.write: a lines kernel's cells get one that flushes first (see flushfirst).
 _write_fd = os.write
 
@@ -81,7 +82,7 @@ class Channel:
     def sync(self) -> None:
         """Wait until the session has read all output written so far (see `_StreamOrder`)."""
         if self.waits_here():
-            self._write(_SYNC)
+            self._write(commands.SYNC)
             self.receive()
 
     def _write(self, data: bytes) -> None:
@@ -99,7 +100,7 @@ class Channel:
         flush_output()
         self._queued += _line(to_wire(event))
 
-    def ask(self, event: Display | InputRequest) -> dict[str, Any]:
+    def ask(self, event: Display | InputRequest) -> Command:
         """Send `event` and wait for the session's answer.
 
         Waiting keeps the order exact: the session drains the capture pipes
@@ -109,8 +110,8 @@ class Channel:
         self.send(event)
         return self.receive()
 
-    def receive(self) -> dict[str, Any]:
-        """The next command from the session (one JSON object per line)."""
+    def receive(self) -> Command:
+        """The next command from the session."""
         while (line := self._commands.pop()) is None:
             # Imported here, not at start-up: a oneshot worker seldom waits. As
             # the runtime's own: spin imports `select`, which a cell's folder may shadow.
@@ -119,8 +120,7 @@ class Channel:
             if not chunk:
                 os._exit(0)  # the session is gone: so is the reason to exist
             self._commands.feed(chunk)
-        message: dict[str, Any] = fastjson.loads(line.decode())
-        return message
+        return commands.from_wire(line)
 
     def publish(self, data: dict[str, Any], metadata: dict[str, Any], is_result: bool) -> None:
         """Show a MIME bundle (a `display()` or the final expression) in its place.
@@ -205,7 +205,7 @@ class _Interruptible:
 
     def _raise(self) -> NoReturn:
         if self.interrupts is not None:
-            self.interrupts.hear()  # the cell may clean up for longer (see Session.interrupt)
+            self.interrupts.hear()  # the cell may clean up for longer (see `Session.interrupted`)
         raise KeyboardInterrupt("Execution interrupted")
 
 

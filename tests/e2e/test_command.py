@@ -69,7 +69,7 @@ def test_the_hot_path_imports_only_what_it_needs(tmp_path: Path) -> None:
     imported = set(eval(proc.stderr))
     assert not imported & HEAVY, sorted(imported & HEAVY)
     assert {"pyrelune.modes.oneshot", "pyrelune.supervisor.session"} <= imported  # it did run
-    # The execution side of the engine loads in the worker only.
+    # The worker side loads in the worker only.
     assert not {"pyrelune.worker.runtime", "pyrelune.worker.kernelloop"} & imported
 
 

@@ -1,4 +1,4 @@
-"""The engine's Kernel driven as the protocol loops drive it, with a real worker."""
+"""The supervisor's Kernel driven as the protocol loops drive it, with a real worker."""
 
 from __future__ import annotations
 
@@ -63,8 +63,8 @@ def test_a_late_second_interrupt_spares_the_next_cell(kernel: Kernel) -> None:
         kernel.execute("while True: pass", f"<cell {n}>")
         kernel.interrupt()
         assert list(kernel.events())[-1].error is not None
-        worker = kernel.session.worker
-        worker.interrupts.aim(kernel.session.cell)  # the second click, aimed at that cell
+        worker = kernel.worker
+        worker.interrupts.aim(kernel.link.session.cell)  # the second click, aimed at that cell
         kernel.execute("import time\ntime.sleep(0.05)\nprint('spared')", f"<cell {n + 1}>")
         worker.signal_group(signal.SIGINT)  # delivered late, while the next cell runs
         events = list(kernel.events())

@@ -14,7 +14,7 @@ from pyrelune.supervisor.kernel import CAPTURE_PIPE_SIZE, Kernel
 def test_capture_pipes_hold_a_mebibyte() -> None:
     kernel = Kernel()
     try:
-        worker = kernel.session.worker
+        worker = kernel.worker
         for stream in (worker.stdout, worker.stderr):
             assert fcntl.fcntl(stream.fd, fcntl.F_GETPIPE_SZ) >= CAPTURE_PIPE_SIZE
     finally:

@@ -1,0 +1,150 @@
+"""The asyncio driver: a kernel whose worker is watched by an event loop, for the rpc kernel.
+
+The loop reads the transport too, so output streams to the host while the
+cell runs and an interrupt is read while it runs. The worker's pipes are
+watched with `add_reader`; the session's clock becomes timers (a pause of a
+trickle's reading, the kill of an unanswered interrupt). Events go to one
+callback, in order, a Done once the kernel is ready for the next cell.
+"""
+
+from __future__ import annotations
+
+import time
+
+from pyrelune import spin
+from pyrelune.supervisor.kernel import Kernel
+from pyrelune.supervisor.session import COALESCE, Kill
+from pyrelune.wire.events import Done, Stream
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+    from pyrelune.supervisor.link import WorkerLink
+    from pyrelune.wire.events import Event
+
+#: Without a pidfd to say the worker exited, look this often.
+_EXIT_POLL = 0.1
+
+
+class EventedKernel:
+    """A `Kernel` whose events reach `on_event` as they happen, on `loop`."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_event: Callable[[Event], None],
+                 interactive: bool = True) -> None:
+        self.loop = loop
+        self._on_event = on_event
+        self._kernel = Kernel(interactive)
+        self._watched: set[int] = set()
+        self._paused: set[int] = set()  # capture pipes left to fill for a moment
+        self._resume_timer: asyncio.TimerHandle | None = None
+        self._poll_timer: asyncio.TimerHandle | None = None
+        self._watch()
+
+    def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
+        self._kernel.execute(source, filename, inputs)
+        self._catch_quick_end()
+
+    def reply_input(self, value: str) -> None:
+        self._kernel.reply_input(value)
+
+    def cancel_input(self) -> None:
+        self._kernel.cancel_input()
+
+    def begin_reset(self) -> None:
+        self._kernel.begin_reset()
+
+    def interrupt(self) -> None:
+        """SIGINT to the cell now, SIGKILL when its grace period is over."""
+        link = self._kernel.link
+        self._kernel.interrupt()
+        self._arm_escalation(link)
+
+    def close(self) -> None:
+        self._unwatch()
+        self._kernel.close()
+
+    # -- the clock -----------------------------------------------------------------
+
+    def _arm_escalation(self, link: WorkerLink) -> None:
+        kill_at = link.session.kill_at(link.heard())
+        if kill_at is not None:
+            self.loop.call_at(kill_at, self._escalate, link)
+
+    def _escalate(self, link: WorkerLink) -> None:
+        """An interrupt's grace period is over: kill the cell if it is still running."""
+        if link is not self._kernel.link or link.session.finished:
+            return
+        due = link.session.due(time.monotonic(), link.heard())
+        if isinstance(due, Kill):
+            self._deliver(link.kill(due.error))
+        else:  # it raised KeyboardInterrupt: more time
+            self._arm_escalation(link)
+
+    # -- the worker's descriptors ------------------------------------------------
+
+    def _watch(self) -> None:
+        """Follow the worker's descriptors as they open and close."""
+        link = self._kernel.link
+        wanted = set(link.fds()) - self._paused
+        for fd in self._watched - wanted:
+            self.loop.remove_reader(fd)
+        for fd in wanted - self._watched:
+            self.loop.add_reader(fd, self._readable, fd)
+        self._watched = wanted
+        if link.worker.exit_fd < 0 and self._poll_timer is None:
+            self._poll_timer = self.loop.call_later(_EXIT_POLL, self._poll)
+
+    def _unwatch(self) -> None:
+        """Stop watching the worker about to be replaced: its descriptor numbers will be reused."""
+        for fd in self._watched:
+            self.loop.remove_reader(fd)
+        self._watched = set()
+        self._paused = set()
+        if self._resume_timer is not None:
+            self._resume_timer.cancel()
+            self._resume_timer = None
+
+    def _poll(self) -> None:
+        self._poll_timer = None
+        self._readable(-1)
+
+    def _readable(self, fd: int) -> None:
+        link = self._kernel.link
+        output = self._deliver(link.read([fd]))
+        if link is not self._kernel.link:
+            return  # replaced: the new worker's pipes are watched from the start
+        now = time.monotonic()
+        link.session.took(output, now)
+        if link.session.paused(now):
+            self._paused.update(self._watched & link.capture_fds())
+            self._watch()
+            if self._resume_timer is None:
+                self._resume_timer = self.loop.call_later(COALESCE, self._resume)
+
+    def _resume(self) -> None:
+        self._resume_timer = None
+        self._paused.clear()
+        self._watch()
+
+    def _catch_quick_end(self) -> None:
+        """Read a cell's first events before the loop sleeps: a short cell is over by then."""
+        link = self._kernel.link
+        if ready := spin.poll(link.fds()):
+            self._deliver(link.read(ready))
+
+    def _deliver(self, events: Iterable[Event]) -> int:
+        """Pass the events on; how many characters of stream text there were."""
+        output = 0
+        for event in events:
+            if isinstance(event, Stream):
+                output += len(event.text)
+            elif isinstance(event, Done):
+                if self._kernel.worker.reap(block=False) is not None:
+                    self._unwatch()  # before `settle` starts a new worker
+                event = self._kernel.settle(event)
+            self._on_event(event)
+        self._watch()
+        return output

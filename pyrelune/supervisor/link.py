@@ -1,0 +1,167 @@
+"""The supervisor's I/O with one worker: its pipes read into events, the session's steps done.
+
+Both drivers (`blocking`, `evented`) wait their own way and then call `read`
+with what is readable; this reads it without ever blocking, feeds the
+session, writes the answers the worker waits for and carries out a kill.
+"""
+
+from __future__ import annotations
+
+import _signal
+import os
+import select
+import time
+
+from pyrelune.supervisor.process import describe_exit
+from pyrelune.supervisor.session import GRACE, Kill, Send, Session
+from pyrelune.wire import codes
+from pyrelune.wire.events import CellError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+    from pyrelune.supervisor.process import WorkerProcess
+    from pyrelune.wire.events import Event, Stream
+
+_EVENT_READ = 1 << 16
+
+
+class WorkerLink:
+    """One worker process, the session deciding about it, and a wake-up pipe."""
+
+    def __init__(self, worker: WorkerProcess) -> None:
+        self.worker = worker
+        self.session = Session()
+        self._closed = False
+        os.set_blocking(worker.event_fd, False)
+        # interrupt() writes here so that a driver's wait notices it at once,
+        # even when called from a signal handler or another thread.
+        self.wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(self._wake_w, False)
+
+    def fds(self) -> list[int]:
+        """What to wait on: capture pipes, event pipe, exit notifier."""
+        w = self.worker
+        fds = [s.fd for s in (w.stdout, w.stderr) if not s.closed]
+        if self.session.events_open:
+            fds.append(w.event_fd)
+        if w.exit_fd >= 0:
+            fds.append(w.exit_fd)
+        return fds
+
+    def capture_fds(self) -> set[int]:
+        return {self.worker.stdout.fd, self.worker.stderr.fd}
+
+    def heard(self) -> bool:
+        """Whether the cell raised the KeyboardInterrupt it was sent (kernels say so)."""
+        interrupts = self.worker.interrupts
+        return interrupts is not None and interrupts.heard()
+
+    def drain(self) -> Iterator[Stream]:
+        """Every byte the capture pipes hold right now.
+
+        One select asks both pipes: most events come with no output pending,
+        and a read that finds nothing costs a syscall and an exception each.
+        """
+        streams = [s for s in (self.worker.stdout, self.worker.stderr) if not s.closed]
+        if not streams or not (ready := select.select(streams, [], [], 0)[0]):
+            return
+        for stream in streams:
+            if stream in ready:
+                while (chunk := stream.read_available()) is not None:
+                    yield chunk
+
+    def read(self, ready: Iterable[int]) -> Iterator[Event]:
+        """Turn whatever `ready` says is readable into events, never blocking."""
+        ready = set(ready)
+        w = self.worker
+        for stream in (w.stdout, w.stderr):
+            if stream.fd in ready and (chunk := stream.read_available()) is not None:
+                yield chunk
+        exited = w.exit_fd in ready or (w.exit_fd < 0 and w.reap(block=False) is not None)
+        if w.event_fd in ready or exited:
+            # After an exit, read the event pipe first: a Done may still sit in it.
+            yield from self._read_events()
+        if exited and not self.session.finished:
+            status = w.reap(block=True) or 0
+            yield from self.drain()
+            yield self.session.end(CellError(codes.WORKER_DIED, "", describe_exit(status)))
+
+    def _read_events(self) -> Iterator[Event]:
+        """The events in the pipe, each after the output the cell wrote before it.
+
+        One drain per read is enough: the worker waits for an answer after
+        every event but the final result, which only Done follows (and which
+        it writes together with Done), so the output pending now all came
+        before the events just read.
+        """
+        session = self.session
+        while session.events_open:
+            try:
+                data = os.read(self.worker.event_fd, _EVENT_READ)
+            except BlockingIOError:
+                return
+            if not data:
+                session.events_open = False
+                return
+            yield from self.drain()
+            for step in session.feed(data):
+                if isinstance(step, Send):
+                    self.send(step.line)
+                elif isinstance(step, Kill):
+                    yield from self.kill(step.error)
+                    return
+                else:
+                    yield step
+            if len(data) < _EVENT_READ:
+                return  # the pipe is empty: no need for a read that says so
+
+    def send(self, line: bytes) -> None:
+        """Write one command line to the worker; a dead worker is noticed elsewhere."""
+        try:
+            os.write(self.worker.control_fd, line)
+        except BrokenPipeError:
+            pass
+
+    def begin(self, timeout: float | None = None) -> None:
+        """A new cell starts: the session's clock, and no interrupt meant for an earlier one."""
+        self.session.begin(time.monotonic(), timeout)
+        if self.worker.interrupts is not None:
+            self.worker.interrupts.forget()
+
+    def interrupt(self, grace: float = GRACE, patience: float | None = None) -> None:
+        """SIGINT to the cell and its children, the kill armed (see `Session.interrupted`).
+
+        A kernel's worker is told which cell the SIGINT is for (see `interrupts`).
+        """
+        if self._closed:
+            return  # a signal handler's call while the kernel replaces this worker
+        if self.worker.interrupts is not None:
+            self.worker.interrupts.aim(self.session.cell)
+        self.worker.signal_group(_signal.SIGINT)
+        self.session.interrupted(time.monotonic(), grace, patience)
+        try:
+            os.write(self._wake_w, b"!")
+        except BlockingIOError:
+            pass  # already full of wake-ups
+
+    def kill(self, error: CellError) -> Iterator[Event]:
+        """Kill the worker and all it started; what they wrote, then Done with `error`."""
+        self.worker.signal_group(_signal.SIGKILL)
+        self.worker.reap(block=True)
+        yield from self.drain()
+        yield self.session.end(error)
+
+    def close(self) -> None:
+        """End the worker with everything it started; release the descriptors.
+
+        Marked closed first: an `interrupt()` from a signal handler, which may
+        run between any two lines here, must not signal a reaped process
+        group or write to a descriptor number that a new pipe may reuse.
+        """
+        self._closed = True
+        self.worker.close()
+        for fd in (self.wake_r, self._wake_w):
+            os.close(fd)

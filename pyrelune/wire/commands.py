@@ -1,0 +1,94 @@
+"""The supervisor's commands to its worker, and their wire form (a JSON object a line).
+
+The control pipe carries only these. Events go the other way (`events`);
+`SYNC` is the worker's one message that is not an event: it asks for
+`Continue` once the session has read all output written before it.
+"""
+
+from __future__ import annotations
+
+from pyrelune import fastjson
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeAlias
+
+
+class Execute:
+    """Run a cell; `cell` numbers it so that an interrupt reaches only it (see `interrupts`)."""
+
+    __slots__ = ("cell", "filename", "inputs", "source")
+
+    def __init__(self, source: str, filename: str, cell: int = 0,
+                 inputs: dict[str, Any] | None = None) -> None:
+        self.source = source
+        self.filename = filename
+        self.cell = cell
+        self.inputs = inputs
+
+
+class Reset:
+    """A fresh namespace; answered by a Done."""
+
+    __slots__ = ()
+
+
+class InputReply:
+    """The answer to the InputRequest the cell waits on."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+class CancelInput:
+    """No one is left to answer: the cell's `input()` raises EOFError."""
+
+    __slots__ = ()
+
+
+class Continue:
+    """The session has read everything the worker wrote before its last message: go on."""
+
+    __slots__ = ()
+
+
+if TYPE_CHECKING:
+    Command: TypeAlias = Execute | Reset | InputReply | CancelInput | Continue
+
+_SIMPLE: dict[str, type[Reset | CancelInput | Continue]] = {
+    "reset": Reset, "cancel": CancelInput, "continue": Continue}
+
+
+def to_wire(command: Command) -> bytes:
+    """One line for the control pipe."""
+    message: dict[str, Any]
+    if isinstance(command, Execute):
+        message = {"op": "execute", "source": command.source, "filename": command.filename,
+                   "cell": command.cell}
+        if command.inputs:
+            message["inputs"] = command.inputs
+    elif isinstance(command, InputReply):
+        message = {"op": "input", "value": command.value}
+    else:
+        message = {"op": next(op for op, kind in _SIMPLE.items() if isinstance(command, kind))}
+    return (fastjson.dumps(message) + "\n").encode()
+
+
+def from_wire(line: bytes) -> Command:
+    """Inverse of `to_wire`. Only the supervisor writes the control pipe, so no check is made."""
+    message: dict[str, Any] = fastjson.loads(line.decode())
+    op = message["op"]
+    if op == "execute":
+        return Execute(message["source"], message["filename"], message["cell"],
+                       message.get("inputs"))
+    if op == "input":
+        return InputReply(message["value"])
+    return _SIMPLE[op]()
+
+
+#: Sent after every message the worker waits on: precomputed, it is on every display's path.
+CONTINUE = to_wire(Continue())
+#: The worker's request for `CONTINUE` once its earlier output is read.
+SYNC = b'{"t": "sync"}\n'

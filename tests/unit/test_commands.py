@@ -1,0 +1,31 @@
+"""The supervisor's commands survive their wire form, whatever they carry."""
+
+from __future__ import annotations
+
+from pyrelune.wire import commands
+from pyrelune.wire.commands import CancelInput, Continue, Execute, InputReply, Reset
+
+
+def test_execute_keeps_every_field() -> None:
+    line = commands.to_wire(Execute("print('é')\n", "<cell 3>", 3, {"a": [1, None]}))
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    back = commands.from_wire(line)
+    assert isinstance(back, Execute)
+    assert (back.source, back.filename, back.cell, back.inputs) == (
+        "print('é')\n", "<cell 3>", 3, {"a": [1, None]})
+
+
+def test_execute_without_inputs_sends_none() -> None:
+    back = commands.from_wire(commands.to_wire(Execute("1", "<cell>", 1)))
+    assert isinstance(back, Execute) and back.inputs is None
+
+
+def test_an_input_reply_keeps_its_text() -> None:
+    back = commands.from_wire(commands.to_wire(InputReply("a\nb\u2028\ud800")))
+    assert isinstance(back, InputReply) and back.value == "a\nb\u2028\ud800"
+
+
+def test_the_simple_commands_come_back_as_themselves() -> None:
+    for command in (Reset(), CancelInput(), Continue()):
+        assert type(commands.from_wire(commands.to_wire(command))) is type(command)
+    assert commands.from_wire(commands.CONTINUE).__class__ is Continue

@@ -1,0 +1,153 @@
+"""The session's decisions on plain values: bytes and times in, steps and wake-ups out."""
+
+from __future__ import annotations
+
+from pyrelune import fastjson
+from pyrelune.supervisor.session import (
+    COALESCE,
+    GRACE,
+    INTERRUPT,
+    Kill,
+    Send,
+    Session,
+)
+from pyrelune.wire import codes
+from pyrelune.wire.commands import CONTINUE
+from pyrelune.wire.events import CellError, Display, Done, to_wire
+
+
+def line(event: Display | Done, **extra: object) -> bytes:
+    return (fastjson.dumps(to_wire(event) | extra) + "\n").encode()
+
+
+def started(timeout: float | None = None, now: float = 100.0) -> Session:
+    session = Session()
+    session.begin(now, timeout)
+    return session
+
+
+def test_a_done_line_ends_the_cell() -> None:
+    session = started()
+    steps = session.feed(line(Done()))
+    assert len(steps) == 1 and isinstance(steps[0], Done) and steps[0].ok
+    assert session.finished
+
+
+def test_a_line_split_across_reads_is_one_event() -> None:
+    session = started()
+    data = line(Done(CellError(codes.PYTHON_RUNTIME_ERROR, "ValueError", "bad", "tb", 2)))
+    assert session.feed(data[:7]) == []
+    assert not session.finished
+    (done,) = session.feed(data[7:])
+    assert isinstance(done, Done) and done.error is not None and done.error.line == 2
+
+
+def test_sync_is_answered_with_continue() -> None:
+    steps = started().feed(b'{"t": "sync"}\n')
+    assert [type(s) for s in steps] == [Send] and isinstance(steps[0], Send)
+    assert steps[0].line == CONTINUE
+
+
+def test_a_display_waits_for_an_answer_unless_told_not_to() -> None:
+    shown = Display({"text/plain": "1"}, {}, False)
+    result = Display({"text/plain": "2"}, {}, True)
+    steps = started().feed(line(shown) + line(shown, wait=False) + line(result) + line(Done()))
+    assert [type(s).__name__ for s in steps] == ["Display", "Send", "Display", "Display", "Done"]
+
+
+def test_a_foreign_line_stops_the_worker_and_the_rest_is_ignored() -> None:
+    session = started()
+    steps = session.feed(b'{"t": "done", "error": {"code": "nope"}}\n' + line(Done()))
+    assert len(steps) == 1 and isinstance(steps[0], Kill)
+    assert steps[0].error.code == codes.WORKER_DIED
+    assert "not one of its messages" in steps[0].error.evalue
+    assert not session.events_open
+    assert not session.finished  # ends once the driver has killed it: Session.end
+
+
+def test_json_nested_too_deep_is_foreign() -> None:
+    deep = b'{"t": "display", "data": ' + b"[" * 600 + b"]" * 600 + b"}\n"
+    (step,) = started().feed(deep)
+    assert isinstance(step, Kill) and "deep" in step.error.evalue
+
+
+def test_the_deadline_interrupts_then_kills_after_the_grace_period() -> None:
+    session = started(timeout=9, now=100.0)
+    assert session.wake_at(100.0, heard=False) == 109.0
+    assert session.due(108.9, heard=False) is None
+    assert session.due(109.0, heard=False) is INTERRUPT
+    assert session.wake_at(109.0, heard=False) == 109.0 + GRACE
+    assert session.due(109.0 + GRACE - 0.01, heard=False) is None
+    kill = session.due(109.0 + GRACE, heard=False)
+    assert isinstance(kill, Kill)
+    assert (kill.error.code, kill.error.evalue) == (codes.TIMEOUT, "Cell timed out after 9 s")
+    done = session.end(kill.error)
+    assert session.finished and done.error is not None
+    assert (done.error.code, done.error.evalue) == (codes.TIMEOUT, "Cell timed out after 9 s")
+
+
+def test_a_cell_that_stops_in_time_after_its_deadline_reports_the_timeout_where_it_was() -> None:
+    session = started(timeout=2.5, now=0.0)
+    assert session.due(2.5, heard=False) is INTERRUPT
+    interrupted = CellError(codes.INTERRUPTED, "KeyboardInterrupt", "", "Traceback...", 3)
+    (done,) = session.feed(line(Done(interrupted)))
+    assert isinstance(done, Done) and done.error is not None
+    assert (done.error.code, done.error.evalue) == (codes.TIMEOUT, "Cell timed out after 2.5 s")
+    assert (done.error.traceback, done.error.line) == ("Traceback...", 3)
+
+
+def test_a_cell_that_raised_its_interrupt_gets_patience() -> None:
+    session = started()
+    session.interrupted(10.0, grace=0.4, patience=1.2)
+    assert session.kill_at(heard=False) == 10.4
+    assert session.kill_at(heard=True) == 11.2
+    assert session.due(10.5, heard=True) is None
+    kill = session.due(11.2, heard=True)
+    assert isinstance(kill, Kill) and kill.error.code == codes.INTERRUPTED
+    assert "did not stop" in kill.error.evalue
+
+
+def test_a_second_interrupt_does_not_move_the_kill() -> None:
+    session = started()
+    session.interrupted(10.0)
+    session.interrupted(10.3)
+    assert session.kill_at(heard=False) == 10.0 + GRACE
+
+
+def test_an_interrupt_before_the_deadline_is_not_a_timeout() -> None:
+    session = started(timeout=9, now=0.0)
+    session.interrupted(1.0)
+    assert session.wake_at(1.0, heard=False) == 1.0 + GRACE
+    kill = session.due(9.0, heard=False)
+    assert isinstance(kill, Kill) and kill.error.code == codes.INTERRUPTED
+
+
+def test_a_trickle_of_output_pauses_reading_for_a_moment() -> None:
+    session = started()
+    session.took(20, now=5.0)
+    assert session.paused(5.0)
+    assert session.wake_at(5.0, heard=False) == 5.0 + COALESCE
+    assert not session.paused(5.0 + COALESCE)
+
+
+def test_a_flood_or_an_ended_cell_does_not_pause() -> None:
+    session = started()
+    session.took(1 << 20, now=5.0)
+    assert not session.paused(5.0)
+    session.took(0, now=5.0)
+    assert not session.paused(5.0)
+    session.feed(line(Done()))
+    session.took(20, now=5.0)
+    assert not session.paused(5.0)
+
+
+def test_a_new_cell_forgets_the_last_ones_clock() -> None:
+    session = started(timeout=1, now=0.0)
+    assert session.due(1.0, heard=False) is INTERRUPT
+    session.took(5, now=1.0)
+    session.begin(50.0)
+    assert session.cell == 2 and not session.finished
+    assert session.due(1000.0, heard=False) is None
+    assert session.wake_at(50.0, heard=False) is None
+    (done,) = session.feed(line(Done()))
+    assert isinstance(done, Done) and done.ok  # no timeout carried over
