@@ -15,9 +15,8 @@ from pyrelune.supervisor import blocking
 from pyrelune.supervisor.link import WorkerLink
 from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.supervisor.session import PATIENCE
-from pyrelune.wire import codes
 from pyrelune.wire.commands import CancelInput, Execute, InputReply, Reset, to_wire
-from pyrelune.wire.events import CellError, Done
+from pyrelune.wire.events import WORKER_DIED, CellError, Done
 from pyrelune.wire.interrupts import Interrupts
 
 TYPE_CHECKING = False
@@ -109,7 +108,7 @@ class Kernel:
         if status is None:
             return done
         self.restart()
-        error = done.error or CellError(codes.WORKER_DIED, "", "the worker ended")
+        error = done.error or CellError(WORKER_DIED, "", "the worker ended")
         lost = LOST
         if os.WIFSIGNALED(status) and buffers_stdout(self._interactive):
             lost = f"{LOST}; {UNFLUSHED}"  # a signal it never saw: its buffer went with it

@@ -14,8 +14,7 @@ import time
 
 from pyrelune.supervisor.process import describe_exit
 from pyrelune.supervisor.session import GRACE, Kill, Send, Session
-from pyrelune.wire import codes
-from pyrelune.wire.events import CellError
+from pyrelune.wire.events import WORKER_DIED, CellError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -87,7 +86,7 @@ class WorkerLink:
         if exited and not self.session.finished:
             status = w.reap(block=True) or 0
             yield from self.drain()
-            yield self.session.end(CellError(codes.WORKER_DIED, "", describe_exit(status)))
+            yield self.session.end(CellError(WORKER_DIED, "", describe_exit(status)))
 
     def _read_events(self) -> Iterator[Event]:
         """The events in the pipe, each after the output the cell wrote before it.

@@ -18,9 +18,16 @@ from __future__ import annotations
 
 from pyrelune import fastjson
 from pyrelune.transports.stdio import LineBuffer
-from pyrelune.wire import codes
-from pyrelune.wire.commands import CONTINUE
-from pyrelune.wire.events import CellError, Display, Done, from_wire
+from pyrelune.wire.events import (
+    CONTINUE,
+    INTERRUPTED,
+    TIMEOUT,
+    WORKER_DIED,
+    CellError,
+    Display,
+    Done,
+    from_wire,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -122,7 +129,7 @@ class Session:
             except ValueError as problem:
                 self.events_open = False
                 steps.append(Kill(CellError(
-                    codes.WORKER_DIED, "", "worker stopped: its event pipe carried a line that "
+                    WORKER_DIED, "", "worker stopped: its event pipe carried a line that "
                     f"is not one of its messages ({str(problem)[:120]})")))
                 return steps
             if event is None:  # a switch between stdout and stderr: what came before is read
@@ -175,7 +182,7 @@ class Session:
             if self._timed_out is not None:
                 return Kill(_timed_out(self._timed_out, None))
             return Kill(CellError(
-                codes.INTERRUPTED, "KeyboardInterrupt",
+                INTERRUPTED, "KeyboardInterrupt",
                 "Execution interrupted: the cell did not stop, so its worker was killed"))
         return None
 
@@ -215,8 +222,8 @@ def _message(line: bytes) -> dict[str, Any]:
 
 def _timed_out(timeout: float, error: CellError | None) -> CellError:
     seconds = f"{timeout:g}"
-    where = error if error is not None and error.code == codes.INTERRUPTED else None
+    where = error if error is not None and error.code == INTERRUPTED else None
     return CellError(
-        codes.TIMEOUT, "", f"Cell timed out after {seconds} s",
+        TIMEOUT, "", f"Cell timed out after {seconds} s",
         where.traceback if where else "", where.line if where else None,
     )

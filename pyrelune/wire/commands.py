@@ -1,8 +1,8 @@
 """The supervisor's commands to its worker, and their wire form (a JSON object a line).
 
-The control pipe carries only these. Events go the other way (`events`);
-`SYNC` is the worker's one message that is not an event: it asks for
-`Continue` once the session has read all output written before it.
+The control pipe carries only these. Events go the other way (`events`,
+which also holds `SYNC` and the wire form of `Continue`, the two messages
+of the handshake every mode uses).
 """
 
 from __future__ import annotations
@@ -86,9 +86,3 @@ def from_wire(line: bytes) -> Command:
     if op == "input":
         return InputReply(message["value"])
     return _SIMPLE[op]()
-
-
-#: Sent after every message the worker waits on: precomputed, it is on every display's path.
-CONTINUE = to_wire(Continue())
-#: The worker's request for `CONTINUE` once its earlier output is read.
-SYNC = b'{"t": "sync"}\n'

@@ -15,6 +15,22 @@ if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
 
+#: Every error code a cell's Done can carry, named once: hosts and tests match on them.
+#: (Here, not in a module of their own: both processes load this one anyway.)
+PYTHON_RUNTIME_ERROR = "python_runtime_error"  # the cell raised an exception
+INTERRUPTED = "interrupted"  # the cell was interrupted (KeyboardInterrupt)
+TIMEOUT = "timeout"  # the cell ran past its deadline and was stopped
+WORKER_DIED = "worker_died"  # the worker ended abnormally, or was stopped for what it wrote
+
+#: The worker's one message that is not an event: it asks for `CONTINUE` once
+#: the supervisor has read all output written before it (see `commands.Continue`).
+SYNC = b'{"t": "sync"}\n'
+#: The supervisor's answer to every message the worker waits on. Spelled out
+#: here (it is `commands.to_wire(Continue())`) so that a oneshot run, which
+#: sends no other command, need not load `commands`.
+CONTINUE = b'{"op": "continue"}\n'
+
+
 class Stream:
     """Text a cell wrote to fd 1 (`stdout`) or fd 2 (`stderr`)."""
 

@@ -20,8 +20,7 @@ import sys
 
 from pyrelune import fastjson
 from pyrelune.transports.stdio import LineBuffer  # loaded before the fork, in every mode
-from pyrelune.wire import commands
-from pyrelune.wire.events import Display, Done, InputRequest, to_wire
+from pyrelune.wire.events import SYNC, Display, Done, InputRequest, to_wire
 from pyrelune.worker import importhooks
 from pyrelune.worker.cell import exception_error, run_cell
 from pyrelune.worker.display import connect, show_result
@@ -82,7 +81,7 @@ class Channel:
     def sync(self) -> None:
         """Wait until the session has read all output written so far (see `_StreamOrder`)."""
         if self.waits_here():
-            self._write(commands.SYNC)
+            self._write(SYNC)
             self.receive()
 
     def _write(self, data: bytes) -> None:
@@ -120,7 +119,10 @@ class Channel:
             if not chunk:
                 os._exit(0)  # the session is gone: so is the reason to exist
             self._commands.feed(chunk)
-        return commands.from_wire(line)
+        # Loaded on the first wait, not at start-up: a oneshot cell seldom waits.
+        from pyrelune.wire.commands import from_wire
+
+        return from_wire(line)
 
     def publish(self, data: dict[str, Any], metadata: dict[str, Any], is_result: bool) -> None:
         """Show a MIME bundle (a `display()` or the final expression) in its place.

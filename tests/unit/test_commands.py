@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pyrelune.wire import commands
+from pyrelune.wire import commands, events
 from pyrelune.wire.commands import CancelInput, Continue, Execute, InputReply, Reset
 
 
@@ -28,4 +28,9 @@ def test_an_input_reply_keeps_its_text() -> None:
 def test_the_simple_commands_come_back_as_themselves() -> None:
     for command in (Reset(), CancelInput(), Continue()):
         assert type(commands.from_wire(commands.to_wire(command))) is type(command)
-    assert commands.from_wire(commands.CONTINUE).__class__ is Continue
+
+
+def test_the_handshake_lines_in_events_are_what_commands_would_write() -> None:
+    """events.CONTINUE is spelled out so that oneshot need not load commands: it must agree."""
+    assert events.CONTINUE == commands.to_wire(Continue())
+    assert type(commands.from_wire(events.CONTINUE)) is Continue

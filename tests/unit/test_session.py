@@ -11,9 +11,17 @@ from pyrelune.supervisor.session import (
     Send,
     Session,
 )
-from pyrelune.wire import codes
-from pyrelune.wire.commands import CONTINUE
-from pyrelune.wire.events import CellError, Display, Done, to_wire
+from pyrelune.wire.events import (
+    CONTINUE,
+    INTERRUPTED,
+    PYTHON_RUNTIME_ERROR,
+    TIMEOUT,
+    WORKER_DIED,
+    CellError,
+    Display,
+    Done,
+    to_wire,
+)
 
 
 def line(event: Display | Done, **extra: object) -> bytes:
@@ -35,7 +43,7 @@ def test_a_done_line_ends_the_cell() -> None:
 
 def test_a_line_split_across_reads_is_one_event() -> None:
     session = started()
-    data = line(Done(CellError(codes.PYTHON_RUNTIME_ERROR, "ValueError", "bad", "tb", 2)))
+    data = line(Done(CellError(PYTHON_RUNTIME_ERROR, "ValueError", "bad", "tb", 2)))
     assert session.feed(data[:7]) == []
     assert not session.finished
     (done,) = session.feed(data[7:])
@@ -59,7 +67,7 @@ def test_a_foreign_line_stops_the_worker_and_the_rest_is_ignored() -> None:
     session = started()
     steps = session.feed(b'{"t": "done", "error": {"code": "nope"}}\n' + line(Done()))
     assert len(steps) == 1 and isinstance(steps[0], Kill)
-    assert steps[0].error.code == codes.WORKER_DIED
+    assert steps[0].error.code == WORKER_DIED
     assert "not one of its messages" in steps[0].error.evalue
     assert not session.events_open
     assert not session.finished  # ends once the driver has killed it: Session.end
@@ -80,19 +88,19 @@ def test_the_deadline_interrupts_then_kills_after_the_grace_period() -> None:
     assert session.due(109.0 + GRACE - 0.01, heard=False) is None
     kill = session.due(109.0 + GRACE, heard=False)
     assert isinstance(kill, Kill)
-    assert (kill.error.code, kill.error.evalue) == (codes.TIMEOUT, "Cell timed out after 9 s")
+    assert (kill.error.code, kill.error.evalue) == (TIMEOUT, "Cell timed out after 9 s")
     done = session.end(kill.error)
     assert session.finished and done.error is not None
-    assert (done.error.code, done.error.evalue) == (codes.TIMEOUT, "Cell timed out after 9 s")
+    assert (done.error.code, done.error.evalue) == (TIMEOUT, "Cell timed out after 9 s")
 
 
 def test_a_cell_that_stops_in_time_after_its_deadline_reports_the_timeout_where_it_was() -> None:
     session = started(timeout=2.5, now=0.0)
     assert session.due(2.5, heard=False) is INTERRUPT
-    interrupted = CellError(codes.INTERRUPTED, "KeyboardInterrupt", "", "Traceback...", 3)
+    interrupted = CellError(INTERRUPTED, "KeyboardInterrupt", "", "Traceback...", 3)
     (done,) = session.feed(line(Done(interrupted)))
     assert isinstance(done, Done) and done.error is not None
-    assert (done.error.code, done.error.evalue) == (codes.TIMEOUT, "Cell timed out after 2.5 s")
+    assert (done.error.code, done.error.evalue) == (TIMEOUT, "Cell timed out after 2.5 s")
     assert (done.error.traceback, done.error.line) == ("Traceback...", 3)
 
 
@@ -103,7 +111,7 @@ def test_a_cell_that_raised_its_interrupt_gets_patience() -> None:
     assert session.kill_at(heard=True) == 11.2
     assert session.due(10.5, heard=True) is None
     kill = session.due(11.2, heard=True)
-    assert isinstance(kill, Kill) and kill.error.code == codes.INTERRUPTED
+    assert isinstance(kill, Kill) and kill.error.code == INTERRUPTED
     assert "did not stop" in kill.error.evalue
 
 
@@ -119,7 +127,7 @@ def test_an_interrupt_before_the_deadline_is_not_a_timeout() -> None:
     session.interrupted(1.0)
     assert session.wake_at(1.0, heard=False) == 1.0 + GRACE
     kill = session.due(9.0, heard=False)
-    assert isinstance(kill, Kill) and kill.error.code == codes.INTERRUPTED
+    assert isinstance(kill, Kill) and kill.error.code == INTERRUPTED
 
 
 def test_a_trickle_of_output_pauses_reading_for_a_moment() -> None:
