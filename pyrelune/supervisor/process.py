@@ -105,10 +105,22 @@ class WorkerProcess:
                 pass  # over /proc/sys/fs/pipe-max-size for this user: the default it is
 
     def signal_group(self, signum: int) -> None:
+        """`signum` to the worker's process group, and to the worker itself if it left it.
+
+        A cell can move the worker into another group (`os.setpgid`): the
+        group's signal would then miss it, and a kill would wait for ever.
+        Until it is reaped, the worker's pid cannot name another process.
+        """
         try:
             os.killpg(self.pid, signum)
         except (ProcessLookupError, PermissionError):
             pass
+        if self.status is None:
+            try:
+                if os.getpgid(self.pid) != self.pid:
+                    os.kill(self.pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def reap(self, block: bool) -> int | None:
         """The wait status once the worker has exited, else None."""
