@@ -32,5 +32,5 @@ def test_the_simple_commands_come_back_as_themselves() -> None:
 
 def test_the_handshake_lines_in_events_are_what_commands_would_write() -> None:
     """events.CONTINUE is spelled out so that oneshot need not load commands: it must agree."""
-    assert events.CONTINUE == commands.to_wire(Continue())
+    assert commands.to_wire(Continue()) == events.CONTINUE
     assert type(commands.from_wire(events.CONTINUE)) is Continue
