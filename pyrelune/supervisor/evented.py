@@ -44,7 +44,11 @@ class EventedKernel:
         self._watch()
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
+        if self._kernel.worker.reap(block=False) is not None:
+            self._unwatch()  # before `execute` starts a new worker
         self._kernel.execute(source, filename, inputs)
+        self._tell()
+        self._watch()
         self._catch_quick_end()
 
     def reply_input(self, value: str) -> None:
@@ -116,6 +120,11 @@ class EventedKernel:
         output = self._deliver(link.read([fd]))
         if link is not self._kernel.link:
             return  # replaced: the new worker's pipes are watched from the start
+        if link.session.finished and (status := link.worker.reap(block=False)) is not None:
+            self._unwatch()  # it died between cells: its exit would stay readable for ever
+            self._kernel.replace_lost(status)
+            self._watch()
+            return
         now = time.monotonic()
         link.session.took(output, now)
         if link.session.paused(now):
@@ -144,7 +153,15 @@ class EventedKernel:
             elif isinstance(event, Done):
                 if self._kernel.worker.reap(block=False) is not None:
                     self._unwatch()  # before `settle` starts a new worker
-                event = self._kernel.settle(event)
+                done = self._kernel.settle(event)
+                if done is None:  # sent again, to a fresh worker: the old one's events are over
+                    self._tell()
+                    break
+                event = done
             self._on_event(event)
         self._watch()
         return output
+
+    def _tell(self) -> None:
+        if (notice := self._kernel.take_notice()) is not None:
+            self._on_event(notice)

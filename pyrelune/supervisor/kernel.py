@@ -13,10 +13,10 @@ import sys
 
 from pyrelune.supervisor import blocking
 from pyrelune.supervisor.link import WorkerLink
-from pyrelune.supervisor.process import WorkerProcess
+from pyrelune.supervisor.process import WorkerProcess, describe_exit
 from pyrelune.supervisor.session import PATIENCE
 from pyrelune.wire.commands import CancelInput, Execute, InputReply, Reset, to_wire
-from pyrelune.wire.events import WORKER_DIED, CellError, Done
+from pyrelune.wire.events import WORKER_DIED, CellError, Done, Stream
 from pyrelune.wire.interrupts import Interrupts
 
 TYPE_CHECKING = False
@@ -57,11 +57,20 @@ def _serve(fds: WorkerFds, interactive: bool) -> NoReturn:
 
 
 class Kernel:
-    """The current worker of a kernel and the link that reads it."""
+    """The current worker of a kernel and the link that reads it.
+
+    A worker that dies between cells (a cell's `signal.alarm`, say) or before
+    it starts the cell it was sent (an earlier cell broke its machinery:
+    `os.read = None`, a tight RLIMIT_AS) costs the namespace, not the cell:
+    a fresh worker runs it, once, and the death is told in a notice ahead of
+    its output (`take_notice`).
+    """
 
     def __init__(self, interactive: bool = False) -> None:
         self._interactive = interactive
         self.link = self._spawn()
+        self._sent: Execute | None = None  # the cell sent, while it may not have started
+        self._notice: Stream | None = None
 
     def _spawn(self) -> WorkerLink:
         interactive = self._interactive
@@ -75,8 +84,25 @@ class Kernel:
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
         """Start a cell; its events come from `events()` (or an event-loop driver)."""
+        if (status := self.link.worker.reap(block=False)) is not None:
+            self.replace_lost(status)
+        self._send(source, filename, inputs)
+
+    def _send(self, source: str, filename: str, inputs: dict[str, Any] | None) -> None:
         self.link.begin()
-        self._command(Execute(source, filename, self.link.session.cell, inputs))
+        self._sent = Execute(source, filename, self.link.session.cell, inputs)
+        self._command(self._sent)
+
+    def replace_lost(self, status: int) -> None:
+        """The idle worker died (wait `status`): start another, told with the next cell."""
+        self.restart()
+        self._notice = Stream("stderr", f"pyrelune: the kernel's worker ended between cells "
+                                        f"({describe_exit(status)}); {LOST}\n")
+
+    def take_notice(self) -> Stream | None:
+        """What the kernel has to tell the host before the cell's own output, once."""
+        notice, self._notice = self._notice, None
+        return notice
 
     def reply_input(self, value: str) -> None:
         """Answer the InputRequest the running cell is waiting on."""
@@ -94,19 +120,42 @@ class Kernel:
 
     def begin_reset(self) -> None:
         """Ask for a fresh namespace; the worker confirms with a Done (for event-loop drivers)."""
+        if self.link.worker.reap(block=False) is not None:
+            self.restart()  # a fresh namespace is what was asked for: nothing to tell
+        self._sent = None
         self.link.begin()
         self._command(Reset())
 
     def events(self) -> Iterator[Event]:
         """The running cell's events, ending with its Done (see `blocking.run`)."""
-        for event in blocking.run(self.link, soon=True):
-            yield self.settle(event) if isinstance(event, Done) else event
+        while True:
+            if (notice := self.take_notice()) is not None:
+                yield notice
+            for event in blocking.run(self.link, soon=True):
+                if not isinstance(event, Done):
+                    yield event
+                elif (done := self.settle(event)) is not None:
+                    yield done
+                    return
+                else:
+                    break  # sent again, to a fresh worker
 
-    def settle(self, done: Done) -> Done:
-        """After a cell's Done: if the worker is gone, start a new one (a new `link`) and say so."""
+    def settle(self, done: Done) -> Done | None:
+        """After a cell's Done: if the worker is gone, start a new one (a new `link`) and say so.
+
+        None: the worker died before it started the cell, which a fresh
+        worker now runs (its events follow, on the new link, after a notice).
+        """
         status = self.link.worker.reap(block=False)
+        sent, self._sent = self._sent, None
         if status is None:
             return done
+        interrupts = self.link.worker.interrupts
+        if sent is not None and interrupts is not None and not interrupts.started(sent.cell):
+            self.replace_lost(status)
+            self._send(sent.source, sent.filename, sent.inputs)
+            self._sent = None  # once: a second death is the cell's own
+            return None
         self.restart()
         error = done.error or CellError(WORKER_DIED, "", "the worker ended")
         lost = LOST

@@ -10,7 +10,9 @@ A SIGINT the session did not send (the cell's own `signal.raise_signal`,
 `_thread.interrupt_main()`, a user's `kill`) interrupts whatever cell runs,
 as in plain Python. The worker also notes when it raised the interrupt
 (`heard`): a cell that is cleaning up gets longer than one that never
-noticed.
+noticed; and which cell it last started (`began`): a worker that died
+before it started the cell it was sent (a cell before it broke the
+worker's machinery) leaves that cell to a fresh worker.
 
 The memory is anonymous and shared, made before the fork: what one side
 writes, the other reads. Signals cannot be counted (two pending SIGINTs
@@ -26,6 +28,7 @@ _HEARD = 0
 _TARGET = slice(1, 9)
 _SENT = slice(9, 17)
 _SEEN = slice(17, 25)
+_BEGAN = slice(25, 33)
 
 
 def _number(value: bytes) -> int:
@@ -36,7 +39,7 @@ class Interrupts:
     """The board: which cell the session interrupts, and whether the worker raised it."""
 
     def __init__(self) -> None:
-        self._memory = mmap.mmap(-1, 25)
+        self._memory = mmap.mmap(-1, 33)
         self._answered = b""  # the worker's: the `sent` of the aim a cell's start answered
 
     # the session's side -----------------------------------------------------------
@@ -53,6 +56,10 @@ class Interrupts:
 
     def forget(self) -> None:
         self._memory[_HEARD] = 0
+
+    def started(self, cell: int) -> bool:
+        """Whether the worker has started `cell` (else it never ran any of it)."""
+        return _number(self._memory[_BEGAN]) == cell
 
     def close(self) -> None:
         self._memory.close()
@@ -79,6 +86,10 @@ class Interrupts:
             return False
         self._answered = sent
         return True
+
+    def begin(self, cell: int) -> None:
+        """`cell` starts now (see `started`)."""
+        self._memory[_BEGAN] = cell.to_bytes(8, "little")
 
     def hear(self) -> None:
         self._memory[_HEARD] = 1

@@ -202,8 +202,11 @@ class _Interruptible:
         """A cell begins: interruptible from now on, and at once if it was interrupted already."""
         self.cell = cell
         self.running = True
-        if self.interrupts is not None and self.interrupts.aimed_at(cell):
-            self._raise()
+        interrupts = self.interrupts
+        if interrupts is not None:
+            interrupts.begin(cell)
+            if interrupts.aimed_at(cell):
+                self._raise()
 
     def _raise(self) -> NoReturn:
         if self.interrupts is not None:

@@ -52,3 +52,12 @@ def test_heard_until_forgotten() -> None:
     assert board.heard()
     board.forget()
     assert not board.heard()
+
+
+def test_the_board_says_whether_the_worker_started_a_cell() -> None:
+    board = Interrupts()
+    assert not board.started(1)
+    board.begin(1)
+    assert board.started(1) and not board.started(2)
+    board.begin(2)
+    assert board.started(2) and not board.started(1)

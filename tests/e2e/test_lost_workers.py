@@ -1,0 +1,68 @@
+"""A worker that dies between cells costs the namespace, never the next cell.
+
+Before, the cell after such a death was reported as "worker killed by
+SIGALRM" and never ran. Now a fresh worker runs it, and the death is told
+once, as a notice on stderr ahead of the cell's own output.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from lines_host import Host as LinesHost
+from rpc_host import PipeHost, stdout_of
+
+ALARM = "import signal\nsignal.alarm(1)\nkept = 1"
+#: Cells after which the worker's own machinery is broken: it dies on the next command.
+BREAKERS = {
+    "alarm": ALARM,
+    "os.read": "import os\nos.read = None",
+    "os._exit": "import os\nos.read = None\nos._exit = None",
+    "modules": "import sys\nfor name in [m for m in sys.modules if m.startswith('pyrelune')]:\n"
+               "    sys.modules[name] = None",
+    "rlimit": "import resource\nresource.setrlimit(resource.RLIMIT_AS, (1 << 20, 1 << 20))",
+}
+#: The next cell; long, so that a worker left with no memory to spare cannot even read it.
+NEXT = "print(6 * 7)\nprint(globals().get('kept'))\n#" + "x" * (4 << 20)
+
+
+@pytest.fixture
+def lines() -> LinesHost:
+    host = LinesHost()
+    host.ping()
+    return host
+
+
+@pytest.mark.parametrize("breaker", list(BREAKERS))
+def test_lines_runs_the_next_cell_in_a_fresh_worker(lines: LinesHost, breaker: str) -> None:
+    try:
+        first = lines.execute(BREAKERS[breaker])
+        if breaker == "alarm":
+            assert first["error"] is None
+            time.sleep(1.5)  # the alarm goes off while the kernel is idle
+        answer = lines.execute(NEXT)
+        assert answer["error"] is None, answer
+        assert answer["stdout"] == "42\nNone\n"  # ran, in a fresh namespace
+        assert answer["stderr"].count("worker ended between cells") == 1, answer["stderr"]
+        again = lines.execute("print('next')")
+        assert (again["stdout"], again["stderr"], again["error"]) == ("next\n", "", None)
+    finally:
+        lines.close()
+
+
+@pytest.mark.parametrize("breaker", ["alarm", "os.read", "modules"])
+def test_rpc_runs_the_next_cell_in_a_fresh_worker(breaker: str) -> None:
+    kernel = PipeHost()
+    try:
+        assert kernel.receive()["event"] == "kernel.ready"
+        kernel.run(BREAKERS[breaker])
+        if breaker == "alarm":
+            time.sleep(1.5)
+        events = kernel.run("print(6 * 7)")
+        assert events[-1]["data"]["status"] == "ok", events
+        assert stdout_of(events) == "42\n"
+        assert stdout_of(events, "stderr").count("worker ended between cells") == 1
+        assert stdout_of(kernel.run("print('next')")) == "next\n"
+    finally:
+        kernel.close()
