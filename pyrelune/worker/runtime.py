@@ -57,7 +57,9 @@ class Channel:
     cells) waits for the session's answers. Threads a cell starts would race
     it, and each other, for the control pipe, and may outlive the cell: their
     displays go out unanswered, their switches between stdout and stderr are
-    not waited for, and their `input()` raises EOFError.
+    not waited for, and their `input()` raises EOFError. So do processes a
+    cell forks (`multiprocessing`'s fork workers): a child waiting for an
+    answer would take the worker's, and both would wait for ever.
     """
 
     def __init__(self, event_fd: int, control_fd: int) -> None:
@@ -65,8 +67,14 @@ class Channel:
         self._control_fd = control_fd
         self._commands = LineBuffer()  # the control pipe, cut into commands
         self._queued = b""  # events posted, written with the next one sent
-        self._owner = _thread.get_ident()
+        self._owner: int | None = _thread.get_ident()
         self._writing = _thread.allocate_lock()  # one event at a time, whole
+        os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
+        """In a child the cell forked: nobody waits, and no other thread holds the lock."""
+        self._owner = None
+        self._writing = _thread.allocate_lock()
 
     def waits_here(self) -> bool:
         """Whether the calling thread may wait for the session's answers."""
