@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyrelune import fastjson
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget
+from pyrelune.wire import codes
 from pyrelune.wire.events import CellError, Display, Stream
 
 TYPE_CHECKING = False
@@ -121,7 +122,7 @@ def error_text(error: CellError | None) -> str | None:
     """The `error` field: the cell's traceback, the interrupt string, or what happened."""
     if error is None:
         return None
-    if error.code == "interrupted":
+    if error.code == codes.INTERRUPTED:
         return f"KeyboardInterrupt: {error.evalue}"
     if error.ename and error.traceback:
         return error.traceback

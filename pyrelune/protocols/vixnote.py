@@ -12,6 +12,7 @@ from __future__ import annotations
 from pyrelune import fastjson
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget, clip
+from pyrelune.wire import codes
 from pyrelune.wire.events import CellError, Display, Stream
 
 TYPE_CHECKING = False
@@ -63,42 +64,46 @@ def parse_request(raw: bytes) -> Request:
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if not raw.strip():
-        raise Rejected("invalid_request", "Empty request: expected one JSON object on stdin")
+        raise Rejected(codes.INVALID_REQUEST, "Empty request: expected one JSON object on stdin")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise Rejected(
-            "invalid_json",
+            codes.INVALID_JSON,
             f"Request is not valid UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}",
         ) from None
     try:
         message = fastjson.loads(text, allow_nan=False)
     except ValueError as exc:  # json.JSONDecodeError
         raise Rejected(
-            "invalid_json",
+            codes.INVALID_JSON,
             f"Request is not valid JSON: {exc}",
         ) from None
     except RecursionError:
-        raise Rejected("invalid_json", "Request is not usable JSON: nested too deeply") from None
+        raise Rejected(
+            codes.INVALID_JSON, "Request is not usable JSON: nested too deeply"
+        ) from None
     if not isinstance(message, dict):
         kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
         got = kind.get(type(message), "a number")
-        raise Rejected("invalid_request", f"Request must be a JSON object, got {got}")
+        raise Rejected(codes.INVALID_REQUEST, f"Request must be a JSON object, got {got}")
     protocol = message.get("protocol", PROTOCOL)
     if isinstance(protocol, str) and protocol != PROTOCOL:
         raise Rejected(
-            "unsupported_protocol",
+            codes.UNSUPPORTED_PROTOCOL,
             f"Unsupported protocol {protocol[:80]!r}: this runtime speaks {PROTOCOL}",
         )
     problems = schema_errors(message, REQUEST_SCHEMA)
     if problems:
-        raise Rejected("invalid_request", f"Invalid request: {problems[0]}", "\n".join(problems))
+        raise Rejected(
+            codes.INVALID_REQUEST, f"Invalid request: {problems[0]}", "\n".join(problems)
+        )
     source: str = message["source"]
     if "\0" in source:
         before = source[: source.index("\0")]
         line, column = before.count("\n") + 1, len(before) - before.rfind("\n")
         raise Rejected(
-            "invalid_request",
+            codes.INVALID_REQUEST,
             f"Invalid request: source contains a NUL character (line {line}, column {column})",
         )
     return Request(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pyrelune import fastjson
 from pyrelune.protocols.vixnote import Rejected
 from pyrelune.supervisor.limits import utf8_size
+from pyrelune.wire import codes
 from pyrelune.wire.events import Display
 
 TYPE_CHECKING = False
@@ -38,7 +39,7 @@ def mime_order(setting: str) -> tuple[str, ...]:
         mime = part.strip()
         if mime not in MIME_ORDER:
             raise Rejected(
-                "invalid_configuration",
+                codes.INVALID_CONFIGURATION,
                 f"PYRELUNE_MIME_ORDER: {mime[:80]!r} is not a type Vix Note shows "
                 f"({', '.join(MIME_ORDER)})",
             )
