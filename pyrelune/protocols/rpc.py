@@ -25,7 +25,6 @@ import sys
 from pyrelune import __version__, fastjson
 from pyrelune.protocols.streaming import Cap, Coalescer
 from pyrelune.protocols.validation import errors as schema_errors
-from pyrelune.protocols.vixnote import encode as strict_json
 from pyrelune.wire.events import (
     ITEM_MIME,
     JSONML_MIME,
@@ -192,9 +191,9 @@ def event(name: str, data: dict[str, Any]) -> Message:
 def encode(message: Message) -> bytes:
     """One message as strict UTF-8 JSON (no newline): NaN and infinities become null."""
     try:
-        return strict_json(message)
+        return fastjson.dumps_utf8(message)
     except ValueError:
-        return strict_json(_finite(message))
+        return fastjson.dumps_utf8(_finite(message))
 
 
 def _finite(value: Any) -> Any:
