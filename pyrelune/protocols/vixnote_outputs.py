@@ -9,7 +9,7 @@ start with `<svg`, JSON must be strict, PNG/JPEG only as SVG-wrapped images).
 from __future__ import annotations
 
 from pyrelune import fastjson
-from pyrelune.protocols.vixnote import Rejected
+from pyrelune.protocols.rejection import Rejected
 from pyrelune.supervisor.limits import utf8_size
 from pyrelune.wire import codes
 from pyrelune.wire.events import Display

@@ -15,6 +15,7 @@ WORKER_DIED = "worker_died"  # the worker process ended, or broke the pipe proto
 # Why a request was refused before anything ran: `Rejected.code`.
 INVALID_JSON = "invalid_json"  # not UTF-8, not JSON, or nested too deeply
 INVALID_REQUEST = "invalid_request"  # JSON, but not a request the schema allows
+UNKNOWN_METHOD = "unknown_method"  # a well-formed request of a type (method) not served
 UNSUPPORTED_PROTOCOL = "unsupported_protocol"  # a request for another protocol (version)
 INVALID_WORKING_DIRECTORY = "invalid_working_directory"  # the cell cannot run in that folder
 INVALID_CONFIGURATION = "invalid_configuration"  # a setting (environment variable) is wrong

@@ -10,6 +10,7 @@ import pytest
 from rpc_host import check
 
 from pyrelune.protocols import rpc
+from pyrelune.protocols.rejection import Rejected
 from pyrelune.wire.events import (
     ITEM_MIME,
     JSONML_MIME,
@@ -65,9 +66,9 @@ def start(kernel: rpc.RpcKernel, cell_id: str = "c") -> rpc.Execute:
     ],
 )
 def test_parse_errors(raw: bytes, code: int, request_id: Any) -> None:
-    with pytest.raises(rpc.ProtocolError) as error:
+    with pytest.raises(Rejected) as error:
         rpc.parse(raw)
-    assert error.value.code == code
+    assert rpc.reject(error.value)["error"]["code"] == code
     assert error.value.request_id == request_id
     reply = sent(rpc.RpcKernel().receive(raw))
     assert reply == [{"kind": "response", "id": request_id,
