@@ -124,7 +124,7 @@ class KernelServer:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.loop = asyncio.get_running_loop()
-        self.protocol = rpc.RpcKernel(settings.token, settings.max_output)
+        self.protocol = rpc.RpcCodec(settings.token, settings.max_output)
         self.kernel = Kernel(interactive=True)
         self.client: Connection | None = None
         self._watched: set[int] = set()

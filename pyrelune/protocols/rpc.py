@@ -238,7 +238,7 @@ def done_data(cell_id: str, error: CellError | None) -> dict[str, Any]:
             "ename": error.ename, "evalue": error.evalue, "line": error.line}
 
 
-class RpcKernel:
+class RpcCodec:
     """The protocol state of one kernel, across the connections it serves one at a time."""
 
     def __init__(self, token: str | None = None, limit: int | None = None) -> None:
