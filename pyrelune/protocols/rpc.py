@@ -120,8 +120,14 @@ def check(message: Message) -> Request:
 
 
 def request_id_of(message: Message) -> str | int | None:
-    """The id a response to `message` echoes: None unless a string or an integer."""
+    """The id a response to `message` echoes: None unless a string or an integer.
+
+    JSON Schema counts `7.0` as an integer, so the envelope's schema lets it
+    through: it is echoed as `7`, the same JSON number.
+    """
     request_id = message.get("id")
+    if isinstance(request_id, float) and request_id.is_integer():
+        return int(request_id)
     if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
         return None
     return request_id

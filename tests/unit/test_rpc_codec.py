@@ -58,6 +58,8 @@ def start(kernel: rpc.RpcCodec, cell_id: str = "c") -> rpc.Execute:
          rpc.PARSE_ERROR, None),
         (b'{"kind": "response", "id": "7", "method": "kernel.info"}', rpc.INVALID_REQUEST, "7"),
         (b'{"kind": "request", "id": true, "method": "kernel.info"}', rpc.INVALID_REQUEST, None),
+        (b'{"kind": "request", "id": 7.5, "method": "kernel.info"}', rpc.INVALID_REQUEST, None),
+        (b'{"kind": "request", "id": 7.0, "method": "kernel.nope"}', rpc.METHOD_NOT_FOUND, 7),
         (b'{"kind": "request", "id": "7", "method": "kernel.nope"}', rpc.METHOD_NOT_FOUND, "7"),
         (b'{"kind": "request", "id": "7", "method": "kernel.auth", "params": {}}',
          rpc.INVALID_REQUEST, "7"),
@@ -73,6 +75,11 @@ def test_parse_errors(raw: bytes, code: int, request_id: Any) -> None:
     reply = sent(rpc.RpcCodec().receive(raw))
     assert reply == [{"kind": "response", "id": request_id,
                       "error": {"code": code, "message": error.value.message}}]
+
+
+def test_an_integral_float_id_is_echoed_as_the_integer() -> None:
+    reply = sent(rpc.RpcCodec().receive(b'{"kind": "request", "id": 3.0, "method": "kernel.info"}'))
+    assert reply[0]["id"] == 3 and "result" in reply[0]
 
 
 def test_cell_lifecycle_idle_running_waiting_input_idle() -> None:
