@@ -1,4 +1,4 @@
-"""Every error code the runtime puts on a wire, named once.
+"""Every error code the runtime gives, named once for the worker and all the codecs.
 
 Plain strings, not an enum: the oneshot hot path imports this, and `enum`
 costs more than the whole module. Each protocol renders them its own way.
@@ -12,7 +12,8 @@ INTERRUPTED = "interrupted"  # KeyboardInterrupt ended the cell (the host interr
 TIMEOUT = "timeout"  # the cell ran past its deadline and was killed
 WORKER_DIED = "worker_died"  # the worker process ended, or broke the pipe protocol
 
-# Why a request was refused before anything ran: `Rejected.code`.
+# Why a request was refused before anything ran: `Rejected.code`. Vix Note
+# gets it as is, rpc as its JSON-RPC number; lines has only the message.
 INVALID_JSON = "invalid_json"  # not UTF-8, not JSON, or nested too deeply
 INVALID_REQUEST = "invalid_request"  # JSON, but not a request the schema allows
 UNKNOWN_METHOD = "unknown_method"  # a well-formed request of a type (method) not served
