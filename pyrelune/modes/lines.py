@@ -56,7 +56,7 @@ class LinesServer:
         try:
             request = lines.parse_request(line)
         except lines.Rejected as rejected:
-            return rejected.response()
+            return lines.reject(rejected)
         if request.type == "execute":
             return self.execute(request)
         if request.type == "restart":

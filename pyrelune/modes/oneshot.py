@@ -13,7 +13,13 @@ from pyrelune.protocols import vixnote, vixnote_outputs
 from pyrelune.supervisor.limits import max_output_setting
 from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.transports import stdio
-from pyrelune.wire.events import Display, Done, Stream
+from pyrelune.wire.events import (
+    INVALID_CONFIGURATION,
+    INVALID_WORKING_DIRECTORY,
+    Display,
+    Done,
+    Stream,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,7 +48,7 @@ def settings(timeout: float | None) -> tuple[float, int]:
     try:
         max_output = max_output_setting(DEFAULT_MAX_OUTPUT)
     except ValueError as exc:
-        raise vixnote.Rejected("invalid_configuration", str(exc)) from None
+        raise vixnote.Rejected(INVALID_CONFIGURATION, str(exc)) from None
     if timeout is None:
         setting = os.environ.get("PYRELUNE_TIMEOUT") or ""
         try:
@@ -50,7 +56,7 @@ def settings(timeout: float | None) -> tuple[float, int]:
             if not timeout >= 0:  # negative, or NaN
                 raise ValueError(setting)
         except ValueError:
-            raise vixnote.Rejected("invalid_configuration", "PYRELUNE_TIMEOUT must be seconds, "
+            raise vixnote.Rejected(INVALID_CONFIGURATION, "PYRELUNE_TIMEOUT must be seconds, "
                                    f"at least 0 (0: no deadline), not {setting!r}") from None
     return timeout, max_output
 
@@ -141,4 +147,4 @@ def enter(directory: str) -> str:
     except ValueError:  # embedded null byte
         reason = "a NUL character cannot be part of a file name"
     where = f"workingDirectory {directory!r}" if directory else "the current directory"
-    raise vixnote.Rejected("invalid_working_directory", f"Cannot use {where}: {reason}")
+    raise vixnote.Rejected(INVALID_WORKING_DIRECTORY, f"Cannot use {where}: {reason}")

@@ -121,7 +121,7 @@ class RpcServer:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.loop = asyncio.get_running_loop()
-        self.protocol = rpc.RpcKernel(settings.token, settings.max_output)
+        self.protocol = rpc.RpcCodec(settings.token, settings.max_output)
         self.kernel = EventedKernel(self.loop, self._on_event)
         self.client: Connection | None = None
         self._settled = asyncio.Event()  # set while no cell runs and no reset is under way

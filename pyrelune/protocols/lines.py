@@ -10,9 +10,18 @@ lone surrogate, no raw newline).
 from __future__ import annotations
 
 from pyrelune import fastjson
+from pyrelune.protocols.rejection import Rejected as Rejected  # the codec's own name for it
+from pyrelune.protocols.rejection import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget
-from pyrelune.wire.events import CellError, Display, Stream
+from pyrelune.wire import events
+from pyrelune.wire.events import (
+    INVALID_REQUEST,
+    UNKNOWN_METHOD,
+    CellError,
+    Display,
+    Stream,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,7 +31,12 @@ REQUEST_SCHEMA = "lines-kernel.request"
 #: The request types this kernel understands; any other is answered with an error.
 KNOWN_TYPES = ("execute", "restart", "ping")
 INTERRUPTED = "KeyboardInterrupt: Execution interrupted"
-_KINDS = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+WORDING = Wording(
+    not_utf8="Invalid JSON: not UTF-8 (byte 0x{byte:02x} at offset {offset})",
+    not_json="Invalid JSON: {error}",
+    too_deep="Invalid JSON: nested too deeply",
+    not_object="Invalid request: expected a JSON object, got {got}",
+)
 
 
 class Request:
@@ -36,44 +50,20 @@ class Request:
         self.code = code
 
 
-class Rejected(Exception):
-    """A line that is not a request this kernel can act on; answered with `response()`."""
-
-    def __init__(self, request_id: str, message: str) -> None:
-        super().__init__(message)
-        self.id = request_id
-        self.message = message
-
-    def response(self) -> bytes:
-        return response(self.id, error=self.message)
-
-
 def parse_request(line: bytes) -> Request:
     """Decode and check one request line; raises `Rejected` with the error to answer."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise Rejected(
-            "", f"Invalid JSON: not UTF-8 (byte 0x{line[exc.start]:02x} at offset {exc.start})"
-        ) from None
-    try:
-        message = fastjson.loads(text, allow_nan=False)
-    except ValueError as exc:  # json.JSONDecodeError
-        raise Rejected("", f"Invalid JSON: {exc}") from None
-    except RecursionError:
-        raise Rejected("", "Invalid JSON: nested too deeply") from None
-    if not isinstance(message, dict):
-        got = _KINDS.get(type(message), "a number")
-        raise Rejected("", f"Invalid request: expected a JSON object, got {got}")
+    message = read_object(line, WORDING)
     request_id = message.get("id", "")
     if not isinstance(request_id, str):
         request_id = ""
     problems = schema_errors(message, REQUEST_SCHEMA)
     if problems:
-        raise Rejected(request_id, f"Invalid request: {problems[0]}")
+        raise Rejected(INVALID_REQUEST, f"Invalid request: {problems[0]}",
+                       request_id=request_id)
     kind: str = message["type"]
     if kind not in KNOWN_TYPES:
-        raise Rejected(request_id, f"Unknown request type: {kind}")
+        raise Rejected(UNKNOWN_METHOD, f"Unknown request type: {kind}",
+                       request_id=request_id)
     return Request(request_id, kind, message.get("code", ""))
 
 
@@ -83,6 +73,12 @@ def response(
     """One response line (newline included)."""
     return encode({"id": request_id, "type": "result", "stdout": stdout, "stderr": stderr,
                    "error": error, "output_type": "text"})
+
+
+def reject(rejected: Rejected) -> bytes:
+    """The response to a line no request runs for: its id if it gave one, and why as `error`."""
+    request_id = rejected.request_id
+    return response(request_id if isinstance(request_id, str) else "", error=rejected.message)
 
 
 def pong(request_id: str) -> bytes:
@@ -121,7 +117,7 @@ def error_text(error: CellError | None) -> str | None:
     """The `error` field: the cell's traceback, the interrupt string, or what happened."""
     if error is None:
         return None
-    if error.code == "interrupted":
+    if error.code == events.INTERRUPTED:
         return f"KeyboardInterrupt: {error.evalue}"
     if error.ename and error.traceback:
         return error.traceback

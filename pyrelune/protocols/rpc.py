@@ -23,9 +23,10 @@ import platform
 import sys
 
 from pyrelune import __version__, fastjson
+from pyrelune.protocols.rejection import Rejected, Wording, read_object
 from pyrelune.protocols.streaming import Cap, Coalescer
 from pyrelune.protocols.validation import errors as schema_errors
-from pyrelune.protocols.vixnote import encode as strict_json
+from pyrelune.wire import events
 from pyrelune.wire.events import (
     ITEM_MIME,
     JSONML_MIME,
@@ -50,6 +51,9 @@ METHOD_NOT_FOUND = -32601
 KERNEL_BUSY = -32001
 AUTH_REQUIRED = -32002
 AUTH_FAILED = -32003
+#: The number each reason a message is rejected for has on this wire.
+_NUMBERS = {events.INVALID_JSON: PARSE_ERROR, events.INVALID_REQUEST: INVALID_REQUEST,
+            events.UNKNOWN_METHOD: METHOD_NOT_FOUND}
 #: Wrong tokens a connection may send before it is dropped.
 MAX_AUTH_FAILURES = 3
 
@@ -63,18 +67,12 @@ METHODS = (
 )
 CAPABILITIES = ("stream", "display_data", "input_request", "interrupt", "reset", "inputs",
                 "show", "plot")
-
-
-class ProtocolError(Exception):
-    """A request answered with an error response."""
-
-    def __init__(self, code: int, message: str, request_id: str | int | None = None,
-                 method: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.request_id = request_id
-        self.method = method  # as the message gave it, if it gave one
+WORDING = Wording(
+    not_utf8="Parse error: not UTF-8 ({reason})",
+    not_json="Parse error: {error}",
+    too_deep="Parse error: JSON nested too deeply",
+    not_object="Invalid request: a message must be a JSON object",
+)
 
 
 class Request:
@@ -89,44 +87,50 @@ class Request:
 
 
 def parse(raw: bytes | str) -> Request:
-    """One request line, checked against the schemas; raises `ProtocolError` saying why not."""
-    try:
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        message = fastjson.loads(text, allow_nan=False)
-    except UnicodeDecodeError as exc:
-        raise ProtocolError(PARSE_ERROR, f"Parse error: not UTF-8 ({exc.reason})") from None
-    except ValueError as exc:  # json.JSONDecodeError
-        raise ProtocolError(PARSE_ERROR, f"Parse error: {exc}") from None
-    except RecursionError:
-        raise ProtocolError(PARSE_ERROR, "Parse error: JSON nested too deeply") from None
-    if not isinstance(message, dict):
-        raise ProtocolError(INVALID_REQUEST, "Invalid request: a message must be a JSON object")
-    request_id = message.get("id")
-    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
-        request_id = None
+    """One request line, checked against the schemas; raises `Rejected` saying why not."""
+    return check(read_object(raw, WORDING))
+
+
+def check(message: Message) -> Request:
+    """A JSON object as a request of a known method, its params as the method's schema has them."""
+    request_id = request_id_of(message)
     method = message.get("method")
     problems = schema_errors(message, "rpc-kernel.request")
     if problems:
-        raise ProtocolError(INVALID_REQUEST, f"Invalid request: {problems[0]}", request_id,
-                            method)
+        raise Rejected(events.INVALID_REQUEST, f"Invalid request: {problems[0]}",
+                       request_id=request_id)
     assert request_id is not None
     if method not in METHODS:
-        raise ProtocolError(METHOD_NOT_FOUND, f"Method not found: {str(method)[:100]!r}",
-                            request_id, method)
+        raise Rejected(events.UNKNOWN_METHOD, f"Method not found: {str(method)[:100]!r}",
+                       request_id=request_id)
     problems = schema_errors(message, f"rpc-kernel.request.{method}")
     if problems:
-        raise ProtocolError(INVALID_REQUEST, f"Invalid {method} request: {problems[0]}",
-                            request_id, method)
+        raise Rejected(events.INVALID_REQUEST, f"Invalid {method} request: {problems[0]}",
+                       request_id=request_id)
     params: dict[str, Any] = message.get("params", {})
     for name in params.get("inputs", {}) if method == "execute.cell" else ():
         if not name.isidentifier() or keyword.iskeyword(name):
-            raise ProtocolError(
-                INVALID_REQUEST,
+            raise Rejected(
+                events.INVALID_REQUEST,
                 f"Invalid execute.cell request: inputs key {name[:100]!r} "
                 "is not a Python identifier",
-                request_id,
+                request_id=request_id,
             )
     return Request(request_id, method, params)
+
+
+def request_id_of(message: Message) -> str | int | None:
+    """The id a response to `message` echoes: None unless a string or an integer.
+
+    JSON Schema counts `7.0` as an integer, so the envelope's schema lets it
+    through: it is echoed as `7`, the same JSON number.
+    """
+    request_id = message.get("id")
+    if isinstance(request_id, float) and request_id.is_integer():
+        return int(request_id)
+    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+        return None
+    return request_id
 
 
 class Execute:
@@ -185,6 +189,11 @@ def error(request_id: str | int | None, code: int, message: str) -> Message:
     return {"kind": "response", "id": request_id, "error": {"code": code, "message": message}}
 
 
+def reject(rejected: Rejected) -> Message:
+    """The error response to a message no method runs for: the reason as its JSON-RPC number."""
+    return error(rejected.request_id, _NUMBERS[rejected.code], rejected.message)
+
+
 def event(name: str, data: dict[str, Any]) -> Message:
     return {"kind": "event", "event": name, "data": data}
 
@@ -192,9 +201,9 @@ def event(name: str, data: dict[str, Any]) -> Message:
 def encode(message: Message) -> bytes:
     """One message as strict UTF-8 JSON (no newline): NaN and infinities become null."""
     try:
-        return strict_json(message)
+        return fastjson.dumps_utf8(message)
     except ValueError:
-        return strict_json(_finite(message))
+        return fastjson.dumps_utf8(_finite(message))
 
 
 def _finite(value: Any) -> Any:
@@ -235,7 +244,7 @@ def done_data(cell_id: str, error: CellError | None) -> dict[str, Any]:
             "ename": error.ename, "evalue": error.evalue, "line": error.line}
 
 
-class RpcKernel:
+class RpcCodec:
     """The protocol state of one kernel, across the connections it serves one at a time."""
 
     def __init__(self, token: str | None = None, limit: int | None = None) -> None:
@@ -295,20 +304,23 @@ class RpcKernel:
         return []
 
     def receive(self, raw: bytes | str) -> Outcome:
-        """One message from the host."""
+        """One message from the host.
+
+        Until it authenticates, a connection hears only of its malformed JSON
+        and of its `kernel.auth` requests: anything else, well-formed or not,
+        gets AUTH_REQUIRED.
+        """
+        message = None
         try:
-            request = parse(raw)
-        except ProtocolError as exc:
-            if self._authenticated or exc.code == PARSE_ERROR or exc.method == "kernel.auth":
-                return Outcome([error(exc.request_id, exc.code, exc.message)])
-            return Outcome([_auth_required(exc.request_id)])
-        if not self._authenticated and request.method != "kernel.auth":
-            return Outcome([_auth_required(request.id)])
-        handler = getattr(self, "_on_" + request.method.replace(".", "_"))
-        try:
-            outcome: Outcome = handler(request)
-        except ProtocolError as exc:
-            return Outcome([error(request.id, exc.code, exc.message)])
+            message = read_object(raw, WORDING)
+            if not self._authenticated and message.get("method") != "kernel.auth":
+                return Outcome([_auth_required(request_id_of(message))])
+            request = check(message)
+        except Rejected as exc:
+            if message is None and exc.code != events.INVALID_JSON and not self._authenticated:
+                return Outcome([_auth_required(None)])  # JSON, but not an object
+            return Outcome([reject(exc)])
+        outcome: Outcome = getattr(self, "_on_" + request.method.replace(".", "_"))(request)
         return outcome
 
     def _on_kernel_info(self, request: Request) -> Outcome:
@@ -341,8 +353,8 @@ class RpcKernel:
     def _on_execute_cell(self, request: Request) -> Outcome:
         if self.busy:
             what = "a reset" if self._resetting else f"cell {self.cell_id!r}"
-            raise ProtocolError(KERNEL_BUSY, f"Kernel busy: {what} is running "
-                                "(wait for execute.done, or send execute.interrupt)")
+            return Outcome([error(request.id, KERNEL_BUSY, f"Kernel busy: {what} is running "
+                                  "(wait for execute.done, or send execute.interrupt)")])
         params = request.params
         self.cell_id = params.get("cell_id", str(request.id))
         self.state = RUNNING
@@ -364,8 +376,8 @@ class RpcKernel:
 
     def _on_execute_input_reply(self, request: Request) -> Outcome:
         if self.state != WAITING_INPUT:
-            raise ProtocolError(INVALID_REQUEST,
-                                f"No input() is waiting for a reply (the kernel is {self.state})")
+            waiting = f"No input() is waiting for a reply (the kernel is {self.state})"
+            return Outcome([error(request.id, INVALID_REQUEST, waiting)])
         self.state = RUNNING
         self._prompt = None
         return Outcome([response(request.id, {"ok": True})],

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 
-import pyrelune.schemas
 from pyrelune import fastjson
 
 TYPE_CHECKING = False
@@ -22,7 +21,9 @@ if TYPE_CHECKING:
 
     Check: TypeAlias = Callable[[Any], bool]
 
-SCHEMA_DIR = os.path.dirname(pyrelune.schemas.__file__ or "")
+#: The `pyrelune.schemas` folder, found beside this one rather than by
+#: importing it: a module import is a cost every oneshot request pays.
+SCHEMA_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "schemas")
 _cache: dict[str, dict[str, Any]] = {}
 _checks: dict[str, Check] = {}
 _ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "default", "examples"})

@@ -10,9 +10,11 @@ lone surrogate, always UTF-8.
 from __future__ import annotations
 
 from pyrelune import fastjson
+from pyrelune.protocols.rejection import Rejected as Rejected  # the codec's own name for it
+from pyrelune.protocols.rejection import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget, clip
-from pyrelune.wire.events import CellError, Display, Stream
+from pyrelune.wire.events import INVALID_REQUEST, UNSUPPORTED_PROTOCOL, CellError, Display, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,6 +26,12 @@ PROTOCOL = "vix-note-extension-1"
 #: the limit, small enough that even as six-byte JSON escapes they fit.
 MAX_MESSAGE = 2000
 REQUEST_SCHEMA = "vix-note-extension-1.request"
+WORDING = Wording(
+    not_utf8="Request is not valid UTF-8: byte 0x{byte:02x} at offset {offset}",
+    not_json="Request is not valid JSON: {error}",
+    too_deep="Request is not usable JSON: nested too deeply",
+    not_object="Request must be a JSON object, got {got}",
+)
 
 
 class Request:
@@ -48,57 +56,30 @@ class Request:
         return f"<cell {name}>"
 
 
-class Rejected(Exception):
-    """A request that cannot run; rendered as an `ok: false` response."""
-
-    def __init__(self, code: str, message: str, details: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = details
-
-
 def parse_request(raw: bytes) -> Request:
     """Decode and check one request; raises `Rejected` saying what is wrong."""
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if not raw.strip():
-        raise Rejected("invalid_request", "Empty request: expected one JSON object on stdin")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise Rejected(
-            "invalid_json",
-            f"Request is not valid UTF-8: byte 0x{raw[exc.start]:02x} at offset {exc.start}",
-        ) from None
-    try:
-        message = fastjson.loads(text, allow_nan=False)
-    except ValueError as exc:  # json.JSONDecodeError
-        raise Rejected(
-            "invalid_json",
-            f"Request is not valid JSON: {exc}",
-        ) from None
-    except RecursionError:
-        raise Rejected("invalid_json", "Request is not usable JSON: nested too deeply") from None
-    if not isinstance(message, dict):
-        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-        got = kind.get(type(message), "a number")
-        raise Rejected("invalid_request", f"Request must be a JSON object, got {got}")
+        raise Rejected(INVALID_REQUEST, "Empty request: expected one JSON object on stdin")
+    message = read_object(raw, WORDING)
     protocol = message.get("protocol", PROTOCOL)
     if isinstance(protocol, str) and protocol != PROTOCOL:
         raise Rejected(
-            "unsupported_protocol",
+            UNSUPPORTED_PROTOCOL,
             f"Unsupported protocol {protocol[:80]!r}: this runtime speaks {PROTOCOL}",
         )
     problems = schema_errors(message, REQUEST_SCHEMA)
     if problems:
-        raise Rejected("invalid_request", f"Invalid request: {problems[0]}", "\n".join(problems))
+        raise Rejected(
+            INVALID_REQUEST, f"Invalid request: {problems[0]}", "\n".join(problems)
+        )
     source: str = message["source"]
     if "\0" in source:
         before = source[: source.index("\0")]
         line, column = before.count("\n") + 1, len(before) - before.rfind("\n")
         raise Rejected(
-            "invalid_request",
+            INVALID_REQUEST,
             f"Invalid request: source contains a NUL character (line {line}, column {column})",
         )
     return Request(
@@ -108,7 +89,7 @@ def parse_request(raw: bytes) -> Request:
 
 
 def reject(error: Rejected, request_id: str | None = None) -> bytes:
-    """The response to a request that never ran."""
+    """The response to a request that never ran: `ok: false`, the reason as `error.code`."""
     response = _base(request_id, ok=False)
     response["error"] = {"code": error.code, "message": error.message, "details": error.details}
     return encode(response)

@@ -9,9 +9,9 @@ start with `<svg`, JSON must be strict, PNG/JPEG only as SVG-wrapped images).
 from __future__ import annotations
 
 from pyrelune import fastjson
-from pyrelune.protocols.vixnote import Rejected
+from pyrelune.protocols.rejection import Rejected
 from pyrelune.supervisor.limits import utf8_size
-from pyrelune.wire.events import Display
+from pyrelune.wire.events import INVALID_CONFIGURATION, Display
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def mime_order(setting: str) -> tuple[str, ...]:
         mime = part.strip()
         if mime not in MIME_ORDER:
             raise Rejected(
-                "invalid_configuration",
+                INVALID_CONFIGURATION,
                 f"PYRELUNE_MIME_ORDER: {mime[:80]!r} is not a type Vix Note shows "
                 f"({', '.join(MIME_ORDER)})",
             )

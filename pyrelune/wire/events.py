@@ -15,12 +15,33 @@ if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
 
-#: Every error code a cell's Done can carry, named once: hosts and tests match on them.
-#: (Here, not in a module of their own: both processes load this one anyway.)
+#: Every error code the runtime gives, named once for the worker and all the
+#: codecs. Here, not in a module of their own, because both processes load
+#: this one anyway: a module more costs every oneshot cell an import on each
+#: side of the fork. Plain strings, not an enum (`enum` costs more than this
+#: whole module). Each protocol renders them its own way.
+# How a cell failed: `CellError.code`.
+PYTHON_SYNTAX_ERROR = "python_syntax_error"  # the cell does not compile
 PYTHON_RUNTIME_ERROR = "python_runtime_error"  # the cell raised an exception
-INTERRUPTED = "interrupted"  # the cell was interrupted (KeyboardInterrupt)
-TIMEOUT = "timeout"  # the cell ran past its deadline and was stopped
-WORKER_DIED = "worker_died"  # the worker ended abnormally, or was stopped for what it wrote
+PYTHON_EXIT = "python_exit"  # the cell raised SystemExit
+INTERRUPTED = "interrupted"  # KeyboardInterrupt ended the cell (the host interrupted it)
+TIMEOUT = "timeout"  # the cell ran past its deadline and was killed
+WORKER_DIED = "worker_died"  # the worker process ended, or broke the pipe protocol
+
+# Why a request was refused before anything ran: `Rejected.code`. Vix Note
+# gets it as is, rpc as its JSON-RPC number; lines has only the message.
+INVALID_JSON = "invalid_json"  # not UTF-8, not JSON, or nested too deeply
+INVALID_REQUEST = "invalid_request"  # JSON, but not a request the schema allows
+UNKNOWN_METHOD = "unknown_method"  # a well-formed request of a type (method) not served
+UNSUPPORTED_PROTOCOL = "unsupported_protocol"  # a request for another protocol (version)
+INVALID_WORKING_DIRECTORY = "invalid_working_directory"  # the cell cannot run in that folder
+INVALID_CONFIGURATION = "invalid_configuration"  # a setting (environment variable) is wrong
+#: All of the above, for the test that no module spells one out.
+CODES = (
+    PYTHON_SYNTAX_ERROR, PYTHON_RUNTIME_ERROR, PYTHON_EXIT, INTERRUPTED, TIMEOUT, WORKER_DIED,
+    INVALID_JSON, INVALID_REQUEST, UNKNOWN_METHOD, UNSUPPORTED_PROTOCOL,
+    INVALID_WORKING_DIRECTORY, INVALID_CONFIGURATION,
+)
 
 #: The worker's one message that is not an event: it asks for `CONTINUE` once
 #: the supervisor has read all output written before it (see `commands.Continue`).

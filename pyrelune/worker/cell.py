@@ -9,7 +9,13 @@ pays for `asyncio`.
 
 from __future__ import annotations
 
-from pyrelune.wire.events import CellError
+from pyrelune.wire.events import (
+    INTERRUPTED,
+    PYTHON_EXIT,
+    PYTHON_RUNTIME_ERROR,
+    PYTHON_SYNTAX_ERROR,
+    CellError,
+)
 from pyrelune.worker import importhooks, sources
 
 TYPE_CHECKING = False
@@ -144,10 +150,10 @@ def syntax_error(exc: SyntaxError | ValueError, filename: str) -> CellError:
     """A cell that does not compile; line and column point into the cell."""
     if isinstance(exc, SyntaxError):
         details = format_traceback(exc, None, exception_text(exc))
-        return CellError("python_syntax_error", type(exc).__name__, exc.msg or "",
+        return CellError(PYTHON_SYNTAX_ERROR, type(exc).__name__, exc.msg or "",
                          details, exc.lineno, exc.offset)
     # Before 3.12 a NUL byte in the source is a ValueError from compile().
-    return CellError("python_syntax_error", "SyntaxError", str(exc), f"SyntaxError: {exc}\n")
+    return CellError(PYTHON_SYNTAX_ERROR, "SyntaxError", str(exc), f"SyntaxError: {exc}\n")
 
 
 def exception_error(exc: BaseException, filename: str) -> CellError:
@@ -163,13 +169,13 @@ def exception_error(exc: BaseException, filename: str) -> CellError:
     evalue = exception_text(exc)
     details = format_traceback(exc, tb, evalue)
     if isinstance(exc, KeyboardInterrupt):
-        return CellError("interrupted", "KeyboardInterrupt", evalue or "Execution interrupted",
+        return CellError(INTERRUPTED, "KeyboardInterrupt", evalue or "Execution interrupted",
                          details, line)
     if isinstance(exc, SystemExit):
         status = exc.code if isinstance(exc.code, int) else None
         evalue = f"exit status {status}" if status is not None else evalue
-        return CellError("python_exit", "SystemExit", evalue, details, line)
-    code = "python_syntax_error" if isinstance(exc, SyntaxError) else "python_runtime_error"
+        return CellError(PYTHON_EXIT, "SystemExit", evalue, details, line)
+    code = PYTHON_SYNTAX_ERROR if isinstance(exc, SyntaxError) else PYTHON_RUNTIME_ERROR
     column = _column(exc.offset) if isinstance(exc, SyntaxError) else None
     return CellError(code, type(exc).__name__, evalue, details, line, column)
 

@@ -64,7 +64,7 @@ def test_parse_request(line: bytes, kind: str, code: str, request_id: str) -> No
 def test_rejected_requests(line: bytes, request_id: str, error: str) -> None:
     with pytest.raises(lines.Rejected) as caught:
         lines.parse_request(line)
-    response = decode(caught.value.response())
+    response = decode(lines.reject(caught.value))
     assert response["id"] == request_id
     assert str(response["error"]).startswith(error)
     assert (response["stdout"], response["stderr"]) == ("", "")

@@ -10,6 +10,7 @@ import pytest
 from rpc_host import check
 
 from pyrelune.protocols import rpc
+from pyrelune.protocols.rejection import Rejected
 from pyrelune.wire.events import (
     ITEM_MIME,
     JSONML_MIME,
@@ -38,7 +39,7 @@ def sent(outcome: rpc.Outcome, methods: dict[str, str] | None = None) -> list[di
     return out
 
 
-def start(kernel: rpc.RpcKernel, cell_id: str = "c") -> rpc.Execute:
+def start(kernel: rpc.RpcCodec, cell_id: str = "c") -> rpc.Execute:
     outcome = kernel.receive(line("execute.cell", {"cell_id": cell_id, "source": "x"}))
     assert sent(outcome, {"1": "execute.cell"})[0]["result"] == {"status": "started"}
     (command,) = outcome.commands
@@ -57,6 +58,8 @@ def start(kernel: rpc.RpcKernel, cell_id: str = "c") -> rpc.Execute:
          rpc.PARSE_ERROR, None),
         (b'{"kind": "response", "id": "7", "method": "kernel.info"}', rpc.INVALID_REQUEST, "7"),
         (b'{"kind": "request", "id": true, "method": "kernel.info"}', rpc.INVALID_REQUEST, None),
+        (b'{"kind": "request", "id": 7.5, "method": "kernel.info"}', rpc.INVALID_REQUEST, None),
+        (b'{"kind": "request", "id": 7.0, "method": "kernel.nope"}', rpc.METHOD_NOT_FOUND, 7),
         (b'{"kind": "request", "id": "7", "method": "kernel.nope"}', rpc.METHOD_NOT_FOUND, "7"),
         (b'{"kind": "request", "id": "7", "method": "kernel.auth", "params": {}}',
          rpc.INVALID_REQUEST, "7"),
@@ -65,17 +68,22 @@ def start(kernel: rpc.RpcKernel, cell_id: str = "c") -> rpc.Execute:
     ],
 )
 def test_parse_errors(raw: bytes, code: int, request_id: Any) -> None:
-    with pytest.raises(rpc.ProtocolError) as error:
+    with pytest.raises(Rejected) as error:
         rpc.parse(raw)
-    assert error.value.code == code
+    assert rpc.reject(error.value)["error"]["code"] == code
     assert error.value.request_id == request_id
-    reply = sent(rpc.RpcKernel().receive(raw))
+    reply = sent(rpc.RpcCodec().receive(raw))
     assert reply == [{"kind": "response", "id": request_id,
                       "error": {"code": code, "message": error.value.message}}]
 
 
+def test_an_integral_float_id_is_echoed_as_the_integer() -> None:
+    reply = sent(rpc.RpcCodec().receive(b'{"kind": "request", "id": 3.0, "method": "kernel.info"}'))
+    assert reply[0]["id"] == 3 and "result" in reply[0]
+
+
 def test_cell_lifecycle_idle_running_waiting_input_idle() -> None:
-    kernel = rpc.RpcKernel()
+    kernel = rpc.RpcCodec()
     ready = sent(rpc.Outcome(kernel.connect()))
     assert ready[0]["data"] == {"version": 1, "state": "idle", "cell_id": None,
                                 "auth_required": False}
@@ -97,7 +105,7 @@ def test_cell_lifecycle_idle_running_waiting_input_idle() -> None:
 
 
 def test_busy_and_misplaced_requests() -> None:
-    kernel = rpc.RpcKernel()
+    kernel = rpc.RpcCodec()
     start(kernel)
     busy = sent(kernel.receive(line("execute.cell", {"source": "y"}, "2")))
     assert busy[0]["error"]["code"] == rpc.KERNEL_BUSY
@@ -111,7 +119,7 @@ def test_busy_and_misplaced_requests() -> None:
 
 
 def test_interrupt_only_commands_when_a_cell_runs() -> None:
-    kernel = rpc.RpcKernel()
+    kernel = rpc.RpcCodec()
     idle = kernel.receive(line("execute.interrupt"))
     assert sent(idle, {"1": "execute.interrupt"})[0]["result"] == {"ok": True,
                                                                     "interrupted": False}
@@ -124,7 +132,7 @@ def test_interrupt_only_commands_when_a_cell_runs() -> None:
 
 
 def test_reset_while_running_is_answered_after_the_cell_and_the_reset() -> None:
-    kernel = rpc.RpcKernel()
+    kernel = rpc.RpcCodec()
     start(kernel)
     waiting = kernel.receive(line("kernel.reset", {}, "r1"))
     assert waiting.messages == [] and waiting.commands == []
@@ -143,14 +151,14 @@ def test_reset_while_running_is_answered_after_the_cell_and_the_reset() -> None:
 
 
 def test_reset_while_idle_commands_at_once() -> None:
-    kernel = rpc.RpcKernel()
+    kernel = rpc.RpcCodec()
     outcome = kernel.receive(line("kernel.reset", {}))
     assert [type(c) for c in outcome.commands] == [rpc.Reset]
     assert sent(kernel.output(Done(), 0.0), {"1": "kernel.reset"})[0]["result"] == {"ok": True}
 
 
 def test_auth_gate() -> None:
-    kernel = rpc.RpcKernel(token="tok")
+    kernel = rpc.RpcCodec(token="tok")
     assert sent(rpc.Outcome(kernel.connect()))[0]["data"]["auth_required"] is True
     for method in rpc.METHODS:
         if method != "kernel.auth":
@@ -175,7 +183,7 @@ def test_auth_gate() -> None:
     "[1]",
 ])
 def test_before_auth_every_request_but_auth_is_refused_alike(raw: str) -> None:
-    kernel = rpc.RpcKernel(token="tok")
+    kernel = rpc.RpcCodec(token="tok")
     kernel.connect()
     (reply,) = sent(kernel.receive(raw))
     assert reply["error"]["code"] == rpc.AUTH_REQUIRED
@@ -186,8 +194,8 @@ def test_before_auth_every_request_but_auth_is_refused_alike(raw: str) -> None:
     assert sent(bad_auth)[0]["error"]["code"] == rpc.INVALID_REQUEST
 
 
-def authed_kernel(token: str = "tok", limit: int | None = None) -> rpc.RpcKernel:
-    kernel = rpc.RpcKernel(token=token, limit=limit)
+def authed_kernel(token: str = "tok", limit: int | None = None) -> rpc.RpcCodec:
+    kernel = rpc.RpcCodec(token=token, limit=limit)
     kernel.connect()
     kernel.receive(line("kernel.auth", {"token": token}))
     return kernel
@@ -229,7 +237,7 @@ def test_held_output_is_bounded_but_the_cells_end_is_kept() -> None:
 
 
 def test_pending_prompt_is_repeated_to_a_client_that_reconnects() -> None:
-    kernel = rpc.RpcKernel(token="tok")
+    kernel = rpc.RpcCodec(token="tok")
     kernel.connect()
     kernel.receive(line("kernel.auth", {"token": "tok"}))
     start(kernel, "held")
@@ -242,7 +250,7 @@ def test_pending_prompt_is_repeated_to_a_client_that_reconnects() -> None:
 
 
 def test_streams_are_coalesced_and_flushed_before_displays() -> None:
-    kernel = rpc.RpcKernel()
+    kernel = rpc.RpcCodec()
     start(kernel)
     first = sent(kernel.output(Stream("stdout", "a"), 10.0))
     assert [m["data"]["text"] for m in first] == ["a"]  # the first text goes out at once
@@ -261,7 +269,7 @@ def test_streams_are_coalesced_and_flushed_before_displays() -> None:
 
 
 def test_cap_keeps_the_head_and_a_tail_with_a_marker() -> None:
-    kernel = rpc.RpcKernel(limit=1000)
+    kernel = rpc.RpcCodec(limit=1000)
     start(kernel)
     out: list[dict[str, Any]] = []
     for i in range(500):
@@ -295,7 +303,7 @@ def test_display_items_from_bundles() -> None:
 
 
 def test_errors_render_the_traceback() -> None:
-    kernel = rpc.RpcKernel()
+    kernel = rpc.RpcCodec()
     start(kernel, "bad")
     failure = CellError("python_runtime_error", "ValueError", "nope",
                         "Traceback (most recent call last):\n  ...\nValueError: nope\n", 3)
