@@ -16,7 +16,7 @@ from __future__ import annotations
 import _signal
 
 from pyrelune.protocols import lines
-from pyrelune.supervisor.kernel import Kernel
+from pyrelune.supervisor.kernel import DEFAULT_CAP, Kernel
 from pyrelune.supervisor.limits import OutputBudget, max_output_setting
 from pyrelune.transports import stdio
 from pyrelune.wire.events import Done
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: A cell's output kept in one response (head and tail), unless
 #: $PYRELUNE_MAX_OUTPUT says otherwise: a line of many megabytes freezes a
 #: notebook's frontend long before it is useful.
-DEFAULT_MAX_OUTPUT = 8 * 1024 * 1024
+DEFAULT_MAX_OUTPUT = DEFAULT_CAP
 
 
 class Terminated(Exception):
@@ -40,7 +40,7 @@ class LinesServer:
 
     def __init__(self, max_output: int) -> None:
         self.max_output = max_output
-        self.kernel = Kernel()
+        self.kernel = Kernel(cap=max_output)
         self.busy = False
         # One traceback name per distinct source, so that a function defined
         # in one cell quotes the right lines when it fails in a later one,

@@ -82,18 +82,20 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
         folder = enter(request.working_directory)
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
-    worker = WorkerProcess(_cell_runner(request.source, request.filename, folder))
+    worker = WorkerProcess(_cell_runner(request.source, request.filename, folder, max_output))
     budget, failure = _collect(worker, deadline, max_output, order)
     return vixnote.respond(budget, failure, request_id)
 
 
-def _cell_runner(source: str, filename: str, folder: str) -> Callable[[WorkerFds], NoReturn]:
+def _cell_runner(
+    source: str, filename: str, folder: str, cap: int
+) -> Callable[[WorkerFds], NoReturn]:
     def work(fds: WorkerFds) -> NoReturn:
         # Imported in the worker only: the worker side is no
         # business of this process.
         from pyrelune.worker.runtime import Cell, run_oneshot
 
-        run_oneshot(Cell(source, filename), fds, folder)
+        run_oneshot(Cell(source, filename), fds, folder, cap)
 
     return work
 
@@ -117,7 +119,7 @@ def _collect(
 
     screen = Presenter(keep)
     failure = None
-    for event in supervise(worker, deadline or None):
+    for event in supervise(worker, deadline or None, max_output):
         if isinstance(event, Done):
             failure = event.error
         elif isinstance(event, (Stream, Display)):

@@ -21,6 +21,7 @@ import sys
 import time
 
 from pyrelune.protocols import rpc
+from pyrelune.protocols.streaming import DEFAULT_LIMIT
 from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.supervisor.presentation import Presenter
 from pyrelune.transports.lines import OVERSIZED, LineConnection
@@ -122,7 +123,8 @@ class RpcServer:
         self.settings = settings
         self.loop = asyncio.get_running_loop()
         self.protocol = rpc.RpcCodec(settings.token, settings.max_output)
-        self.kernel = EventedKernel(self.loop, self._on_event)
+        cap = DEFAULT_LIMIT if settings.max_output is None else settings.max_output
+        self.kernel = EventedKernel(self.loop, self._on_event, cap)
         self.client: Connection | None = None
         self._settled = asyncio.Event()  # set while no cell runs and no reset is under way
         self._settled.set()

@@ -33,10 +33,10 @@ class EventedKernel:
     """A `Kernel` whose events reach `on_event` as they happen, on `loop`."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_event: Callable[[Event], None],
-                 interactive: bool = True) -> None:
+                 cap: int, interactive: bool = True) -> None:
         self.loop = loop
         self._on_event = on_event
-        self._kernel = Kernel(interactive)
+        self._kernel = Kernel(interactive, cap)
         self._watched: set[int] = set()
         self._paused: set[int] = set()  # capture pipes left to fill for a moment
         self._resume_timer: asyncio.TimerHandle | None = None

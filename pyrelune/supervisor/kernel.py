@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 #: A kernel's capture pipes hold this much: a cell may print for a while unread.
 CAPTURE_PIPE_SIZE = 1 << 20
+#: The output cap a kernel's events are cut to, unless its mode says otherwise
+#: (the lines kernel's default output cap).
+DEFAULT_CAP = 8 << 20
 LOST = "the kernel's namespace was lost and a fresh worker has started"
 UNFLUSHED = ("what the cell printed last may be missing, as stdout is block-buffered "
              "(PYTHONUNBUFFERED=1 writes every line at once)")
@@ -49,11 +52,11 @@ def buffers_stdout(interactive: bool) -> bool:
     return not interactive and not _UNBUFFERED
 
 
-def _serve(fds: WorkerFds, interactive: bool) -> NoReturn:
+def _serve(fds: WorkerFds, interactive: bool, cap: int) -> NoReturn:
     """The fork target: the worker's command loop, imported in the child only."""
     from pyrelune.worker.kernelloop import serve
 
-    serve(fds, interactive, buffers_stdout(interactive))
+    serve(fds, interactive, buffers_stdout(interactive), cap)
 
 
 class Kernel:
@@ -66,17 +69,18 @@ class Kernel:
     its output (`take_notice`).
     """
 
-    def __init__(self, interactive: bool = False) -> None:
+    def __init__(self, interactive: bool = False, cap: int = DEFAULT_CAP) -> None:
         self._interactive = interactive
+        self._cap = cap
         self.link = self._spawn()
         self._sent: Execute | None = None  # the cell sent, while it may not have started
         self._notice: Stream | None = None
 
     def _spawn(self) -> WorkerLink:
-        interactive = self._interactive
-        worker = WorkerProcess(lambda fds: _serve(fds, interactive), Interrupts())
+        interactive, cap = self._interactive, self._cap
+        worker = WorkerProcess(lambda fds: _serve(fds, interactive, cap), Interrupts())
         worker.widen_capture(CAPTURE_PIPE_SIZE)
-        return WorkerLink(worker)
+        return WorkerLink(worker, cap)
 
     @property
     def worker(self) -> WorkerProcess:

@@ -14,7 +14,7 @@ import time
 
 from pyrelune.supervisor.process import describe_exit
 from pyrelune.supervisor.session import GRACE, Kill, Send, Session
-from pyrelune.wire.events import WORKER_DIED, CellError
+from pyrelune.wire.events import WORKER_DIED, CellError, message_limit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -29,9 +29,9 @@ _EVENT_READ = 1 << 16
 class WorkerLink:
     """One worker process, the session deciding about it, and a wake-up pipe."""
 
-    def __init__(self, worker: WorkerProcess) -> None:
+    def __init__(self, worker: WorkerProcess, cap: int) -> None:
         self.worker = worker
-        self.session = Session()
+        self.session = Session(message_limit(cap))
         self._closed = False
         os.set_blocking(worker.event_fd, False)
         # interrupt() writes here so that a driver's wait notices it at once,

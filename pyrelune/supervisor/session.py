@@ -88,7 +88,8 @@ if TYPE_CHECKING:
 class Session:
     """The state of one worker's current cell: its end, deadline, interrupt and pauses."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
+        self.limit = limit  # the most bytes an event line may take (`events.message_limit`)
         self.cell = 0  # the number of the current cell (or reset), counted from 1
         self.finished = False  # the current cell's Done has been produced
         self.events_open = True  # False once the event pipe is done with
@@ -121,17 +122,16 @@ class Session:
         message it did send, so it is killed, as if it had died.
         """
         steps: list[Step] = []
-        self._lines.feed(data)
-        while (line := self._lines.pop()) is not None:
+        lines = self._lines
+        lines.feed(data)
+        while (line := lines.pop()) is not None:
             try:
+                if len(line) >= self.limit:
+                    raise ValueError(f"{len(line):,} bytes, more than any of its messages")
                 message = _message(line)
                 event = None if message.get("t") == "sync" else from_wire(message)
             except ValueError as problem:
-                self.events_open = False
-                steps.append(Kill(CellError(
-                    WORKER_DIED, "", "worker stopped: its event pipe carried a line that "
-                    f"is not one of its messages ({str(problem)[:120]})")))
-                return steps
+                return [*steps, self._foreign(str(problem))]
             if event is None:  # a switch between stdout and stderr: what came before is read
                 steps.append(_SEND_CONTINUE)
                 continue
@@ -140,7 +140,16 @@ class Session:
             steps.append(event)
             if isinstance(event, Display) and not event.is_result and message.get("wait", True):
                 steps.append(_SEND_CONTINUE)  # the worker waits for it (Channel.ask)
+        if lines.held >= self.limit:  # a line that does not end, or not before it is too long
+            return [*steps, self._foreign(f"{lines.held:,} bytes without a newline")]
         return steps
+
+    def _foreign(self, problem: str) -> Kill:
+        """The event pipe carried what the worker cannot have sent: the worker is to be killed."""
+        self.events_open = False
+        self._lines = LineBuffer()  # let go of what it held
+        return Kill(CellError(WORKER_DIED, "", "worker stopped: its event pipe carried a line "
+                              f"that is not one of its messages ({problem[:120]})"))
 
     def took(self, chars: int, now: float) -> None:
         """`chars` characters of stream output were just read: a trickle pauses reading."""

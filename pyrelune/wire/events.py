@@ -209,6 +209,15 @@ ITEM_MIME = "application/vnd.pyrelune.item+json"
 JSONML_MIME = "application/vnd.pyrelune.jsonml+json"
 
 
+def message_limit(cap: int) -> int:
+    """The most bytes one event line may take, for a mode whose output cap is `cap`.
+
+    The worker cuts its events to fit (`worker.bounds`); the supervisor stops
+    a worker whose event pipe carries more (a cell writing into it).
+    """
+    return 2 * cap + (1 << 16)
+
+
 def json_mime(mime: str) -> bool:
     """Whether a Display's value of type `mime` is JSON (else it is text)."""
     return mime == "application/json" or mime.endswith("+json")

@@ -151,21 +151,21 @@ class Prompter:
         return reply.value
 
 
-def serve(fds: WorkerFds, interactive: bool, buffered: bool) -> NoReturn:
+def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoReturn:
     """A kernel's worker: run cells from the control pipe in one namespace.
 
     `interactive` is for a host that shows the cell while it runs and can
     answer (the rpc kernel): `input()` asks it, `show()` and `plot()` are
     builtins, and stdout and stderr keep their mutual order. `buffered`: stdout
     is block-buffered (see `flushfirst`), for a host that sees output only
-    when the cell ends.
+    when the cell ends. `cap`: the mode's output cap, which no event exceeds.
 
     `Execute` and `Reset` (see `wire.commands`) are each answered by a Done event.
     """
     try:
         std = become_worker(fds.stdout, fds.stderr, "this kernel")
         _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
-        channel = Channel(fds.events, fds.control)
+        channel = Channel(fds.events, fds.control, cap)
         interrupt_guard.interrupts = fds.interrupts
         if interactive:
             from pyrelune.worker import show

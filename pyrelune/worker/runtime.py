@@ -20,7 +20,7 @@ import sys
 
 from pyrelune import fastjson
 from pyrelune.transports.stdio import LineBuffer  # loaded before the fork, in every mode
-from pyrelune.wire.events import SYNC, Display, Done, InputRequest, to_wire
+from pyrelune.wire.events import SYNC, Display, Done, InputRequest, message_limit, to_wire
 from pyrelune.worker import importhooks
 from pyrelune.worker.cell import exception_error, run_cell
 from pyrelune.worker.display import connect, show_result
@@ -62,9 +62,11 @@ class Channel:
     answer would take the worker's, and both would wait for ever.
     """
 
-    def __init__(self, event_fd: int, control_fd: int) -> None:
+    def __init__(self, event_fd: int, control_fd: int, cap: int) -> None:
         self._event_fd = event_fd
         self._control_fd = control_fd
+        self._cap = cap  # the mode's output cap: no event is sent bigger (see `bounds`)
+        self._limit = message_limit(cap)
         self._commands = LineBuffer()  # the control pipe, cut into commands
         self._queued = b""  # events posted, written with the next one sent
         self._owner: int | None = _thread.get_ident()
@@ -83,7 +85,7 @@ class Channel:
     def send(self, event: Display | InputRequest | Done) -> None:
         """Report `event` (and any posted before it) after everything the cell wrote."""
         flush_output()
-        self._write(self._queued + _line(to_wire(event)))
+        self._write(self._queued + self._line(event))
         self._queued = b""
 
     def sync(self) -> None:
@@ -105,7 +107,7 @@ class Channel:
         result), since the session would read such output before it.
         """
         flush_output()
-        self._queued += _line(to_wire(event))
+        self._queued += self._line(event)
 
     def ask(self, event: Display | InputRequest) -> Command:
         """Send `event` and wait for the session's answer.
@@ -146,7 +148,34 @@ class Channel:
             self.ask(display)
         else:  # another thread of the cell's: nothing to wait for (see the class docstring)
             flush_output()
-            self._write(_line(to_wire(display) | {"wait": False}))
+            self._write(self._line(display, wait=False))
+
+    def _line(self, event: Display | InputRequest | Done, **extra: Any) -> bytes:
+        """One message to the session: a JSON line, within the event limit.
+
+        Text far over it is cut before it is encoded: a 300 MB display is
+        not copied into a 300 MB line first.
+        """
+        if isinstance(event, InputRequest):
+            return _line(to_wire(event) | extra)  # a prompt is cut by the codec that shows it
+        if _text_size(event) <= self._limit:
+            line = _line(to_wire(event) | extra)
+            if len(line) <= self._limit:
+                return line
+        from pyrelune.worker import bounds
+
+        line = _line(to_wire(bounded := bounds.bounded(event, self._cap)) | extra)
+        if len(line) <= self._limit:
+            return line
+        return _line(to_wire(bounds.plain(bounded, self._cap)) | extra)
+
+
+def _text_size(event: Display | Done) -> int:
+    """The characters of text `event` holds: a floor on the size of its line."""
+    if isinstance(event, Display):
+        return sum(len(value) for value in event.data.values() if isinstance(value, str))
+    error = event.error
+    return 0 if error is None else len(error.evalue) + len(error.traceback)
 
 
 def _line(message: dict[str, Any]) -> bytes:
@@ -374,16 +403,17 @@ def run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
     channel.send(Done(error))
 
 
-def run_oneshot(cell: Cell, fds: WorkerFds, folder: str) -> NoReturn:
+def run_oneshot(cell: Cell, fds: WorkerFds, folder: str, cap: int) -> NoReturn:
     """Run one cell in a fresh namespace, report it, and end the process.
 
     `folder` goes first on sys.path, as a script's own folder does: the cell
     imports the modules beside it, the runtime does not (see `import_own`).
+    `cap` is the response's output cap, which no event exceeds.
     """
     try:
         become_worker(fds.stdout, fds.stderr, "a oneshot cell")
         sys.path.insert(0, folder)
-        run(cell, fresh_namespace(), Channel(fds.events, fds.control))
+        run(cell, fresh_namespace(), Channel(fds.events, fds.control, cap))
     finally:
         os._exit(0)
 

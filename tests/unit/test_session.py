@@ -20,6 +20,7 @@ from pyrelune.wire.events import (
     CellError,
     Display,
     Done,
+    message_limit,
     to_wire,
 )
 
@@ -28,8 +29,11 @@ def line(event: Display | Done, **extra: object) -> bytes:
     return (fastjson.dumps(to_wire(event) | extra) + "\n").encode()
 
 
+LIMIT = message_limit(1 << 20)
+
+
 def started(timeout: float | None = None, now: float = 100.0) -> Session:
-    session = Session()
+    session = Session(LIMIT)
     session.begin(now, timeout)
     return session
 
@@ -159,3 +163,26 @@ def test_a_new_cell_forgets_the_last_ones_clock() -> None:
     assert session.wake_at(50.0, heard=False) is None
     (done,) = session.feed(line(Done()))
     assert isinstance(done, Done) and done.ok  # no timeout carried over
+
+
+def test_bytes_without_a_newline_stop_the_worker_at_the_limit() -> None:
+    session = started()
+    chunk = b"x" * (1 << 16)
+    for _ in range(LIMIT // len(chunk) - 1):
+        assert session.feed(chunk) == []
+    (step,) = session.feed(chunk + chunk)
+    assert isinstance(step, Kill) and "without a newline" in step.error.evalue
+    assert not session.events_open
+
+
+def test_events_before_an_endless_line_are_kept() -> None:
+    session = started()
+    steps = session.feed(b'{"t": "sync"}\n' + b"x" * LIMIT)
+    assert [type(s) for s in steps] == [Send, Kill]
+
+
+def test_a_whole_line_over_the_limit_is_foreign_too() -> None:
+    session = Session(1 << 16)
+    session.begin(0.0)
+    (step,) = session.feed(b"x" * (1 << 16) + b"\n")
+    assert isinstance(step, Kill) and "more than any of its messages" in step.error.evalue

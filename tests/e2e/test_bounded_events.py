@@ -1,0 +1,89 @@
+"""No event, and no buffer the supervisor fills from the worker, outgrows the mode's cap.
+
+Before: a cell writing newline-less bytes into the runtime's event pipe grew
+the supervisor by a GiB a second; `raise ValueError("x" * 30_000_000)` made a
+30 MB lines response and a 60 MB `execute.done`; a 300 MB display became one
+300 MB event.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lines_host import Host as LinesHost
+from rpc_host import PipeHost
+from vixhost import VixHost, encode_request
+
+#: Writes endlessly into every descriptor it holds for writing only: the event pipe among them.
+FLOOD = """\
+import fcntl, os
+pipes = []
+for fd in range(3, 256):
+    try:
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:
+            pipes.append(fd)
+    except OSError:
+        pass
+chunk = b'x' * 65536
+while True:
+    for fd in pipes:
+        os.write(fd, chunk)
+"""
+
+
+def _peak_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmHWM")
+
+
+def test_oneshot_stops_a_worker_flooding_its_event_pipe() -> None:
+    result = VixHost(env={"PYRELUNE_TIMEOUT": "30"}).run(encode_request({"source": FLOOD}))
+    result.assert_well_behaved()
+    assert result.error["code"] == "worker_died", result.error
+    assert "event pipe" in result.error["message"]
+
+
+def test_lines_stops_a_worker_flooding_its_event_pipe_and_lives_on() -> None:
+    kernel = LinesHost()
+    try:
+        kernel.ping()
+        answer = kernel.execute(FLOOD)
+        assert answer["error"] is not None and "event pipe" in answer["error"]
+        assert kernel.execute("print('alive')")["stdout"] == "alive\n"
+        assert _peak_kib(kernel.proc.pid) < 200 * 1024
+    finally:
+        kernel.close()
+
+
+def test_a_huge_error_is_cut_in_the_lines_response() -> None:
+    kernel = LinesHost(env={"PYRELUNE_MAX_OUTPUT": str(1 << 20)})
+    try:
+        kernel.ping()
+        request_id = kernel.send("execute", 'raise ValueError("x" * 30_000_000)')
+        line = kernel.read_line(timeout=60)
+        assert len(line) < 2 << 20
+        answer = json.loads(line)
+        assert answer["id"] == request_id and "characters cut" in answer["error"]
+    finally:
+        kernel.close()
+
+
+def test_rpc_cuts_a_huge_error_and_a_huge_display() -> None:
+    kernel = PipeHost()
+    try:
+        assert kernel.receive()["event"] == "kernel.ready"
+        kernel.call("execute.cell", {"cell_id": "e", "source": 'raise ValueError("x" * 30_000_000)'})
+        done = kernel.until_done()[-1]
+        assert len(json.dumps(done)) < 2 << 20 and "characters cut" in done["data"]["error"]
+        kernel.call("execute.cell", {"cell_id": "d", "source": (
+            'display({"text/plain": "y" * 100_000_000}, raw=True)')})
+        events = kernel.until_done()
+        shown = [e for e in events if e["event"] == "display_data"]
+        assert len(shown) == 1 and len(json.dumps(shown[0])) < 2 << 20
+        assert "characters cut" in json.dumps(shown[0])
+        assert _peak_kib(kernel.process.pid) < 200 * 1024
+    finally:
+        kernel.close()
