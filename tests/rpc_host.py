@@ -84,7 +84,7 @@ class Host:
     def _fresh(self, timeout: float) -> dict[str, Any]:
         text = self._receive_text(timeout)
         assert text is not None, "the kernel closed the connection"
-        message = json.loads(text)
+        message: dict[str, Any] = json.loads(text)
         check(message, self._methods.get(message.get("id")) if message.get("kind") == "response"
               else None)
         return message
