@@ -26,7 +26,7 @@ from pyrelune.protocols import rpc
 from pyrelune.supervisor.kernel import Kernel
 from pyrelune.supervisor.presentation import Presenter
 from pyrelune.supervisor.session import COALESCE
-from pyrelune.transports.lines import OVERSIZED, LineConnection
+from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.wire.events import Display, Done, InputRequest, Stream
 
 TYPE_CHECKING = False
