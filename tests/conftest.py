@@ -16,6 +16,12 @@ def host() -> VixHost:
 
 
 @pytest.fixture
+def roomy_host() -> VixHost:
+    """The same host for tests of size or memory: no deadline a busy machine could reach."""
+    return VixHost.roomy()
+
+
+@pytest.fixture
 def deep_recursion() -> Iterator[None]:
     """A recursion limit raised as a cell may raise it: deep values then encode."""
     limit = sys.getrecursionlimit()

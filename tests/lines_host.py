@@ -106,13 +106,17 @@ class Host:
         while b"\n" not in self._pending:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
-                raise KernelBroken("no response in time")
+                raise self.broken(f"no response in {timeout:g} s")
             chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
             if not chunk:
-                raise KernelBroken(f"kernel closed stdout; stderr: {bytes(self.stderr)!r}")
+                raise self.broken("kernel closed stdout")
             self._pending += chunk
         line, _, self._pending = self._pending.partition(b"\n")
         return line
+
+    def broken(self, why: str) -> KernelBroken:
+        """The failure to report, with what the kernel wrote on stderr so far: often the cause."""
+        return KernelBroken(f"{why}; kernel stderr so far: {bytes(self.stderr)!r}")
 
     def read(self, request_id: str, timeout: float = WAIT) -> dict[str, Any]:
         """The next response; it must be the one to `request_id`, and well-formed."""
@@ -132,7 +136,7 @@ class Host:
             return self.read(request_id, timeout=KILL_AFTER_INTERRUPT)
         except KernelBroken:
             self.proc.kill()
-            raise KernelBroken("the interrupt was not answered before the host's SIGKILL") from None
+            raise self.broken("the interrupt was not answered before the host's SIGKILL") from None
 
     def worker_group(self) -> int:
         """The process group the kernel's worker (and every cell's child) runs in."""

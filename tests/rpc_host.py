@@ -84,7 +84,7 @@ class Host:
     def _fresh(self, timeout: float) -> dict[str, Any]:
         text = self._receive_text(timeout)
         assert text is not None, "the kernel closed the connection"
-        message = json.loads(text)
+        message: dict[str, Any] = json.loads(text)
         check(message, self._methods.get(message.get("id")) if message.get("kind") == "response"
               else None)
         return message
@@ -144,7 +144,7 @@ class PipeHost(Host):
             stderr=subprocess.PIPE, env={**os.environ, **(env or {})},
         )
         self._lines: queue.Queue[str | None] = queue.Queue()
-        self.stderr: list[bytes] = []
+        self.stderr = bytearray()
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
 
@@ -155,9 +155,10 @@ class PipeHost(Host):
         self._lines.put(None)
 
     def _read_stderr(self) -> None:
+        # In chunks, not lines: a hung kernel's last words may not end a line.
         assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.stderr.append(line)
+        while chunk := os.read(self.process.stderr.fileno(), 1 << 16):
+            self.stderr += chunk
 
     def _send_text(self, text: str) -> None:
         assert self.process.stdin is not None
@@ -170,7 +171,13 @@ class PipeHost(Host):
         self.process.stdin.flush()
 
     def _receive_text(self, timeout: float) -> str | None:
-        return self._lines.get(timeout=timeout)
+        try:
+            return self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(  # stderr often says why the kernel hung
+                f"no message from the kernel in {timeout:g} s; "
+                f"its stderr so far: {bytes(self.stderr)!r}"
+            ) from None
 
     def end_input(self) -> None:
         """Close the kernel's stdin, as a host does that has nothing more to ask."""

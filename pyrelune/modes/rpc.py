@@ -24,7 +24,7 @@ from pyrelune.protocols import rpc
 from pyrelune.protocols.streaming import DEFAULT_LIMIT
 from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.supervisor.presentation import Presenter
-from pyrelune.transports.lines import OVERSIZED, LineConnection
+from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.wire.events import Display, InputRequest, Stream
 
 TYPE_CHECKING = False

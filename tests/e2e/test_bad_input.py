@@ -60,8 +60,8 @@ def test_nesting_100000_deep(host: VixHost, opening: str) -> None:
         b'{"source": "x", "workingDirectory": "/nonexistent/' + b"d" * 300_000 + b'"}',
     ],
 )
-def test_large_bad_requests_are_read_before_failing(host: VixHost, raw: bytes) -> None:
-    result = host.run(raw)  # the host dies of SIGPIPE if the runtime exits first
+def test_large_bad_requests_are_read_before_failing(roomy_host: VixHost, raw: bytes) -> None:
+    result = roomy_host.run(raw)  # the host dies of SIGPIPE if the runtime exits first
     assert not result.sigpipe
     assert result.response["ok"] is False
 
@@ -80,7 +80,7 @@ def test_a_leading_bom_is_skipped(host: VixHost) -> None:
     assert host.run(b'\xef\xbb\xbf{"source":"print(3)"}').shown == [("stdout", "3\n")]
 
 
-def test_a_10_mb_source_runs(host: VixHost) -> None:
+def test_a_10_mb_source_runs(roomy_host: VixHost) -> None:
     source = "s = '" + "a" * 10_000_000 + "'\n" + "# comment\n" * 1000 + "print(len(s))"
-    result = host.run(encode_request({"source": source}))
+    result = roomy_host.run(encode_request({"source": source}))
     assert result.shown == [("stdout", "10000000\n")]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from processes import gone_soon, running
-from vixhost import VixHost, encode_request, pyrelune_command
+from vixhost import ROOMY, VixHost, encode_request, pyrelune_command
 
 FAST = {"PYRELUNE_TIMEOUT": "1"}
 
@@ -131,7 +131,7 @@ def omitted(text: str, stream: str = "stdout") -> tuple[str, int, str]:
 
 def test_output_cap_keeps_head_and_tail() -> None:
     source = "for i in range(100_000):\n    print(f'line {i:06}')"
-    result = VixHost().run(request(source), env={"PYRELUNE_MAX_OUTPUT": "10000"})
+    result = VixHost.roomy().run(request(source), env={"PYRELUNE_MAX_OUTPUT": "10000"})
     assert result.ok, result
     head, count, tail = omitted(result.response["stdout"])
     assert head.startswith("line 000000\nline 000001\n")
@@ -147,7 +147,7 @@ def test_both_streams_and_escapes_stay_under_the_cap() -> None:
     # (stderr's end) as fits in it.
     source = ("import sys\nprint('out:' + '\\x01' * 3_000_000 + ':out')\n"
               "print('err:' + '\\x02' * 3_000_000 + ':err', file=sys.stderr)")
-    result = VixHost().run(request(source))
+    result = VixHost.roomy().run(request(source))
     assert result.ok, result
     assert len(result.stdout) <= 900 * 1024
     printed = len("out:") + 3_000_000 + len(":out\n")
@@ -159,8 +159,8 @@ def test_both_streams_and_escapes_stay_under_the_cap() -> None:
     assert count + len(tail) == printed
 
 
-def test_huge_error_message_stays_under_the_cap(host: VixHost) -> None:
-    result = host.run_cell("raise ValueError('x' * 3_000_000)")
+def test_huge_error_message_stays_under_the_cap(roomy_host: VixHost) -> None:
+    result = roomy_host.run_cell("raise ValueError('x' * 3_000_000)")
     assert result.failure is not None and result.failure.startswith("ValueError: xxx")
     assert result.failure.endswith("xxx (line 1)") and "\n" not in result.failure
     assert "bytes omitted ...]" in result.failure
@@ -168,8 +168,8 @@ def test_huge_error_message_stays_under_the_cap(host: VixHost) -> None:
     assert len(result.stdout) <= 900 * 1024
 
 
-def test_a_million_lines(host: VixHost) -> None:
-    result = host.run_cell("for i in range(1_000_000):\n    print(i)")
+def test_a_million_lines(roomy_host: VixHost) -> None:
+    result = roomy_host.run_cell("for i in range(1_000_000):\n    print(i)")
     assert result.ok, result
     head, count, tail = omitted(result.response["stdout"])
     assert head.startswith("0\n1\n2\n") and tail.endswith("999998\n999999\n")
@@ -182,7 +182,7 @@ import resource, sys
 sys.path.insert(0, sys.argv[1])
 from vixhost import VixHost, encode_request
 source = "import sys\\nchunk = 'y' * (1 << 20)\\nfor _ in range(1024): sys.stdout.write(chunk)"
-result = VixHost().run(encode_request({"source": source}), env={"PYRELUNE_TIMEOUT": "9"})
+result = VixHost.roomy().run(encode_request({"source": source}))
 print(result.ok, result.response["stdout"][-80:].count("y"), result.failure)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 """
@@ -193,7 +193,7 @@ def test_a_gigabyte_of_output_in_bounded_memory() -> None:
     # runtime and its worker), not the largest of every test so far.
     tests_dir = str(Path(__file__).resolve().parent.parent)
     proc = subprocess.run([sys.executable, "-c", MEASURE, tests_dir], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=2 * ROOMY)
     assert proc.returncode == 0, proc.stderr
     verdict, peak_kib = proc.stdout.splitlines()
     assert verdict == "True 80 None", proc.stdout

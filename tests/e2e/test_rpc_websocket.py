@@ -213,7 +213,9 @@ def test_token_file(tmp_path: Path) -> None:
         connect(listener.url, token="from-a-file").close()
     finally:
         listener.close()
-    assert "from-a-file" not in " ".join(listener.process.args)
+    command = listener.process.args
+    assert isinstance(command, list)
+    assert "from-a-file" not in " ".join(map(str, command))
 
 
 def test_no_token_means_no_auth_on_loopback() -> None:

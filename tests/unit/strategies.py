@@ -1,10 +1,12 @@
-"""Hypothesis strategies for JSON values and vix-note-extension-1 requests."""
+"""Hypothesis strategies for JSON values and vix-note-extension-1 messages."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from hypothesis import strategies as st
+
+from pyrelune.protocols import validation
 
 #: Every code point, lone surrogates included: cells print them.
 any_text = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()))
@@ -43,3 +45,26 @@ def requests(draw: st.DrawFn) -> Any:
         message["source"] = draw(any_text)
     message.update(draw(st.dictionaries(any_text, json_values, max_size=2)))
     return draw(st.just(message) | json_values)
+
+
+_RESPONSE = validation.schema("vix-note-extension-1.response")["properties"]
+_text = any_text
+_output = st.fixed_dictionaries(
+    {"mime": st.sampled_from(_RESPONSE["outputs"]["items"]["properties"]["mime"]["enum"]),
+     "data": _text})
+_error = st.fixed_dictionaries(
+    {"code": st.sampled_from(_RESPONSE["error"]["properties"]["code"]["enum"]),
+     "message": st.text(min_size=1), "details": _text})
+_position = st.none() | st.integers(min_value=1)
+_diagnostic = st.fixed_dictionaries(
+    {"severity": st.sampled_from(["error", "warning", "info"]), "message": _text,
+     "line": _position, "column": st.none() | st.integers(min_value=0)})
+
+#: Responses as pyrelune writes them (whether `error` goes with `ok` aside).
+well_formed_responses = st.fixed_dictionaries(
+    {"protocol": st.just("vix-note-extension-1"), "ok": st.booleans(), "stdout": _text,
+     "stderr": _text, "outputs": st.lists(_output, max_size=3)},
+    optional={"requestId": _text, "error": _error,
+              "diagnostics": st.lists(_diagnostic, max_size=2)},
+)
+

@@ -49,4 +49,5 @@ def test_the_last_resort_fits_the_limit_even_when_every_character_is_escaped() -
     cap = 1 << 12
     display = Display({f"text/x-{n}": "\x01" * cap for n in range(20)}, {}, False)
     out = bounds.plain(bounds.bounded(display, cap), cap)
+    assert isinstance(out, Display)
     assert len(fastjson.dumps({"data": out.data})) < message_limit(cap)

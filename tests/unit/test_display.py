@@ -142,7 +142,8 @@ def test_a_repr_raising_what_traceback_cannot_format_is_still_reported(
 ) -> None:
     class Odd:
         def _repr_html_(self) -> str:
-            raise SyntaxError("bad html", ("f.py", 1, "abc", "x"))
+            # an offset that is not a number is what traceback cannot format
+            raise SyntaxError("bad html", ("f.py", 1, "abc", "x"))  # type: ignore[arg-type]
 
         def __repr__(self) -> str:
             return "Odd()"

@@ -55,8 +55,10 @@ def test_head_and_tail_are_prefix_and_suffix_and_bytes_add_up(
 
 def test_under_the_limit_everything_is_kept_in_order() -> None:
     budget = OutputBudget(100)
-    items = [Stream("stdout", "a"), Stream("stderr", "b"), Display({"text/plain": "1"}, {}),
-             Stream("stdout", "c")]
+    items: list[Stream | Display] = [
+        Stream("stdout", "a"), Stream("stderr", "b"), Display({"text/plain": "1"}, {}),
+        Stream("stdout", "c"),
+    ]
     for item in items:
         budget.add(item)
     assert list(budget.items()) == items

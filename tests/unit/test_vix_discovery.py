@@ -9,7 +9,7 @@ from typing import Any
 from pyrelune.vix import discovery
 from pyrelune.vix.places import Places
 
-NOTE = {
+NOTE: dict[str, Any] = {
     "api": "1",
     "runtime": {"protocol": "vix-note-extension-1", "command": "pyrelune", "mode": "oneshot"},
     "cellTypes": [{"id": " Python ", "label": "Python", "language": "python",

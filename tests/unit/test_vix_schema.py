@@ -25,7 +25,7 @@ def errors(instance: Any, definition: str | None = None) -> list[str]:
 
 def edited(**changes: Any) -> dict[str, Any]:
     """The shipped descriptor with `extensions.note` fields (dotted paths) replaced."""
-    document = copy.deepcopy(SHIPPED)
+    document: dict[str, Any] = copy.deepcopy(SHIPPED)
     for path, value in changes.items():
         node = document["extensions"]["note"]
         *parents, last = path.split("__")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import jsonschema
 import pytest
@@ -13,7 +14,7 @@ from pyrelune.supervisor.limits import OutputBudget
 from pyrelune.wire.events import CellError, Display, Stream
 
 
-def check(data: bytes) -> dict[str, object]:
+def check(data: bytes) -> dict[str, Any]:
     """Decode a response strictly and check it against the response schema."""
     response = strict_loads(data)
     jsonschema.validate(response, RESPONSE_SCHEMA, cls=jsonschema.Draft202012Validator)
