@@ -75,7 +75,8 @@ def test_rpc_cuts_a_huge_error_and_a_huge_display() -> None:
     kernel = PipeHost()
     try:
         assert kernel.receive()["event"] == "kernel.ready"
-        kernel.call("execute.cell", {"cell_id": "e", "source": 'raise ValueError("x" * 30_000_000)'})
+        kernel.call("execute.cell", {"cell_id": "e",
+                                     "source": 'raise ValueError("x" * 30_000_000)'})
         done = kernel.until_done()[-1]
         assert len(json.dumps(done)) < 2 << 20 and "characters cut" in done["data"]["error"]
         kernel.call("execute.cell", {"cell_id": "d", "source": (
