@@ -31,7 +31,7 @@ class WorkerLink:
 
     def __init__(self, worker: WorkerProcess, cap: int) -> None:
         self.worker = worker
-        self.session = Session(message_limit(cap))
+        self.session = Session(message_limit(cap), worker.key)
         self._closed = False
         os.set_blocking(worker.event_fd, False)
         # interrupt() writes here so that a driver's wait notices it at once,

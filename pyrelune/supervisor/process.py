@@ -32,15 +32,16 @@ class WorkerFds:
     (kernels only) is shared with the session (see `interrupts`).
     """
 
-    __slots__ = ("control", "events", "interrupts", "lifeline", "stderr", "stdout")
+    __slots__ = ("control", "events", "interrupts", "key", "lifeline", "stderr", "stdout")
 
     def __init__(self, stdout: int, stderr: int, events: int, control: int, lifeline: int,
-                 interrupts: Interrupts | None = None) -> None:
+                 key: str, interrupts: Interrupts | None = None) -> None:
         self.stdout = stdout
         self.stderr = stderr
         self.events = events
         self.control = control
         self.lifeline = lifeline
+        self.key = key  # signs every line the worker sends (see `WorkerProcess.key`)
         self.interrupts = interrupts
 
 
@@ -55,6 +56,9 @@ class WorkerProcess:
         ev_r, ev_w = os.pipe()
         ctl_r, ctl_w = os.pipe()
         life_r, life_w = os.pipe()
+        # Every event line the worker sends carries this: a line a cell writes
+        # into the event pipe (from /proc/self/fd, say) does not, and is foreign.
+        key = os.urandom(8).hex()
         # Until the worker has its own SIGINT handler (see worker.become_worker),
         # an interrupt must not raise KeyboardInterrupt in the supervisor's code
         # that the child still runs: it waits, blocked, to be ignored or kept.
@@ -65,7 +69,7 @@ class WorkerProcess:
             _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
             raise
         if pid == 0:
-            fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r, interrupts)
+            fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r, key, interrupts)
             _close_all_but(fds)
             target(fds)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
@@ -77,6 +81,7 @@ class WorkerProcess:
         for fd in (out_w, err_w, ev_w, ctl_r, life_r):
             os.close(fd)
         self.pid = pid
+        self.key = key
         self.stdout = CapturedStream("stdout", out_r)
         self.stderr = CapturedStream("stderr", err_r)
         self.event_fd = ev_r

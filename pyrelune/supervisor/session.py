@@ -21,6 +21,7 @@ from pyrelune.transports.stdio import LineBuffer
 from pyrelune.wire.events import (
     CONTINUE,
     INTERRUPTED,
+    SYNC,
     TIMEOUT,
     WORKER_DIED,
     CellError,
@@ -88,8 +89,9 @@ if TYPE_CHECKING:
 class Session:
     """The state of one worker's current cell: its end, deadline, interrupt and pauses."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, key: str) -> None:
         self.limit = limit  # the most bytes an event line may take (`events.message_limit`)
+        self._key = key  # what every line of the worker's carries (`WorkerProcess.key`)
         self.cell = 0  # the number of the current cell (or reset), counted from 1
         self.finished = False  # the current cell's Done has been produced
         self.events_open = True  # False once the event pipe is done with
@@ -129,7 +131,9 @@ class Session:
                 if len(line) >= self.limit:
                     raise ValueError(f"{len(line):,} bytes, more than any of its messages")
                 message = _message(line)
-                event = None if message.get("t") == "sync" else from_wire(message)
+                if message.pop("k", None) != self._key:
+                    raise ValueError("not signed with the worker's key")
+                event = None if message.get("t") == SYNC else from_wire(message)
             except ValueError as problem:
                 return [*steps, self._foreign(str(problem))]
             if event is None:  # a switch between stdout and stderr: what came before is read

@@ -43,9 +43,9 @@ CODES = (
     INVALID_WORKING_DIRECTORY, INVALID_CONFIGURATION,
 )
 
-#: The worker's one message that is not an event: it asks for `CONTINUE` once
-#: the supervisor has read all output written before it (see `commands.Continue`).
-SYNC = b'{"t": "sync"}\n'
+#: The worker's one message that is not an event (`{"t": "sync"}`): it asks for
+#: `CONTINUE` once the supervisor has read all output written before it.
+SYNC = "sync"
 #: The supervisor's answer to every message the worker waits on. Spelled out
 #: here (it is `commands.to_wire(Continue())`) so that a oneshot run, which
 #: sends no other command, need not load `commands`.
@@ -191,6 +191,8 @@ def from_wire(message: Any) -> Display | InputRequest | Done:
             return Done()
         if isinstance(error, dict) and error.keys() == _ERROR_TYPES.keys() and all(
             isinstance(error[slot], kinds) for slot, kinds in _ERROR_TYPES.items()
+        ) and error["code"] in _WORKER_CODES and _position(error["line"], 1) and _position(
+            error["column"], 0
         ):
             return Done(CellError(**error))
     raise ValueError(f"not an event: {str(message)[:80]}")
@@ -201,6 +203,15 @@ _ERROR_TYPES: dict[str, type | tuple[type, ...]] = {
     "code": str, "ename": str, "evalue": str, "traceback": str,
     "line": (int, type(None)), "column": (int, type(None)),
 }
+#: The codes a worker reports; the others are the supervisor's to give.
+_WORKER_CODES = frozenset({PYTHON_SYNTAX_ERROR, PYTHON_RUNTIME_ERROR, PYTHON_EXIT, INTERRUPTED})
+#: The largest line or column any JSON reader keeps exactly.
+_MAX_POSITION = (1 << 53) - 1
+
+
+def _position(value: int | None, least: int) -> bool:
+    """A line (from 1) or column (from 0) as the schemas allow, or no position."""
+    return value is None or (type(value) is int and least <= value <= _MAX_POSITION)
 
 
 #: A whole display item of the rpc protocol (show, plot, HtmlOutput).

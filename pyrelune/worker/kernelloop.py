@@ -165,7 +165,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
     try:
         std = become_worker(fds.stdout, fds.stderr, "this kernel")
         _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
-        channel = Channel(fds.events, fds.control, cap)
+        channel = Channel(fds.events, fds.control, cap, fds.key)
         interrupt_guard.interrupts = fds.interrupts
         if interactive:
             from pyrelune.worker import show

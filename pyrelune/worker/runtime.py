@@ -62,11 +62,13 @@ class Channel:
     answer would take the worker's, and both would wait for ever.
     """
 
-    def __init__(self, event_fd: int, control_fd: int, cap: int) -> None:
+    def __init__(self, event_fd: int, control_fd: int, cap: int, key: str) -> None:
         self._event_fd = event_fd
         self._control_fd = control_fd
         self._cap = cap  # the mode's output cap: no event is sent bigger (see `bounds`)
         self._limit = message_limit(cap)
+        self._key = {"k": key}  # signs every line: the session refuses one without it
+        self._sync = _line({"t": SYNC} | self._key)
         self._commands = LineBuffer()  # the control pipe, cut into commands
         self._queued = b""  # events posted, written with the next one sent
         self._owner: int | None = _thread.get_ident()
@@ -91,7 +93,7 @@ class Channel:
     def sync(self) -> None:
         """Wait until the session has read all output written so far (see `_StreamOrder`)."""
         if self.waits_here():
-            self._write(SYNC)
+            self._write(self._sync)
             self.receive()
 
     def _write(self, data: bytes) -> None:
@@ -156,6 +158,7 @@ class Channel:
         Text far over it is cut before it is encoded: a 300 MB display is
         not copied into a 300 MB line first.
         """
+        extra |= self._key
         if isinstance(event, InputRequest):
             return _line(to_wire(event) | extra)  # a prompt is cut by the codec that shows it
         if _text_size(event) <= self._limit:
@@ -413,7 +416,7 @@ def run_oneshot(cell: Cell, fds: WorkerFds, folder: str, cap: int) -> NoReturn:
     try:
         become_worker(fds.stdout, fds.stderr, "a oneshot cell")
         sys.path.insert(0, folder)
-        run(cell, fresh_namespace(), Channel(fds.events, fds.control, cap))
+        run(cell, fresh_namespace(), Channel(fds.events, fds.control, cap, fds.key))
     finally:
         os._exit(0)
 

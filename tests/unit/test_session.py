@@ -24,16 +24,18 @@ from pyrelune.wire.events import (
     to_wire,
 )
 
+KEY = "0123456789abcdef"
+
 
 def line(event: Display | Done, **extra: object) -> bytes:
-    return (fastjson.dumps(to_wire(event) | extra) + "\n").encode()
+    return (fastjson.dumps(to_wire(event) | {"k": KEY} | extra) + "\n").encode()
 
 
 LIMIT = message_limit(1 << 20)
 
 
 def started(timeout: float | None = None, now: float = 100.0) -> Session:
-    session = Session(LIMIT)
+    session = Session(LIMIT, KEY)
     session.begin(now, timeout)
     return session
 
@@ -55,7 +57,7 @@ def test_a_line_split_across_reads_is_one_event() -> None:
 
 
 def test_sync_is_answered_with_continue() -> None:
-    steps = started().feed(b'{"t": "sync"}\n')
+    steps = started().feed(b'{"t": "sync", "k": "0123456789abcdef"}\n')
     assert [type(s) for s in steps] == [Send] and isinstance(steps[0], Send)
     assert steps[0].line == CONTINUE
 
@@ -69,7 +71,8 @@ def test_a_display_waits_for_an_answer_unless_told_not_to() -> None:
 
 def test_a_foreign_line_stops_the_worker_and_the_rest_is_ignored() -> None:
     session = started()
-    steps = session.feed(b'{"t": "done", "error": {"code": "nope"}}\n' + line(Done()))
+    steps = session.feed(b'{"t": "done", "error": {"code": "nope"}, "k": "%s"}\n' % KEY.encode()
+                         + line(Done()))
     assert len(steps) == 1 and isinstance(steps[0], Kill)
     assert steps[0].error.code == WORKER_DIED
     assert "not one of its messages" in steps[0].error.evalue
@@ -177,12 +180,29 @@ def test_bytes_without_a_newline_stop_the_worker_at_the_limit() -> None:
 
 def test_events_before_an_endless_line_are_kept() -> None:
     session = started()
-    steps = session.feed(b'{"t": "sync"}\n' + b"x" * LIMIT)
+    steps = session.feed(b'{"t": "sync", "k": "0123456789abcdef"}\n' + b"x" * LIMIT)
     assert [type(s) for s in steps] == [Send, Kill]
 
 
 def test_a_whole_line_over_the_limit_is_foreign_too() -> None:
-    session = Session(1 << 16)
+    session = Session(1 << 16, KEY)
     session.begin(0.0)
     (step,) = session.feed(b"x" * (1 << 16) + b"\n")
     assert isinstance(step, Kill) and "more than any of its messages" in step.error.evalue
+
+
+def test_a_line_without_the_workers_key_is_foreign() -> None:
+    """A well-formed Done that a cell wrote into the pipe does not end its cell."""
+    session = started()
+    (step,) = session.feed(b'{"t": "done"}\n')
+    assert isinstance(step, Kill) and "key" in step.error.evalue
+    assert not session.finished
+
+
+def test_an_unknown_code_or_a_negative_line_is_foreign() -> None:
+    for error in ({"code": "made_up", "line": 1}, {"code": "python_runtime_error", "line": -3},
+                  {"code": "timeout", "line": None}):
+        fields = {"ename": "E", "evalue": "", "traceback": "", "column": None, **error}
+        data = (fastjson.dumps({"t": "done", "error": fields, "k": KEY}) + "\n").encode()
+        (step,) = started().feed(data)
+        assert isinstance(step, Kill), error
