@@ -14,12 +14,13 @@ started.
 from __future__ import annotations
 
 import _signal
+import time
 
 from pyrelune.protocols import lines
 from pyrelune.supervisor.kernel import DEFAULT_CAP, Kernel
 from pyrelune.supervisor.limits import OutputBudget, max_output_setting
 from pyrelune.transports import stdio
-from pyrelune.wire.events import Done
+from pyrelune.wire.events import Display, Done, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
 DEFAULT_MAX_OUTPUT = DEFAULT_CAP
 
 
+#: A SIGINT that finds the kernel idle this soon before a request is handled
+#: was sent right behind it: no person clicks stop, then run, this fast.
+PIPELINED = 0.05
+
+
 class Terminated(Exception):
     """SIGTERM arrived: stop, clean up, exit 0."""
 
@@ -38,10 +44,19 @@ class Terminated(Exception):
 class LinesServer:
     """The request loop's state: the kernel, whether a cell runs, cell names."""
 
-    def __init__(self, max_output: int) -> None:
+    def __init__(self, max_output: int, reader: stdio.LineReader) -> None:
         self.max_output = max_output
         self.kernel = Kernel(cap=max_output)
+        self.reader = reader
         self.busy = False
+        # A SIGINT while no cell runs but a request is on its way (being
+        # handled, waiting to be read, or read in the last `PIPELINED`
+        # seconds) is for that request's cell: a host that writes a cell and
+        # interrupts it at once. Else it is a late second click for the cell
+        # that ended, and does nothing.
+        self._taking = False
+        self._interrupt_next = False
+        self._idle_sigint_at = -PIPELINED
         # One traceback name per distinct source, so that a function defined
         # in one cell quotes the right lines when it fails in a later one,
         # and rerunning a cell does not grow the worker's source cache.
@@ -50,9 +65,23 @@ class LinesServer:
     def on_sigint(self, signum: int, frame: Any) -> None:
         if self.busy:
             self.kernel.interrupt()
+        elif self._taking or self.reader.waiting():
+            self._interrupt_next = True
+        else:  # perhaps read already, its bytes not yet in the buffer: `_answer` decides
+            self._idle_sigint_at = time.monotonic()
 
     def handle(self, line: bytes) -> bytes:
         """The response line to one request line."""
+        self._taking = True
+        if time.monotonic() - self._idle_sigint_at <= PIPELINED:
+            self._interrupt_next = True
+        try:
+            return self._answer(line)
+        finally:
+            self._taking = self._interrupt_next = False  # an interrupt is for one request at most
+            self._idle_sigint_at = -PIPELINED
+
+    def _answer(self, line: bytes) -> bytes:
         try:
             request = lines.parse_request(line)
         except lines.Rejected as rejected:
@@ -70,16 +99,20 @@ class LinesServer:
             filename = self._filenames[request.code] = f"<cell {len(self._filenames) + 1}>"
         output = OutputBudget(self.max_output)
         error = None
-        # Busy before the worker gets the cell: it may start, and the host
-        # send SIGINT, before this process runs another line.
-        self.busy = True
         try:
             self.kernel.execute(request.code, filename)
+            # Busy once the cell is sent, so that an interrupt is aimed at it;
+            # one that came on its way is honoured now (see `on_sigint`).
+            self.busy = True
+            if self._interrupt_next:
+                self.kernel.interrupt()
             for event in self.kernel.events():
                 if isinstance(event, Done):
                     error = event.error
-                else:
-                    output.add(event)  # type: ignore[arg-type]
+                elif isinstance(event, Display):
+                    output.add(lines.shown(event))
+                elif isinstance(event, Stream):
+                    output.add(event)
         finally:
             self.busy = False
         return lines.cell_response(request.id, output, error)
@@ -109,9 +142,10 @@ def main() -> int:
     _signal.signal(_signal.SIGTERM, _terminate)
     state = None
     try:
-        state = LinesServer(max_output())
+        reader = stdio.LineReader(0)
+        state = LinesServer(max_output(), reader)
         _signal.signal(_signal.SIGINT, state.on_sigint)
-        for line in stdio.LineReader(0):
+        for line in reader:
             if line.strip():
                 stdio.write_all(state.handle(line))
     except (Terminated, BrokenPipeError):

@@ -85,6 +85,11 @@ def pong(request_id: str) -> bytes:
     return response(request_id, stdout="pong")
 
 
+def shown(display: Display) -> Display:
+    """What of a display this protocol shows, its text/plain: the rest must not fill the cap."""
+    return Display({"text/plain": display.data.get("text/plain", "")}, {}, display.is_result)
+
+
 def cell_response(request_id: str, output: OutputBudget, error: CellError | None) -> bytes:
     """The response to a cell: its output in order, then what went wrong, if anything.
 

@@ -69,6 +69,10 @@ class LineBuffer:
             lines += self._lines
         self._lines = lines
 
+    def pending(self) -> bool:
+        """Whether any bytes wait to be taken: whole lines, or the start of one."""
+        return bool(self._lines) or self.held > 0
+
     def pop(self) -> bytes | None:
         """The oldest complete line, or None until a newline ends one."""
         return self._lines.pop() if self._lines else None
@@ -93,6 +97,14 @@ class LineReader:
 
     def __iter__(self) -> LineReader:
         return self
+
+    def waiting(self) -> bool:
+        """Whether a request waits to be taken: read already, or in the pipe."""
+        if self._buffer.pending():
+            return True
+        import select
+
+        return bool(select.select([self._fd], [], [], 0)[0])
 
     def __next__(self) -> bytes:
         while (line := self._buffer.pop()) is None:
