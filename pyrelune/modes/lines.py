@@ -14,7 +14,6 @@ started.
 from __future__ import annotations
 
 import _signal
-import time
 
 from pyrelune.protocols import lines
 from pyrelune.supervisor.kernel import DEFAULT_CAP, Kernel
@@ -32,11 +31,6 @@ if TYPE_CHECKING:
 DEFAULT_MAX_OUTPUT = DEFAULT_CAP
 
 
-#: A SIGINT that finds the kernel idle this soon before a request is handled
-#: was sent right behind it: no person clicks stop, then run, this fast.
-PIPELINED = 0.05
-
-
 class Terminated(Exception):
     """SIGTERM arrived: stop, clean up, exit 0."""
 
@@ -49,39 +43,31 @@ class LinesServer:
         self.kernel = Kernel(cap=max_output)
         self.reader = reader
         self.busy = False
-        # A SIGINT while no cell runs but a request is on its way (being
-        # handled, waiting to be read, or read in the last `PIPELINED`
-        # seconds) is for that request's cell: a host that writes a cell and
-        # interrupts it at once. Else it is a late second click for the cell
-        # that ended, and does nothing.
-        self._taking = False
+        # A SIGINT while no cell runs but a request is on its way (in the
+        # pipe, read, or being handled) is for that request's cell: a host
+        # that writes a cell and interrupts it at once. With nothing on its
+        # way it is a late second click for the cell that ended: ignored.
         self._interrupt_next = False
-        self._idle_sigint_at = -PIPELINED
         # One traceback name per distinct source, so that a function defined
         # in one cell quotes the right lines when it fails in a later one,
         # and rerunning a cell does not grow the worker's source cache.
         self._filenames: dict[str, str] = {}
 
+    def forget_interrupt(self) -> None:
+        self._interrupt_next = False
+
     def on_sigint(self, signum: int, frame: Any) -> None:
         if self.busy:
             self.kernel.interrupt()
-        elif self._taking or self.reader.waiting():
+        elif self.reader.waiting():
             self._interrupt_next = True
-        else:  # perhaps read already, its bytes not yet in the buffer: `_answer` decides
-            self._idle_sigint_at = time.monotonic()
 
     def handle(self, line: bytes) -> bytes:
-        """The response line to one request line."""
-        self._taking = True
-        if time.monotonic() - self._idle_sigint_at <= PIPELINED:
-            self._interrupt_next = True
-        try:
-            return self._answer(line)
-        finally:
-            self._taking = self._interrupt_next = False  # an interrupt is for one request at most
-            self._idle_sigint_at = -PIPELINED
+        """The response line to one request line.
 
-    def _answer(self, line: bytes) -> bytes:
+        An interrupt that came on its way is for this request at most: by
+        the time the answer is written, it is forgotten.
+        """
         try:
             request = lines.parse_request(line)
         except lines.Rejected as rejected:
@@ -146,8 +132,10 @@ def main() -> int:
         state = LinesServer(max_output(), reader)
         _signal.signal(_signal.SIGINT, state.on_sigint)
         for line in reader:
-            if line.strip():
-                stdio.write_all(state.handle(line))
+            answer = state.handle(line) if line.strip() else b""
+            reader.done_with()
+            state.forget_interrupt()  # until now, meant for this request; now, a late click
+            stdio.write_all(answer)
     except (Terminated, BrokenPipeError):
         pass  # asked to stop, or the host stopped reading: either way, nothing left to do
     finally:

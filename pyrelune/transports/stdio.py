@@ -94,26 +94,38 @@ class LineReader:
     def __init__(self, fd: int = 0) -> None:
         self._fd = fd
         self._buffer = LineBuffer()
+        # From the moment the wait for input ends until the reader's user has
+        # dealt with what came (`done_with`): a line is on its way. A signal
+        # handler that runs during the wait itself sees False.
+        self.holding = False
 
     def __iter__(self) -> LineReader:
         return self
 
     def waiting(self) -> bool:
-        """Whether a request waits to be taken: read already, or in the pipe."""
-        if self._buffer.pending():
+        """Whether a line is on its way: in the pipe, read, or being dealt with."""
+        if self.holding or self._buffer.pending():
             return True
         import select
 
         return bool(select.select([self._fd], [], [], 0)[0])
+
+    def done_with(self) -> None:
+        """The last line is dealt with: unless more wait in the buffer, none is on its way."""
+        self.holding = self._buffer.pending()
 
     def __next__(self) -> bytes:
         while (line := self._buffer.pop()) is None:
             # A host running cells back to back sends the next request at once:
             # read it without sleeping first (see `spin`; imported here, as the
             # oneshot runtime, which uses this module too, never waits for input).
+            from select import select
+
             from pyrelune import spin
 
-            spin.poll([self._fd])
+            if not spin.poll([self._fd]):
+                select([self._fd], [], [])  # the wait: a signal here finds no line on its way
+            self.holding = True
             chunk = os.read(self._fd, 1 << 16)
             if not chunk:
                 if last := self._buffer.rest():
