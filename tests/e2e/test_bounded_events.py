@@ -46,16 +46,11 @@ def test_oneshot_stops_a_worker_flooding_its_event_pipe() -> None:
     assert "event pipe" in result.error["message"]
 
 
-def test_lines_stops_a_worker_flooding_its_event_pipe_and_lives_on() -> None:
-    kernel = LinesHost()
-    try:
-        kernel.ping()
-        answer = kernel.execute(FLOOD)
-        assert answer["error"] is not None and "event pipe" in answer["error"]
-        assert kernel.execute("print('alive')")["stdout"] == "alive\n"
-        assert _peak_kib(kernel.proc.pid) < 200 * 1024
-    finally:
-        kernel.close()
+def test_lines_stops_a_worker_flooding_its_event_pipe_and_lives_on(lines_kernel: LinesHost) -> None:
+    answer = lines_kernel.execute(FLOOD)
+    assert answer["error"] is not None and "event pipe" in answer["error"]
+    assert lines_kernel.execute("print('alive')")["stdout"] == "alive\n"
+    assert _peak_kib(lines_kernel.proc.pid) < 200 * 1024
 
 
 def test_a_huge_error_is_cut_in_the_lines_response() -> None:
@@ -71,20 +66,15 @@ def test_a_huge_error_is_cut_in_the_lines_response() -> None:
         kernel.close()
 
 
-def test_rpc_cuts_a_huge_error_and_a_huge_display() -> None:
-    kernel = PipeHost()
-    try:
-        assert kernel.receive()["event"] == "kernel.ready"
-        kernel.call("execute.cell", {"cell_id": "e",
-                                     "source": 'raise ValueError("x" * 30_000_000)'})
-        done = kernel.until_done()[-1]
-        assert len(json.dumps(done)) < 2 << 20 and "characters cut" in done["data"]["error"]
-        kernel.call("execute.cell", {"cell_id": "d", "source": (
-            'display({"text/plain": "y" * 100_000_000}, raw=True)')})
-        events = kernel.until_done()
-        shown = [e for e in events if e["event"] == "display_data"]
-        assert len(shown) == 1 and len(json.dumps(shown[0])) < 2 << 20
-        assert "characters cut" in json.dumps(shown[0])
-        assert _peak_kib(kernel.process.pid) < 200 * 1024
-    finally:
-        kernel.close()
+def test_rpc_cuts_a_huge_error_and_a_huge_display(rpc_kernel: PipeHost) -> None:
+    rpc_kernel.call("execute.cell", {"cell_id": "e",
+                                 "source": 'raise ValueError("x" * 30_000_000)'})
+    done = rpc_kernel.until_done()[-1]
+    assert len(json.dumps(done)) < 2 << 20 and "characters cut" in done["data"]["error"]
+    rpc_kernel.call("execute.cell", {"cell_id": "d", "source": (
+        'display({"text/plain": "y" * 100_000_000}, raw=True)')})
+    events = rpc_kernel.until_done()
+    shown = [e for e in events if e["event"] == "display_data"]
+    assert len(shown) == 1 and len(json.dumps(shown[0])) < 2 << 20
+    assert "characters cut" in json.dumps(shown[0])
+    assert _peak_kib(rpc_kernel.process.pid) < 200 * 1024

@@ -30,34 +30,26 @@ def test_oneshot_answers_a_cell_that_left_its_group_by_the_deadline(tmp_path: Pa
     assert gone_soon(int(pid_file.read_text()))
 
 
-def test_the_lines_kernel_interrupts_a_cell_that_left_its_group(tmp_path: Path) -> None:
+def test_the_lines_kernel_interrupts_a_cell_that_left_its_group(
+    tmp_path: Path, lines_kernel: LinesHost
+) -> None:
     marker = tmp_path / "started"
-    kernel = LinesHost()
-    try:
-        kernel.ping()
-        assert kernel.execute("kept = 1")["error"] is None
-        request_id = kernel.send("execute", f"{ESCAPE}open({str(marker)!r}, 'w').close()\n"
-                                 "time.sleep(60)")
-        answer = kernel.interrupt_when(marker, request_id)
-        assert answer["error"] is not None and "KeyboardInterrupt" in answer["error"]
-        assert kernel.execute("print(kept)")["stdout"] == "1\n"
-    finally:
-        kernel.close()
+    assert lines_kernel.execute("kept = 1")["error"] is None
+    request_id = lines_kernel.send("execute", f"{ESCAPE}open({str(marker)!r}, 'w').close()\n"
+                                   "time.sleep(60)")
+    answer = lines_kernel.interrupt_when(marker, request_id)
+    assert answer["error"] is not None and "KeyboardInterrupt" in answer["error"]
+    assert lines_kernel.execute("print(kept)")["stdout"] == "1\n"
 
 
-def test_the_rpc_kernel_interrupts_a_cell_that_left_its_group() -> None:
-    kernel = PipeHost()
-    try:
-        assert kernel.receive()["event"] == "kernel.ready"
-        kernel.run("kept = 'yes'")
-        kernel.call("execute.cell", {"cell_id": "away", "source": (
-            f"{ESCAPE}print('escaped', flush=True)\ntime.sleep(60)")})
-        kernel.wait_event("stream")
-        kernel.call("execute.interrupt", {})
-        done = kernel.until_done()[-1]
-        assert done["data"]["status"] == "error", json.dumps(done)
-        assert stdout_of(kernel.run("print(kept)")) == "yes\n"
-        info = kernel.call("kernel.info", {})
-        assert "result" in info
-    finally:
-        kernel.close()
+def test_the_rpc_kernel_interrupts_a_cell_that_left_its_group(rpc_kernel: PipeHost) -> None:
+    rpc_kernel.run("kept = 'yes'")
+    rpc_kernel.call("execute.cell", {"cell_id": "away", "source": (
+        f"{ESCAPE}print('escaped', flush=True)\ntime.sleep(60)")})
+    rpc_kernel.wait_event("stream")
+    rpc_kernel.call("execute.interrupt", {})
+    done = rpc_kernel.until_done()[-1]
+    assert done["data"]["status"] == "error", json.dumps(done)
+    assert stdout_of(rpc_kernel.run("print(kept)")) == "yes\n"
+    info = rpc_kernel.call("rpc_kernel.info", {})
+    assert "result" in info

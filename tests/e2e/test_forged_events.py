@@ -41,25 +41,15 @@ def test_oneshot_answers_a_forged_done_with_a_valid_response(forged: bytes) -> N
     assert "not one of its messages" in result.error["message"]
 
 
-def test_lines_answers_stay_with_their_cells_after_a_forged_done() -> None:
-    kernel = LinesHost()
-    try:
-        kernel.ping()
-        forged = kernel.execute(FORGE.format(line=FORGED_DONES[0]))
-        assert forged["error"] is not None and "not one of its messages" in forged["error"]
-        for n in range(3):
-            assert kernel.execute(f"print({n})")["stdout"] == f"{n}\n"
-    finally:
-        kernel.close()
+def test_lines_answers_stay_with_their_cells_after_a_forged_done(lines_kernel: LinesHost) -> None:
+    forged = lines_kernel.execute(FORGE.format(line=FORGED_DONES[0]))
+    assert forged["error"] is not None and "not one of its messages" in forged["error"]
+    for n in range(3):
+        assert lines_kernel.execute(f"print({n})")["stdout"] == f"{n}\n"
 
 
-def test_rpc_events_stay_with_their_cells_after_a_forged_done() -> None:
-    kernel = PipeHost()
-    try:
-        assert kernel.receive()["event"] == "kernel.ready"
-        events = kernel.run(FORGE.format(line=FORGED_DONES[0]), cell_id="forger")
-        assert events[-1]["data"]["status"] == "error", json.dumps(events[-1])
-        for n in range(3):
-            assert stdout_of(kernel.run(f"print({n})", cell_id=f"c{n}")) == f"{n}\n"
-    finally:
-        kernel.close()
+def test_rpc_events_stay_with_their_cells_after_a_forged_done(rpc_kernel: PipeHost) -> None:
+    events = rpc_kernel.run(FORGE.format(line=FORGED_DONES[0]), cell_id="forger")
+    assert events[-1]["data"]["status"] == "error", json.dumps(events[-1])
+    for n in range(3):
+        assert stdout_of(rpc_kernel.run(f"print({n})", cell_id=f"c{n}")) == f"{n}\n"

@@ -38,29 +38,19 @@ EXPECTED_ERR = sorted(f"err {i} {j}" for i in range(4) for j in range(50))
 
 
 @pytest.mark.parametrize("attempt", range(3))
-def test_rpc_children_that_print_to_both_streams_end(attempt: int) -> None:
-    kernel = PipeHost()
-    try:
-        assert kernel.receive()["event"] == "kernel.ready"
-        events = kernel.run(CELL)
-        assert events[-1]["data"]["status"] == "ok", events[-1]
-        out, err = stdout_of(events), stdout_of(events, "stderr")
-        assert "children [0, 0, 0, 0]\n" in out
-        assert _lines(out, "out ") == EXPECTED_OUT
-        assert _lines(err, "err ") == EXPECTED_ERR
-        assert stdout_of(kernel.run("print('after')")) == "after\n"
-    finally:
-        kernel.close()
+def test_rpc_children_that_print_to_both_streams_end(attempt: int, rpc_kernel: PipeHost) -> None:
+    events = rpc_kernel.run(CELL)
+    assert events[-1]["data"]["status"] == "ok", events[-1]
+    out, err = stdout_of(events), stdout_of(events, "stderr")
+    assert "children [0, 0, 0, 0]\n" in out
+    assert _lines(out, "out ") == EXPECTED_OUT
+    assert _lines(err, "err ") == EXPECTED_ERR
+    assert stdout_of(rpc_kernel.run("print('after')")) == "after\n"
 
 
-def test_lines_children_that_print_to_both_streams_end() -> None:
-    kernel = LinesHost()
-    try:
-        kernel.ping()
-        answer = kernel.execute(CELL)
-        assert answer["error"] is None, answer
-        assert "children [0, 0, 0, 0]\n" in answer["stdout"]
-        assert _lines(answer["stdout"], "out ") == EXPECTED_OUT
-        assert _lines(answer["stderr"], "err ") == EXPECTED_ERR
-    finally:
-        kernel.close()
+def test_lines_children_that_print_to_both_streams_end(lines_kernel: LinesHost) -> None:
+    answer = lines_kernel.execute(CELL)
+    assert answer["error"] is None, answer
+    assert "children [0, 0, 0, 0]\n" in answer["stdout"]
+    assert _lines(answer["stdout"], "out ") == EXPECTED_OUT
+    assert _lines(answer["stderr"], "err ") == EXPECTED_ERR

@@ -27,42 +27,28 @@ BREAKERS = {
 NEXT = "print(6 * 7)\nprint(globals().get('kept'))\n#" + "x" * (4 << 20)
 
 
-@pytest.fixture
-def lines() -> LinesHost:
-    host = LinesHost()
-    host.ping()
-    return host
-
-
 @pytest.mark.parametrize("breaker", list(BREAKERS))
-def test_lines_runs_the_next_cell_in_a_fresh_worker(lines: LinesHost, breaker: str) -> None:
-    try:
-        first = lines.execute(BREAKERS[breaker])
-        if breaker == "alarm":
-            assert first["error"] is None
-            time.sleep(1.5)  # the alarm goes off while the kernel is idle
-        answer = lines.execute(NEXT)
-        assert answer["error"] is None, answer
-        assert answer["stdout"] == "42\nNone\n"  # ran, in a fresh namespace
-        assert answer["stderr"].count("worker ended between cells") == 1, answer["stderr"]
-        again = lines.execute("print('next')")
-        assert (again["stdout"], again["stderr"], again["error"]) == ("next\n", "", None)
-    finally:
-        lines.close()
+def test_lines_runs_the_next_cell_in_a_fresh_worker(lines_kernel: LinesHost,
+                                                    breaker: str) -> None:
+    first = lines_kernel.execute(BREAKERS[breaker])
+    if breaker == "alarm":
+        assert first["error"] is None
+        time.sleep(1.5)  # the alarm goes off while the kernel is idle
+    answer = lines_kernel.execute(NEXT)
+    assert answer["error"] is None, answer
+    assert answer["stdout"] == "42\nNone\n"  # ran, in a fresh namespace
+    assert answer["stderr"].count("worker ended between cells") == 1, answer["stderr"]
+    again = lines_kernel.execute("print('next')")
+    assert (again["stdout"], again["stderr"], again["error"]) == ("next\n", "", None)
 
 
 @pytest.mark.parametrize("breaker", ["alarm", "os.read", "modules"])
-def test_rpc_runs_the_next_cell_in_a_fresh_worker(breaker: str) -> None:
-    kernel = PipeHost()
-    try:
-        assert kernel.receive()["event"] == "kernel.ready"
-        kernel.run(BREAKERS[breaker])
-        if breaker == "alarm":
-            time.sleep(1.5)
-        events = kernel.run("print(6 * 7)")
-        assert events[-1]["data"]["status"] == "ok", events
-        assert stdout_of(events) == "42\n"
-        assert stdout_of(events, "stderr").count("worker ended between cells") == 1
-        assert stdout_of(kernel.run("print('next')")) == "next\n"
-    finally:
-        kernel.close()
+def test_rpc_runs_the_next_cell_in_a_fresh_worker(breaker: str, rpc_kernel: PipeHost) -> None:
+    rpc_kernel.run(BREAKERS[breaker])
+    if breaker == "alarm":
+        time.sleep(1.5)
+    events = rpc_kernel.run("print(6 * 7)")
+    assert events[-1]["data"]["status"] == "ok", events
+    assert stdout_of(events) == "42\n"
+    assert stdout_of(events, "stderr").count("worker ended between cells") == 1
+    assert stdout_of(rpc_kernel.run("print('next')")) == "next\n"
