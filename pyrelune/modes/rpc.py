@@ -162,8 +162,9 @@ class RpcServer:
     async def welcome(self, connection: WebSocketConnection) -> None:
         """A WebSocket connection that must send the token: a guest until it does, then served.
 
-        A guest is dropped (close code 1008) when its `--auth-timeout` is over
-        or after too many wrong tokens; (1013) when another client is served,
+        A guest is dropped (close code 1008) when its `--auth-timeout` is over,
+        after too many wrong tokens or past its budget (`rpc.Guest`); (1013)
+        when another client is served,
         or when `MAX_GUESTS` newer ones wait.
         """
         self._guests[connection] = rpc.Guest()
@@ -199,7 +200,7 @@ class RpcServer:
             if isinstance(command, rpc.Admit):
                 self._admit(connection)
             elif isinstance(command, rpc.Disconnect):
-                self._drop(connection, POLICY_VIOLATION, "authentication failed")
+                self._drop(connection, POLICY_VIOLATION, command.reason)
         return True
 
     def _admit(self, connection: WebSocketConnection) -> None:

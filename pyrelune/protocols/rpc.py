@@ -57,6 +57,10 @@ _NUMBERS = {events.INVALID_JSON: PARSE_ERROR, events.INVALID_REQUEST: INVALID_RE
             events.UNKNOWN_METHOD: METHOD_NOT_FOUND}
 #: Wrong tokens a connection may send before it is dropped.
 MAX_AUTH_FAILURES = 3
+#: What a guest may send in all before it is dropped: plenty for a host, which sends
+#: kernel.auth first; little for one that floods and never reads what it is answered.
+GUEST_MESSAGES = 64
+GUEST_BYTES = 64 << 10
 
 IDLE = "idle"
 RUNNING = "running"
@@ -172,7 +176,12 @@ class Admit:
 
 
 class Disconnect:
-    """Close the guest's connection (too many wrong tokens)."""
+    """Close the guest's connection (close code 1008), `reason` saying why."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
 class Outcome:
@@ -250,12 +259,22 @@ def done_data(cell_id: str, error: CellError | None) -> dict[str, Any]:
 
 
 class Guest:
-    """A connection that has not sent the token yet: the wrong tokens it sent."""
+    """A connection that has not sent the token yet: what it sent so far, the wrong tokens."""
 
-    __slots__ = ("failures",)
+    __slots__ = ("failures", "messages", "size")
 
     def __init__(self) -> None:
         self.failures = 0
+        self.messages = 0
+        self.size = 0  # bytes (UTF-8)
+
+    def over_budget(self, raw: bytes | str) -> bool:
+        """Count `raw`; True once more than `GUEST_MESSAGES` or `GUEST_BYTES` came."""
+        self.messages += 1
+        if isinstance(raw, str) and len(raw) <= GUEST_BYTES:  # else too big whatever it is
+            raw = raw.encode("utf-8", "surrogatepass")
+        self.size += len(raw)
+        return self.messages > GUEST_MESSAGES or self.size > GUEST_BYTES
 
 
 class RpcCodec:
@@ -334,7 +353,12 @@ class RpcCodec:
 
         Anything else, well-formed or not, gets AUTH_REQUIRED. The right token
         makes the guest the served client (`Admit`), with what was held for it.
+        Past its budget, the guest is dropped unanswered.
         """
+        if guest.over_budget(raw):
+            return Outcome(commands=[Disconnect(
+                f"more than {GUEST_MESSAGES} messages or {GUEST_BYTES >> 10} KiB "
+                "before kernel.auth")])
         message = None
         try:
             message = read_object(raw, WORDING)
@@ -350,7 +374,7 @@ class RpcCodec:
             left = MAX_AUTH_FAILURES - guest.failures
             if left <= 0:
                 failed = error(request.id, AUTH_FAILED, "Authentication failed: wrong token")
-                return Outcome([failed], [Disconnect()])
+                return Outcome([failed], [Disconnect("authentication failed")])
             return Outcome([error(request.id, AUTH_FAILED,
                                   f"Authentication failed: wrong token ({left} attempts left)")])
         return Outcome([self._auth_ok(request), *self._serve()], [Admit()])

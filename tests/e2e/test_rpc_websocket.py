@@ -1,9 +1,10 @@
 """`pyrelune --mode rpc --listen` with a real WebSocket client (websockets): auth, Origin,
-TLS, frame size, one client at a time, reconnect, clients without the token that hold on;
-every message checked against the schemas. Loopback only."""
+TLS, frame size, one client at a time, reconnect, clients without the token that hold on or
+flood; every message checked against the schemas. Loopback only."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import ssl
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rpc_host import TIMEOUT, Listener, WebSocketHost, kernel_command, stdout_of
+from rpc_host import TIMEOUT, Listener, WebSocketHost, kernel_command, peak_memory, stdout_of
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect as ws_connect
 
@@ -243,6 +244,38 @@ def test_the_client_that_authenticates_displaces_those_still_waiting(server: Lis
         assert closed_with(guest) == (1013, "another client is connected")
     assert stdout_of(owner.run("print('mine')")) == "mine\n"
     owner.close()
+
+
+def test_a_client_may_send_only_so_much_before_kernel_auth(server: Listener) -> None:
+    chatty = connect(server.url, token=None)
+    for _ in range(64):
+        assert chatty.call("kernel.info", {})["error"]["code"] == -32002
+    chatty.request("kernel.info", {})
+    code, reason = closed_with(chatty)
+    assert code == 1008 and "before kernel.auth" in reason
+    big = connect(server.url, token=None)
+    big.send_raw(json.dumps({"kind": "request", "id": "x" * 70_000, "method": "kernel.info"}))
+    code, reason = closed_with(big)
+    assert code == 1008 and "before kernel.auth" in reason
+    connect(server.url).close()
+
+
+def test_a_flood_without_the_token_that_never_reads_keeps_the_kernel_small(
+        server: Listener) -> None:
+    connect(server.url).close()
+    idle = peak_memory(server.process.pid)
+    frame = json.dumps({"kind": "request", "id": "x" * 60_000, "method": "kernel.info"})
+    frames = 0  # 2,000 of them: 120 MB of answers if all were answered
+    for _ in range(20):
+        with ws_connect(server.url, open_timeout=TIMEOUT) as flood:  # never reads
+            try:
+                while frames < 2000:
+                    flood.send(frame)
+                    frames += 1
+            except ConnectionClosed:
+                pass
+    assert peak_memory(server.process.pid) - idle < 64 << 20
+    connect(server.url).close()
 
 
 def test_reconnect_while_a_cell_waits_for_input(server: Listener) -> None:

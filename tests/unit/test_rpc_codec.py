@@ -198,6 +198,22 @@ def test_before_auth_every_request_but_auth_is_refused_alike(raw: str) -> None:
     assert sent(bad_auth)[0]["error"]["code"] == rpc.INVALID_REQUEST
 
 
+@pytest.mark.parametrize(("raw", "count"), [
+    (line("kernel.info"), rpc.GUEST_MESSAGES),
+    (line("kernel.info", request_id="x" * 30_000), 2),
+    ("\u20ac" * 30_000, 0),  # 90,000 bytes of UTF-8: characters are not what is counted
+])
+def test_a_guest_that_sends_too_much_before_auth_is_dropped_unanswered(raw: str,
+                                                                        count: int) -> None:
+    kernel, guest = rpc.RpcCodec(token="tok"), rpc.Guest()
+    for _ in range(count):
+        assert sent(kernel.knock(guest, raw))[0]["error"]["code"] == rpc.AUTH_REQUIRED
+    over = kernel.knock(guest, raw)
+    assert over.messages == []
+    (command,) = over.commands
+    assert isinstance(command, rpc.Disconnect) and "before kernel.auth" in command.reason
+
+
 def authed_kernel(token: str = "tok", limit: int | None = None) -> rpc.RpcCodec:
     kernel = rpc.RpcCodec(token=token, limit=limit)
     kernel.connect()
