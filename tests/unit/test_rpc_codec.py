@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from rpc_fuzz import lines
 from rpc_host import check
 
 from pyrelune.protocols import rpc
@@ -345,3 +347,14 @@ def test_encode_never_writes_nan_or_lone_surrogates() -> None:
     decoded = json.loads(rpc.encode(message))
     assert decoded["data"]["item"]["values"] == [None, 1.5]
     assert set(decoded["data"]["item"]["text"]) == {"\ufffd"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines)
+def test_fuzzed_lines_never_raise_and_every_answer_is_schema_valid(raw: bytes) -> None:
+    served, guarded = rpc.RpcCodec(), rpc.RpcCodec(token="tok")
+    guarded.connect()
+    for outcome in (served.receive(raw), served.receive(raw.decode("utf-8", "replace")),
+                    guarded.knock(rpc.Guest(), raw)):
+        sent(outcome)
+    assert guarded.state == rpc.IDLE  # a guest never starts a cell
