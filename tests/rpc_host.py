@@ -130,6 +130,14 @@ def stdout_of(events: list[dict[str, Any]], name: str = "stdout") -> str:
                    if e["event"] == "stream" and e["data"]["name"] == name)
 
 
+def peak_memory(pid: int) -> int:
+    """The most memory `pid` has held resident so far (VmHWM), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmHWM for process {pid}")
+
+
 def kernel_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "pyrelune", "--mode", "rpc", *args]
 

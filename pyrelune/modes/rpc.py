@@ -8,12 +8,16 @@ hands its events back as they happen). Stream text passes through the
 the codec's coalesced output.
 
 The kernel outlives its connections: a WebSocket client that reconnects finds
-the namespace (and a running cell) as it left them. One client at a time.
+the namespace (and a running cell) as it left them. One client at a time is
+served; with a token, connections wait as guests until they send it, and a
+guest holds nothing: the first to send the token is served and the others
+are dropped, so no one without the token can keep the owner out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import os
 import signal
@@ -44,8 +48,11 @@ DEFAULT_MAX_MESSAGE = 16 << 20
 #: A WebSocket close code for "try again later": a second client while one is connected.
 TRY_AGAIN_LATER = 1013
 POLICY_VIOLATION = 1008
-#: Seconds a WebSocket client has to authenticate: until it does, it holds the only connection.
+#: Seconds a WebSocket connection may wait as a guest before it sends the token.
 AUTH_TIMEOUT = 10.0
+#: Guests at once: one more drops the one that has waited longest. The owner, who sends the
+#: token at once, is dropped only if this many others connect before its token arrives.
+MAX_GUESTS = 8
 
 
 class Settings:
@@ -125,7 +132,8 @@ class RpcServer:
         self.protocol = rpc.RpcCodec(settings.token, settings.max_output)
         cap = DEFAULT_LIMIT if settings.max_output is None else settings.max_output
         self.kernel = EventedKernel(self.loop, self._on_event, cap)
-        self.client: Connection | None = None
+        self.client: Connection | None = None  # the one served: it may see the cells
+        self._guests: dict[WebSocketConnection, rpc.Guest] = {}  # oldest first
         self._settled = asyncio.Event()  # set while no cell runs and no reset is under way
         self._settled.set()
         self._input_ended = False  # the pipe's input is over: no input() can be answered
@@ -134,8 +142,8 @@ class RpcServer:
 
     # -- connections ---------------------------------------------------------
 
-    async def serve(self, connection: Connection, finish: bool = False) -> bool:
-        """Talk to `connection` until it closes; False when the kernel dropped it.
+    async def serve(self, connection: Connection, finish: bool = False) -> None:
+        """Serve `connection`, which needs no token, until it closes.
 
         With `finish` (a pipe: the host closed our stdin but still reads our
         stdout), the running cell ends first and its events are sent; an
@@ -144,26 +152,86 @@ class RpcServer:
         self.client = connection
         try:
             self._send_all(self.protocol.connect())
-            if not await connection.deliver(self._take):
-                return False
+            await connection.deliver(self._take)
             if finish:
                 self._input_ended = True
                 if self.protocol.state == rpc.WAITING_INPUT:
                     self.kernel.cancel_input()
                 await self._settled.wait()
-            return True
         finally:
-            if self.client is connection:
-                self.client = None
+            self._leave(connection)
+
+    async def welcome(self, connection: WebSocketConnection) -> None:
+        """A WebSocket connection that must send the token: a guest until it does, then served.
+
+        A guest is dropped (close code 1008) when its `--auth-timeout` is over,
+        after too many wrong tokens or past its budget (`rpc.Guest`); (1013)
+        when another client is served,
+        or when `MAX_GUESTS` newer ones wait.
+        """
+        self._guests[connection] = rpc.Guest()
+        if len(self._guests) > MAX_GUESTS:
+            self._drop(next(iter(self._guests)), TRY_AGAIN_LATER,
+                       "too many connections are waiting for kernel.auth")
+        for message in self.protocol.connect():
+            connection.send(rpc.encode(message))
+        expiry = self.loop.call_later(self.settings.auth_timeout, self._drop, connection,
+                                      POLICY_VIOLATION, "no kernel.auth in time")
+        try:
+            await connection.deliver(functools.partial(self._visit, connection))
+        finally:
+            expiry.cancel()
+            self._guests.pop(connection, None)
+            self._leave(connection)
+
+    def _visit(self, connection: WebSocketConnection, raw: bytes | str) -> bool:
+        """One message from a connection that began as a guest.
+
+        Once it is dropped, what it still sends is read and thrown away until
+        it closes: left unread, it would pile up in the connection's queue.
+        """
+        if connection is self.client:
+            return self._take(raw)
+        guest = self._guests.get(connection)
+        if guest is None:
+            return True
+        outcome = self.protocol.knock(guest, raw)
+        for message in outcome.messages:
+            connection.send(rpc.encode(message))
+        for command in outcome.commands:
+            if isinstance(command, rpc.Admit):
+                self._admit(connection)
+            elif isinstance(command, rpc.Disconnect):
+                self._drop(connection, POLICY_VIOLATION, command.reason)
+        return True
+
+    def _admit(self, connection: WebSocketConnection) -> None:
+        """`connection` sent the token: it is served, and every other guest is dropped."""
+        del self._guests[connection]
+        self.client = connection
+        for other in list(self._guests):
+            other.send(rpc.encode(rpc.another_client()))
+            self._drop(other, TRY_AGAIN_LATER, "another client is connected")
+
+    def _drop(self, connection: WebSocketConnection, code: int, reason: str) -> None:
+        """Start closing a guest's connection; nothing it sends from now on is answered."""
+        if self._guests.pop(connection, None) is not None:
+            connection.drop(code, reason)
+
+    def _leave(self, connection: Connection) -> None:
+        if self.client is connection:
+            self.client = None
+            self.protocol.leave()
 
     def _take(self, raw: bytes | str) -> bool:
-        """One message from the client; False when the client is to be dropped."""
+        """One message from the served client (it is never dropped for what it sends)."""
         if raw == OVERSIZED:
             self._send(rpc.error(None, rpc.INVALID_REQUEST,
                                  f"Invalid request: message larger than "
                                  f"{self.settings.max_message} bytes"))
-            return True
-        return self._apply(self.protocol.receive(raw))
+        else:
+            self._apply(self.protocol.receive(raw))
+        return True
 
     def _send(self, message: dict[str, Any]) -> None:
         if self.client is not None:  # else a reconnecting client starts from kernel.ready
@@ -175,10 +243,9 @@ class RpcServer:
 
     # -- the codec's outcomes --------------------------------------------------
 
-    def _apply(self, outcome: rpc.Outcome) -> bool:
-        """Send the messages, carry out the commands; False to drop the client."""
+    def _apply(self, outcome: rpc.Outcome) -> None:
+        """Send the messages to the served client, carry out the commands on the kernel."""
         self._send_all(outcome.messages)
-        keep = True
         for command in outcome.commands:
             if isinstance(command, rpc.Execute):
                 self.kernel.execute(command.source, command.filename, command.inputs)
@@ -188,14 +255,11 @@ class RpcServer:
                 self.kernel.reply_input(command.value)
             elif isinstance(command, rpc.Reset):
                 self.kernel.begin_reset()
-            else:
-                keep = False
         self._arm_flush()
         if self.protocol.busy:
             self._settled.clear()
         else:
             self._settled.set()
-        return keep
 
     def _arm_flush(self) -> None:
         due = self.protocol.flush_at
@@ -262,13 +326,10 @@ async def _serve_websocket(server: RpcServer, out_fd: int, stop: asyncio.Event) 
             for message in server.protocol.refuse():
                 connection.send(rpc.encode(message))
             await connection.close(TRY_AGAIN_LATER, "another client is connected")
-            return
-        watchdog = asyncio.create_task(_require_auth(server, connection, settings.auth_timeout))
-        try:
-            if not await server.serve(connection):
-                await connection.close(POLICY_VIOLATION, "authentication failed")
-        finally:
-            watchdog.cancel()
+        elif server.protocol.needs_token:
+            await server.welcome(connection)
+        else:
+            await server.serve(connection)
 
     origins: list[Any] = [None, *settings.allow_origins]
     host, port = settings.listen
@@ -285,14 +346,6 @@ async def _serve_websocket(server: RpcServer, out_fd: int, stop: asyncio.Event) 
     finally:
         websocket_server.close()
         await websocket_server.wait_closed()
-
-
-async def _require_auth(server: RpcServer, connection: WebSocketConnection,
-                        seconds: float) -> None:
-    """Disconnect `connection` if it has not authenticated within `seconds`."""
-    await asyncio.sleep(seconds)
-    if server.client is connection and not server.protocol.authenticated:
-        await connection.close(POLICY_VIOLATION, "no kernel.auth in time")
 
 
 async def serve(settings: Settings) -> None:

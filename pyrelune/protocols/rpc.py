@@ -7,11 +7,12 @@ reset, answer `input()`, drop the client). So every transition and error code
 is tested with plain values.
 
 The kernel is `idle`, `running` or `waiting_input` (inside `input()`), as the
-spec says; a reset in progress counts as busy. Authentication belongs to the
-connection: `connect()` starts a new one. A connection that has not
-authenticated is told nothing of the cells: until it sends the token, every
-request but `kernel.auth` gets AUTH_REQUIRED, and the running cell's events
-are held for it (within the cell's output cap), to be sent once it is in.
+spec says; a reset in progress counts as busy. One client at a time is
+served (`connect()`, or `knock()` with the right token): it alone sees the
+cells. A connection that must send the token is a `Guest` until it does; it
+holds nothing and is told nothing of the cells: every request but
+`kernel.auth` gets AUTH_REQUIRED. While no client is served, the running
+cell's events are held (within the cell's output cap) for the next one.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
     Message: TypeAlias = dict[str, Any]
-    Command: TypeAlias = "Execute | Interrupt | Reset | InputReply | Disconnect"
+    Command: TypeAlias = "Execute | Interrupt | Reset | InputReply | Admit | Disconnect"
 
 PROTOCOL_VERSION = 1
 PARSE_ERROR = -32700
@@ -56,6 +57,10 @@ _NUMBERS = {events.INVALID_JSON: PARSE_ERROR, events.INVALID_REQUEST: INVALID_RE
             events.UNKNOWN_METHOD: METHOD_NOT_FOUND}
 #: Wrong tokens a connection may send before it is dropped.
 MAX_AUTH_FAILURES = 3
+#: What a guest may send in all before it is dropped: plenty for a host, which sends
+#: kernel.auth first; little for one that floods and never reads what it is answered.
+GUEST_MESSAGES = 64
+GUEST_BYTES = 64 << 10
 
 IDLE = "idle"
 RUNNING = "running"
@@ -166,8 +171,17 @@ class InputReply:
         self.value = value
 
 
+class Admit:
+    """The guest sent the token: it is the client now, and the other guests are to be dropped."""
+
+
 class Disconnect:
-    """Close the connection (too many wrong tokens)."""
+    """Close the guest's connection (close code 1008), `reason` saying why."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
 class Outcome:
@@ -244,6 +258,25 @@ def done_data(cell_id: str, error: CellError | None) -> dict[str, Any]:
             "ename": error.ename, "evalue": error.evalue, "line": error.line}
 
 
+class Guest:
+    """A connection that has not sent the token yet: what it sent so far, the wrong tokens."""
+
+    __slots__ = ("failures", "messages", "size")
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.messages = 0
+        self.size = 0  # bytes (UTF-8)
+
+    def over_budget(self, raw: bytes | str) -> bool:
+        """Count `raw`; True once more than `GUEST_MESSAGES` or `GUEST_BYTES` came."""
+        self.messages += 1
+        if isinstance(raw, str) and len(raw) <= GUEST_BYTES:  # else too big whatever it is
+            raw = raw.encode("utf-8", "surrogatepass")
+        self.size += len(raw)
+        return self.messages > GUEST_MESSAGES or self.size > GUEST_BYTES
+
+
 class RpcCodec:
     """The protocol state of one kernel, across the connections it serves one at a time."""
 
@@ -253,8 +286,9 @@ class RpcCodec:
         self.cell_id = ""
         self._resetting = False
         self._resets: list[str | int] = []  # requests waiting for the namespace to be cleared
-        self._authenticated = token is None
-        self._failures = 0
+        # A client is connected that may see the cells; without a token, the first
+        # (a pipe's host) is as good as served from the start.
+        self._served = token is None
         self._prompt: InputRequest | None = None
         self._coalescer = Coalescer()
         self._cap = Cap() if limit is None else Cap(limit)
@@ -270,58 +304,88 @@ class RpcCodec:
         return self._coalescer.flush_at
 
     @property
-    def authenticated(self) -> bool:
-        """Whether this connection may see the cells (always, without a token)."""
-        return self._authenticated
+    def needs_token(self) -> bool:
+        """Whether a connection is a `Guest` until it sends the token."""
+        return self._token is not None
 
     def connect(self) -> list[Message]:
-        """A new connection: `kernel.ready`, and the pending prompt if it may see it.
+        """A new connection: `kernel.ready`, then, if it is served, what was held and the prompt.
 
-        Which cell runs is not said before the token is: `cell_id` is null.
+        It is served at once when no token is needed; otherwise it is a
+        guest, told nothing of the cells (`cell_id` is null), until `knock()`
+        has its token.
         """
-        self._authenticated = self._token is None
-        self._failures = 0
-        self._held = _Held(self._cap.limit)
-        ready = event("kernel.ready", {
-            "version": PROTOCOL_VERSION, "state": self.state,
-            "cell_id": self.cell_id if self.state != IDLE and self._authenticated else None,
-            "auth_required": not self._authenticated,
-        })
-        return [ready, *self._pending_prompt()]
+        if self.needs_token:
+            return [self._ready(None)]
+        return [self._ready(self.cell_id if self.state != IDLE else None), *self._serve()]
 
     def refuse(self) -> list[Message]:
         """What a connection gets when another one is being served: it is dropped after this."""
-        return [
-            event("kernel.ready", {"version": PROTOCOL_VERSION, "state": self.state,
-                                   "cell_id": None, "auth_required": self._token is not None}),
-            error(None, KERNEL_BUSY,
-                  "Another client is connected to this kernel; only one may be at a time"),
-        ]
+        return [self._ready(None), another_client()]
 
-    def _pending_prompt(self) -> list[Message]:
-        if self._authenticated and self.state == WAITING_INPUT and self._prompt is not None:
-            return [self._input_request(self._prompt)]
-        return []
+    def leave(self) -> None:
+        """The served client is gone: the cell's events are held for the next one."""
+        self._served = False
+
+    def _ready(self, cell_id: str | None) -> Message:
+        return event("kernel.ready", {"version": PROTOCOL_VERSION, "state": self.state,
+                                      "cell_id": cell_id, "auth_required": self.needs_token})
+
+    def _serve(self) -> list[Message]:
+        """A client is served from now on: what was held for it, then the pending prompt."""
+        self._served = True
+        held, self._held = self._held.release(), _Held(self._cap.limit)
+        if self.state == WAITING_INPUT and self._prompt is not None:
+            held.append(self._input_request(self._prompt))
+        return held
 
     def receive(self, raw: bytes | str) -> Outcome:
-        """One message from the host.
-
-        Until it authenticates, a connection hears only of its malformed JSON
-        and of its `kernel.auth` requests: anything else, well-formed or not,
-        gets AUTH_REQUIRED.
-        """
-        message = None
+        """One message from the served client."""
         try:
-            message = read_object(raw, WORDING)
-            if not self._authenticated and message.get("method") != "kernel.auth":
-                return Outcome([_auth_required(request_id_of(message))])
-            request = check(message)
+            request = parse(raw)
         except Rejected as exc:
-            if message is None and exc.code != events.INVALID_JSON and not self._authenticated:
-                return Outcome([_auth_required(None)])  # JSON, but not an object
             return Outcome([reject(exc)])
         outcome: Outcome = getattr(self, "_on_" + request.method.replace(".", "_"))(request)
         return outcome
+
+    def knock(self, guest: Guest, raw: bytes | str) -> Outcome:
+        """One message from `guest`: only malformed JSON and `kernel.auth` are answered as such.
+
+        Anything else, well-formed or not, gets AUTH_REQUIRED. The right token
+        makes the guest the served client (`Admit`), with what was held for it.
+        Past its budget, the guest is dropped unanswered.
+        """
+        if guest.over_budget(raw):
+            return Outcome(commands=[Disconnect(
+                f"more than {GUEST_MESSAGES} messages or {GUEST_BYTES >> 10} KiB "
+                "before kernel.auth")])
+        message = None
+        try:
+            message = read_object(raw, WORDING)
+            if message.get("method") != "kernel.auth":
+                return Outcome([_auth_required(request_id_of(message))])
+            request = check(message)
+        except Rejected as exc:
+            if message is None and exc.code != events.INVALID_JSON:
+                return Outcome([_auth_required(None)])  # JSON, but not an object
+            return Outcome([reject(exc)])
+        if not self._token_matches(request):
+            guest.failures += 1
+            left = MAX_AUTH_FAILURES - guest.failures
+            if left <= 0:
+                failed = error(request.id, AUTH_FAILED, "Authentication failed: wrong token")
+                return Outcome([failed], [Disconnect("authentication failed")])
+            return Outcome([error(request.id, AUTH_FAILED,
+                                  f"Authentication failed: wrong token ({left} attempts left)")])
+        return Outcome([self._auth_ok(request), *self._serve()], [Admit()])
+
+    def _token_matches(self, request: Request) -> bool:
+        return self._token is None or hmac.compare_digest(
+            self._token, str(request.params["token"]).encode("utf-8", "surrogatepass"))
+
+    def _auth_ok(self, request: Request) -> Message:
+        return response(request.id, {"ok": True, "state": self.state,
+                                     "cell_id": self.cell_id if self.state != IDLE else None})
 
     def _on_kernel_info(self, request: Request) -> Outcome:
         return Outcome([response(request.id, {
@@ -333,22 +397,10 @@ class RpcCodec:
         })])
 
     def _on_kernel_auth(self, request: Request) -> Outcome:
-        if self._token is not None and not hmac.compare_digest(
-            self._token, str(request.params["token"]).encode("utf-8", "surrogatepass")
-        ):
-            self._authenticated = False
-            self._failures += 1
-            left = MAX_AUTH_FAILURES - self._failures
-            if left <= 0:
-                failed = error(request.id, AUTH_FAILED, "Authentication failed: wrong token")
-                return Outcome([failed], [Disconnect()])
-            return Outcome([error(request.id, AUTH_FAILED,
-                                  f"Authentication failed: wrong token ({left} attempts left)")])
-        self._authenticated = True
-        held, self._held = self._held.release(), _Held(self._cap.limit)
-        ok = response(request.id, {"ok": True, "state": self.state,
-                                   "cell_id": self.cell_id if self.state != IDLE else None})
-        return Outcome([ok, *held, *self._pending_prompt()])
+        """The served client is in already: its token is checked, and nothing changes."""
+        if not self._token_matches(request):
+            return Outcome([error(request.id, AUTH_FAILED, "Authentication failed: wrong token")])
+        return Outcome([self._auth_ok(request)])
 
     def _on_execute_cell(self, request: Request) -> Outcome:
         if self.busy:
@@ -386,7 +438,7 @@ class RpcCodec:
     def output(self, item: Stream | Display | InputRequest | Done, now: float) -> Outcome:
         """One engine event of the running cell (or of the reset), for this connection."""
         outcome = self._output(item, now)
-        if not self._authenticated:
+        if not self._served:
             outcome.messages = self._held.hold(outcome.messages)
         return outcome
 
@@ -425,7 +477,7 @@ class RpcCodec:
     def tick(self, now: float) -> list[Message]:
         """Stream text whose time has come (the driver's timer at `flush_at`)."""
         due = self._streams(self._coalescer.due(now))
-        return due if self._authenticated else self._held.hold(due)
+        return due if self._served else self._held.hold(due)
 
     def _flush(self) -> list[Message]:
         return self._streams([*self._coalescer.flush(), *self._cap.release()])
@@ -441,19 +493,25 @@ class RpcCodec:
         return event("input_request", data)
 
 
+def another_client() -> Message:
+    """The error a connection gets before it is dropped for the client being served."""
+    return error(None, KERNEL_BUSY,
+                 "Another client is connected to this kernel; only one may be at a time")
+
+
 def _auth_required(request_id: str | int | None) -> Message:
     return error(request_id, AUTH_REQUIRED,
                  "Authentication required: send kernel.auth with the token first")
 
 
 class _Held:
-    """A cell's messages kept from a connection until it authenticates.
+    """A cell's messages kept while no client is served, for the next one.
 
     Its output (stream and display events) is kept up to `limit` bytes (the
     cell's output cap); past that it is dropped, and a note in its place
     says how much. Everything else (`execute.done`, reset responses) is
     small and always kept. The pending prompt is not held:
-    `_pending_prompt()` sends it after these.
+    `_serve()` sends it after these.
     """
 
     def __init__(self, limit: int) -> None:
@@ -490,5 +548,5 @@ class _Held:
         if self._note is not None:
             self._note["data"]["text"] = (
                 f"[pyrelune: {self._dropped} output messages were dropped while "
-                "the connection waited for kernel.auth]\n")
+                "no client was connected]\n")
         return self._messages

@@ -15,6 +15,10 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
+#: Seconds a connection the kernel drops has to answer the close frame (the library waits 10):
+#: one that never reads must not keep what it has sent the kernel for long.
+DROP_TIMEOUT = 1.0
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ssl
@@ -38,6 +42,7 @@ class WebSocketConnection:
         self._websocket = websocket
         self._outgoing: list[bytes] = []
         self._loop = asyncio.get_running_loop()
+        self._closing: asyncio.Task[None] | None = None
 
     async def deliver(self, handler: Callable[[bytes | str], bool]) -> bool:
         """Hand each message to `handler` until the connection closes (True) or it refuses one."""
@@ -63,10 +68,23 @@ class WebSocketConnection:
             protocol.send_text(data)
         self._websocket.transport.write(b"".join(protocol.data_to_send()))
 
+    def drop(self, code: int, reason: str) -> None:
+        """Send what is queued, then start closing with `code` and `reason`, without waiting.
+
+        For a callback that cannot wait; `close()` then waits for this close, code and all.
+        """
+        self._websocket.close_timeout = DROP_TIMEOUT
+        self._closed(code, reason)
+
     async def close(self, code: int = 1000, reason: str = "") -> None:
-        """Send what is queued, then close with `code` and `reason`."""
-        self._flush()
-        await self._websocket.close(code, reason)
+        """Send what is queued, then close with `code` and `reason` (or those of a `drop()`)."""
+        await self._closed(code, reason)
+
+    def _closed(self, code: int, reason: str) -> asyncio.Task[None]:
+        if self._closing is None:
+            self._flush()
+            self._closing = self._loop.create_task(self._websocket.close(code, reason))
+        return self._closing
 
 
 async def listen(

@@ -51,5 +51,5 @@ def test_the_rpc_kernel_interrupts_a_cell_that_left_its_group(rpc_kernel: PipeHo
     done = rpc_kernel.until_done()[-1]
     assert done["data"]["status"] == "error", json.dumps(done)
     assert stdout_of(rpc_kernel.run("print(kept)")) == "yes\n"
-    info = rpc_kernel.call("rpc_kernel.info", {})
+    info = rpc_kernel.call("kernel.info", {})
     assert "result" in info

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from cells import DEEP_JSON
+from hypothesis import HealthCheck, given, settings
+from rpc_fuzz import lines
 from rpc_host import PipeHost, kernel_command, stdout_of
 
 from pyrelune.supervisor.kernel import LOST
@@ -465,3 +467,28 @@ def test_a_bad_max_output_is_a_usage_error() -> None:
     assert done.returncode == 2
     assert "PYRELUNE_MAX_OUTPUT must be a whole number of bytes" in done.stderr
     assert done.stdout == ""
+
+
+def test_fuzzed_lines_are_each_answered_and_the_kernel_lives_on() -> None:
+    """Each line gets schema-valid answers (or none, for blank ones); then the kernel still works.
+
+    One kernel for the whole run: a fixed budget of examples, each followed by a
+    `kernel.info` whose answer marks where the line's answers end.
+    """
+    host = PipeHost()
+    assert host.receive()["event"] == "kernel.ready"
+
+    @settings(max_examples=150, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(lines)
+    def answered(raw: bytes) -> None:
+        host.send_bytes(raw + b"\n")
+        mark = host.request("kernel.info", {})
+        while (message := host.receive()).get("id") != mark:  # each one schema-checked
+            assert message["kind"] in ("response", "event")
+
+    answered()
+    assert host.call("kernel.reset", {})["result"] == {"ok": True}  # any fuzzed cell is over
+    assert host.call("kernel.info", {})["result"]["state"] == "idle"
+    assert stdout_of(host.run("print(6 * 7)")) == "42\n"
+    assert host.close() == 0

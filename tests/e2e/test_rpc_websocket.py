@@ -1,18 +1,23 @@
 """`pyrelune --mode rpc --listen` with a real WebSocket client (websockets): auth, Origin,
-TLS, frame size, one client at a time, reconnect; every message checked against the schemas."""
+TLS, frame size, one client at a time, reconnect, clients without the token that hold on or
+flood; every message checked against the schemas. Loopback only."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import ssl
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rpc_host import TIMEOUT, Listener, WebSocketHost, kernel_command, stdout_of
+from rpc_host import TIMEOUT, Listener, WebSocketHost, kernel_command, peak_memory, stdout_of
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import connect as ws_connect
 
 TOKEN = "s3cret-token"
 
@@ -155,6 +160,122 @@ def test_a_client_that_never_authenticates_is_dropped() -> None:
         connect(listener.url).close()  # the slot is free for the real client
     finally:
         listener.close()
+
+
+def closed_with(host: WebSocketHost) -> tuple[int, str]:
+    """The close code and reason the kernel sent, once `host` has read all that came before."""
+    with pytest.raises(ConnectionClosed) as closed:
+        while True:
+            host.receive(timeout=TIMEOUT)
+    assert closed.value.rcvd is not None, "the kernel sent no close frame"
+    return closed.value.rcvd.code, closed.value.rcvd.reason
+
+
+class Intruder(threading.Thread):
+    """A client without the token that reconnects the moment it is dropped.
+
+    Bounded: at most `limit` connections, and it stops when `halt` is set.
+    """
+
+    def __init__(self, url: str, limit: int = 3000) -> None:
+        super().__init__(daemon=True)
+        self.url = url
+        self.limit = limit
+        self.connections = 0
+        self.inside = threading.Event()  # it has had a kernel.ready
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set() and self.connections < self.limit:
+            self.connections += 1
+            try:
+                with ws_connect(self.url, open_timeout=TIMEOUT) as websocket:
+                    while not self.halt.is_set():
+                        try:
+                            websocket.recv(timeout=0.1)
+                        except TimeoutError:
+                            continue
+                        self.inside.set()
+            except (ConnectionClosed, OSError):
+                pass  # dropped: straight back in
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(TIMEOUT)
+
+
+def test_a_client_without_the_token_reconnecting_at_once_cannot_lock_the_owner_out(
+        server: Listener) -> None:
+    owner = connect(server.url)
+    owner.call("execute.cell", {"cell_id": "long", "source":
+                                "import time\nfor i in range(600):\n"
+                                "    print(i, flush=True)\n    time.sleep(0.05)"})
+    owner.wait_event("stream")
+    owner.close()
+    intruder = Intruder(server.url)
+    intruder.start()
+    try:
+        assert intruder.inside.wait(TIMEOUT)
+        for _ in range(5):
+            time.sleep(0.2)  # the intruder is back in, waiting, when the owner comes
+            began = time.monotonic()
+            owner = connect(server.url)  # at the first try, without waiting for anyone
+            assert time.monotonic() - began < 5.0
+            assert owner.wait_event("stream")["data"]["cell_id"] == "long"
+            owner.close()
+        owner = connect(server.url)
+        assert owner.call("execute.interrupt", {})["result"]["interrupted"] is True
+        done = owner.until_done()[-1]
+        assert done["data"]["cell_id"] == "long" and done["data"]["ename"] == "KeyboardInterrupt"
+        owner.close()
+    finally:
+        intruder.stop()
+    assert intruder.connections > 5  # it was refused and came back, again and again
+
+
+def test_the_client_that_authenticates_displaces_those_still_waiting(server: Listener) -> None:
+    waiting = [connect(server.url, token=None) for _ in range(9)]  # one more than may wait
+    assert closed_with(waiting[0]) == (1013, "too many connections are waiting for kernel.auth")
+    waiting[1].close()  # room for the owner: no one else is dropped when it comes
+    owner = connect(server.url)
+    for guest in waiting[2:]:
+        refusal = guest.receive()
+        assert refusal["error"]["code"] == -32001
+        assert closed_with(guest) == (1013, "another client is connected")
+    assert stdout_of(owner.run("print('mine')")) == "mine\n"
+    owner.close()
+
+
+def test_a_client_may_send_only_so_much_before_kernel_auth(server: Listener) -> None:
+    chatty = connect(server.url, token=None)
+    for _ in range(64):
+        assert chatty.call("kernel.info", {})["error"]["code"] == -32002
+    chatty.request("kernel.info", {})
+    code, reason = closed_with(chatty)
+    assert code == 1008 and "before kernel.auth" in reason
+    big = connect(server.url, token=None)
+    big.send_raw(json.dumps({"kind": "request", "id": "x" * 70_000, "method": "kernel.info"}))
+    code, reason = closed_with(big)
+    assert code == 1008 and "before kernel.auth" in reason
+    connect(server.url).close()
+
+
+def test_a_flood_without_the_token_that_never_reads_keeps_the_kernel_small(
+        server: Listener) -> None:
+    connect(server.url).close()
+    idle = peak_memory(server.process.pid)
+    frame = json.dumps({"kind": "request", "id": "x" * 60_000, "method": "kernel.info"})
+    frames = 0  # 2,000 of them: 120 MB of answers if all were answered
+    for _ in range(20):
+        with ws_connect(server.url, open_timeout=TIMEOUT) as flood:  # never reads
+            try:
+                while frames < 2000:
+                    flood.send(frame)
+                    frames += 1
+            except ConnectionClosed:
+                pass
+    assert peak_memory(server.process.pid) - idle < 64 << 20
+    connect(server.url).close()
 
 
 def test_reconnect_while_a_cell_waits_for_input(server: Listener) -> None:

@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from rpc_fuzz import lines
 from rpc_host import check
 
 from pyrelune.protocols import rpc
@@ -160,19 +162,23 @@ def test_reset_while_idle_commands_at_once() -> None:
 def test_auth_gate() -> None:
     kernel = rpc.RpcCodec(token="tok")
     assert sent(rpc.Outcome(kernel.connect()))[0]["data"]["auth_required"] is True
+    guest = rpc.Guest()
     for method in rpc.METHODS:
         if method != "kernel.auth":
-            reply = sent(kernel.receive(line(method, {"source": "1", "value": "v"})))
+            reply = sent(kernel.knock(guest, line(method, {"source": "1", "value": "v"})))
             assert reply[0]["error"]["code"] == rpc.AUTH_REQUIRED
     for attempt in range(rpc.MAX_AUTH_FAILURES):
-        outcome = kernel.receive(line("kernel.auth", {"token": "nope"}))
+        outcome = kernel.knock(guest, line("kernel.auth", {"token": "nope"}))
         assert sent(outcome)[0]["error"]["code"] == rpc.AUTH_FAILED
         last = attempt == rpc.MAX_AUTH_FAILURES - 1
         assert [type(c) for c in outcome.commands] == ([rpc.Disconnect] if last else [])
-    kernel.connect()  # a new connection starts over
-    ok = kernel.receive(line("kernel.auth", {"token": "tok"}))
+    ok = kernel.knock(rpc.Guest(), line("kernel.auth", {"token": "tok"}))  # a new one starts over
     assert sent(ok, {"1": "kernel.auth"})[0]["result"] == {"ok": True, "state": "idle",
                                                            "cell_id": None}
+    assert [type(c) for c in ok.commands] == [rpc.Admit]
+    assert "result" in sent(kernel.receive(line("kernel.info")), {"1": "kernel.info"})[0]
+    wrong = sent(kernel.receive(line("kernel.auth", {"token": "nope"})))  # the client stays in
+    assert wrong[0]["error"]["code"] == rpc.AUTH_FAILED
     assert "result" in sent(kernel.receive(line("kernel.info")), {"1": "kernel.info"})[0]
 
 
@@ -183,37 +189,56 @@ def test_auth_gate() -> None:
     "[1]",
 ])
 def test_before_auth_every_request_but_auth_is_refused_alike(raw: str) -> None:
-    kernel = rpc.RpcCodec(token="tok")
+    kernel, guest = rpc.RpcCodec(token="tok"), rpc.Guest()
     kernel.connect()
-    (reply,) = sent(kernel.receive(raw))
+    (reply,) = sent(kernel.knock(guest, raw))
     assert reply["error"]["code"] == rpc.AUTH_REQUIRED
     assert reply["id"] == ("9" if raw != "[1]" else None)
     # bad JSON is still bad JSON, and a malformed kernel.auth is still malformed
-    assert sent(kernel.receive("{"))[0]["error"]["code"] == rpc.PARSE_ERROR
-    bad_auth = kernel.receive(line("kernel.auth", {"token": 7}))
+    assert sent(kernel.knock(guest, "{"))[0]["error"]["code"] == rpc.PARSE_ERROR
+    bad_auth = kernel.knock(guest, line("kernel.auth", {"token": 7}))
     assert sent(bad_auth)[0]["error"]["code"] == rpc.INVALID_REQUEST
+
+
+@pytest.mark.parametrize(("raw", "count"), [
+    (line("kernel.info"), rpc.GUEST_MESSAGES),
+    (line("kernel.info", request_id="x" * 30_000), 2),
+    ("\u20ac" * 30_000, 0),  # 90,000 bytes of UTF-8: characters are not what is counted
+])
+def test_a_guest_that_sends_too_much_before_auth_is_dropped_unanswered(raw: str,
+                                                                        count: int) -> None:
+    kernel, guest = rpc.RpcCodec(token="tok"), rpc.Guest()
+    for _ in range(count):
+        assert sent(kernel.knock(guest, raw))[0]["error"]["code"] == rpc.AUTH_REQUIRED
+    over = kernel.knock(guest, raw)
+    assert over.messages == []
+    (command,) = over.commands
+    assert isinstance(command, rpc.Disconnect) and "before kernel.auth" in command.reason
 
 
 def authed_kernel(token: str = "tok", limit: int | None = None) -> rpc.RpcCodec:
     kernel = rpc.RpcCodec(token=token, limit=limit)
     kernel.connect()
-    kernel.receive(line("kernel.auth", {"token": token}))
+    kernel.knock(rpc.Guest(), line("kernel.auth", {"token": token}))
     return kernel
 
 
 def test_a_connection_sees_no_cell_until_it_authenticates() -> None:
     kernel = authed_kernel()
     start(kernel, "secret")
-    (ready,) = sent(rpc.Outcome(kernel.connect()))  # the client changes mid-cell
+    kernel.leave()  # the client changes mid-cell
+    (ready,) = sent(rpc.Outcome(kernel.connect()))
     assert ready["data"]["state"] == "running"
     assert ready["data"]["cell_id"] is None
     assert sent(kernel.output(Stream("stdout", "API_KEY=1\n"), 10.0)) == []
     assert sent(kernel.output(Display({"text/plain": "'pw'"}, {}), 10.1)) == []
     assert sent(kernel.output(Done(), 10.2)) == []
     assert kernel.tick(11.0) == []
-    assert sent(kernel.receive(line("kernel.auth", {"token": "guess"})))[0]["error"]["code"] == (
-        rpc.AUTH_FAILED)
-    authed = sent(kernel.receive(line("kernel.auth", {"token": "tok"})), {"1": "kernel.auth"})
+    guest = rpc.Guest()
+    assert sent(kernel.knock(guest, line("kernel.auth", {"token": "guess"})))[0]["error"][
+        "code"] == rpc.AUTH_FAILED
+    authed = sent(kernel.knock(guest, line("kernel.auth", {"token": "tok"})),
+                  {"1": "kernel.auth"})
     assert [m.get("event") for m in authed] == [None, "stream", "display_data", "execute.done"]
     assert authed[1]["data"]["text"] == "API_KEY=1\n"
     assert authed[3]["data"] == {"cell_id": "secret", "status": "ok"}
@@ -222,11 +247,12 @@ def test_a_connection_sees_no_cell_until_it_authenticates() -> None:
 def test_held_output_is_bounded_but_the_cells_end_is_kept() -> None:
     kernel = authed_kernel(limit=4096)
     start(kernel, "loud")
-    kernel.connect()
+    kernel.leave()  # held with no client at all, as with one that has no token yet
     for n in range(100):
         kernel.output(Display({"text/plain": f"{n:0100d}"}, {}), 10.0 + n)
     kernel.output(Done(), 200.0)
-    authed = sent(kernel.receive(line("kernel.auth", {"token": "tok"})), {"1": "kernel.auth"})
+    authed = sent(kernel.knock(rpc.Guest(), line("kernel.auth", {"token": "tok"})),
+                  {"1": "kernel.auth"})
     kinds = [m.get("event") for m in authed]
     assert kinds[-2:] == ["stream", "execute.done"]
     kept = kinds.count("display_data")
@@ -237,15 +263,15 @@ def test_held_output_is_bounded_but_the_cells_end_is_kept() -> None:
 
 
 def test_pending_prompt_is_repeated_to_a_client_that_reconnects() -> None:
-    kernel = rpc.RpcCodec(token="tok")
-    kernel.connect()
-    kernel.receive(line("kernel.auth", {"token": "tok"}))
+    kernel = authed_kernel()
     start(kernel, "held")
     kernel.output(InputRequest("again? "), 0.0)
+    kernel.leave()
     greeting = sent(rpc.Outcome(kernel.connect()))
     assert [m["event"] for m in greeting] == ["kernel.ready"]  # nothing before auth
     assert greeting[0]["data"]["state"] == "waiting_input"
-    authed = sent(kernel.receive(line("kernel.auth", {"token": "tok"})), {"1": "kernel.auth"})
+    authed = sent(kernel.knock(rpc.Guest(), line("kernel.auth", {"token": "tok"})),
+                  {"1": "kernel.auth"})
     assert authed[1]["data"] == {"cell_id": "held", "prompt": "again? "}
 
 
@@ -321,3 +347,14 @@ def test_encode_never_writes_nan_or_lone_surrogates() -> None:
     decoded = json.loads(rpc.encode(message))
     assert decoded["data"]["item"]["values"] == [None, 1.5]
     assert set(decoded["data"]["item"]["text"]) == {"\ufffd"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines)
+def test_fuzzed_lines_never_raise_and_every_answer_is_schema_valid(raw: bytes) -> None:
+    served, guarded = rpc.RpcCodec(), rpc.RpcCodec(token="tok")
+    guarded.connect()
+    for outcome in (served.receive(raw), served.receive(raw.decode("utf-8", "replace")),
+                    guarded.knock(rpc.Guest(), raw)):
+        sent(outcome)
+    assert guarded.state == rpc.IDLE  # a guest never starts a cell
