@@ -16,6 +16,7 @@ import _thread
 import builtins
 import io
 import os
+import sys
 
 from pyrelune.wire.commands import Execute, InputReply, Reset
 from pyrelune.wire.events import Done, InputRequest
@@ -128,7 +129,9 @@ def _watch_lifeline(fd: int) -> None:
     """End the whole process group once the session is gone.
 
     Runs on a thread blocked in read(): a kernel host kills the session with
-    SIGKILL, and nothing the cells started may outlive it.
+    SIGKILL, and nothing the cells started may outlive it. Not on Linux,
+    where the lifeline's O_ASYNC signal does it (see `process`) without a
+    thread that a starved process (a cell's tight RLIMIT_AS) could break.
     """
     try:
         os.read(fd, 1)
@@ -164,7 +167,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
     """
     try:
         std = become_worker(fds.stdout, fds.stderr, "this kernel")
-        _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
+        if not sys.platform.startswith("linux"):  # there the lifeline signals the group itself
+            _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control, cap, fds.key)
         interrupt_guard.interrupts = fds.interrupts
         if interactive:
