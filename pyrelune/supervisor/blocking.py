@@ -29,15 +29,17 @@ if TYPE_CHECKING:
 _EXIT_POLL = 0.05
 
 
-def supervise(worker: WorkerProcess, timeout: float | None) -> Iterator[Event]:
+def supervise(worker: WorkerProcess, timeout: float | None, grace: float) -> Iterator[Event]:
     """A oneshot cell's events through its Done, then the output still in flight.
+
+    `grace`: from the deadline's interrupt to the kill (see `Session.begin`).
 
     Once the cell is over, so is every process it left behind in its group:
     they are killed, and what they wrote in time is kept (see `linger`).
     """
     link = WorkerLink(worker)
     try:
-        link.begin(timeout)
+        link.begin(timeout, grace)
         yield from run(link)
         worker.signal_group(_signal.SIGKILL)
         yield from linger(link)

@@ -159,3 +159,14 @@ def test_a_new_cell_forgets_the_last_ones_clock() -> None:
     assert session.wake_at(50.0, heard=False) is None
     (done,) = session.feed(line(Done()))
     assert isinstance(done, Done) and done.ok  # no timeout carried over
+
+
+def test_a_driver_may_give_the_deadline_a_shorter_grace() -> None:
+    session = Session()
+    session.begin(100.0, 8.5, grace=0.25)
+    assert session.due(108.5, heard=False) is INTERRUPT
+    assert session.wake_at(108.5, heard=False) == 108.75
+    assert session.due(108.7, heard=False) is None
+    kill = session.due(108.75, heard=False)
+    assert isinstance(kill, Kill) and kill.error.code == TIMEOUT
+    assert kill.error.evalue == "Cell timed out after 8.5 s"
