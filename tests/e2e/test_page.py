@@ -213,3 +213,27 @@ def test_a_capped_cell_keeps_the_page_responsive(host: VixHost) -> None:
 def test_the_cap_can_be_raised(host: VixHost) -> None:
     result = host.run_cell("print('x' * 500_000)", env={"PYRELUNE_MAX_OUTPUT": "600000"})
     assert result.response["stdout"] == "x" * 500_000 + "\n"
+
+
+# -- objects that only have HTML -------------------------------------------------------------------
+
+
+def test_an_html_only_object_shows_as_readable_text(host: VixHost) -> None:
+    source = """\
+class Report:
+    def _repr_html_(self):
+        return ("<h3>Sales &amp; costs</h3><table><tr><th>city</th><th>total</th></tr>"
+                "<tr><td>Oslo</td><td>1,200</td></tr><tr><td>Lima</td><td>80</td></tr></table>")
+class Both:
+    def __repr__(self):
+        return "Both(plain)"
+    def _repr_html_(self):
+        return "<b>html</b>"
+display(Report())
+Both()
+"""
+    result = host.run_cell(source)
+    assert result.shown == [
+        ("stdout", "Sales & costs\n\ncity  total\nOslo  1,200\nLima  80"),
+        ("stdout", "Both(plain)"),
+    ], result

@@ -122,9 +122,9 @@ class Page:
 display(Chart(), Data(), Doc(), Page())
 """
     result = host.run_cell(source)
-    assert kinds(result) == ["image/svg+xml", "application/json", "stdout", "text/html"]
+    assert kinds(result) == ["image/svg+xml", "application/json", "stdout", "stdout"]
     assert json.loads(result.shown[1][1]) == {"rows": [1, 2], "ok": True}
-    assert result.shown[2:] == [("stdout", "# Heading"), ("text/html", "<p>only html</p>")]
+    assert result.shown[2:] == [("stdout", "# Heading"), ("stdout", "only html")]
 
 
 def test_raster_only_objects_show_as_images(host: VixHost) -> None:
