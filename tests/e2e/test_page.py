@@ -24,6 +24,71 @@ def kinds(result: object) -> list[str]:
     return [kind for kind, _ in result.shown]  # type: ignore[attr-defined]
 
 
+# -- plots under a backend without windows ---------------------------------------------------
+
+
+def test_a_plot_after_use_agg_is_shown(host: VixHost) -> None:
+    source = ('import matplotlib; matplotlib.use("Agg"); import matplotlib.pyplot as plt\n'
+              "plt.plot([1, 2, 3]);")
+    result = host.run_cell(source)
+    assert kinds(result) == ["image/svg+xml"], result
+
+
+def test_plt_show_after_use_agg_shows_in_place_and_closes(host: VixHost) -> None:
+    source = """\
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+print("before")
+plt.plot([1, 2])
+plt.show()
+print("after", plt.get_fignums())
+"""
+    result = host.run_cell(source)
+    assert result.shown[0] == ("stdout", "before\n")
+    assert kinds(result) == ["stdout", "image/svg+xml", "stdout"], result
+    assert result.shown[2] == ("stdout", "after []\n")
+
+
+@pytest.mark.parametrize("backend", ["Agg", "svg", "pdf"])
+def test_figures_show_when_the_environment_chose_a_backend_without_windows(
+    host: VixHost, backend: str
+) -> None:
+    source = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.plot([3, 1])\n"
+    source += "fig.show()"
+    result = host.run_cell(source, env={"MPLBACKEND": backend})
+    assert kinds(result) == ["image/svg+xml"], result
+
+
+def test_closed_and_saved_figures_are_not_shown_again(host: VixHost, tmp_path: Path) -> None:
+    saved = tmp_path / "plot.png"
+    source = f"""\
+import matplotlib.pyplot as plt
+plt.plot([1, 2])
+plt.savefig({str(saved)!r})
+plt.figure()
+plt.plot([2, 1])
+plt.close()
+"""
+    result = host.run_cell(source, env={"MPLBACKEND": "Agg"})
+    assert result.shown == [], result
+    assert saved.read_bytes().startswith(b"\x89PNG")
+
+
+def test_doctor_warns_of_a_backend_that_hides_plots(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "VIX_GLOBAL_PREFIX": str(tmp_path / "prefix")}
+    run = [sys.executable, "-m", "pyrelune", "vix"]
+    assert subprocess.run([*run, "install"], env=env, capture_output=True).returncode == 0
+    windows = subprocess.run([*run, "doctor"], env={**env, "MPLBACKEND": "TkAgg"},
+                             capture_output=True, text=True)
+    assert windows.returncode == 0, windows.stdout
+    assert "warn plots: MPLBACKEND=TkAgg" in windows.stdout
+    assert "fix: unset MPLBACKEND" in windows.stdout
+    agg = subprocess.run([*run, "doctor"], env={**env, "MPLBACKEND": "Agg"},
+                         capture_output=True, text=True)
+    assert "ok   plots: MPLBACKEND=Agg" in agg.stdout, agg.stdout
+
+
 # -- modules beside the note -------------------------------------------------------------------
 
 
