@@ -196,19 +196,26 @@ def failure_message(error: CellError, budget: OutputBudget, target: int) -> str:
     it, as a terminal would have shown them, the tail of what the cell wrote
     (the page shows neither `stdout` nor `stderr` of a failure) and the
     traceback, with its source lines, carets and the whole exception message.
-    Each part is bounded by a share of the limit, so the error stays a small
-    part of the response even as JSON escapes.
+    Each of the two keeps `MAX_CONTEXT` bytes, or a sixteenth of the limit;
+    less if as JSON they would take more than an eighth of it (control
+    characters are six-byte escapes), so that the error, `details` and
+    `diagnostics` together still fit in the limit.
     """
     from pyrelune.supervisor import ansi  # loaded after the fork, with the rest of the supervisor
 
-    room = min(MAX_CONTEXT, target // 64)
-    parts = [clip(error.headline(column=True), min(MAX_MESSAGE, target // 32), " ")]
-    printed = _printed(budget, room)
-    if printed.strip():
-        parts.append(printed.rstrip("\n"))
-    if error.traceback.strip():
-        parts.append(clip(error.traceback.rstrip("\n"), room))
-    return ansi.strip("\n\n".join(parts))
+    headline = clip(error.headline(column=True), min(MAX_MESSAGE, target // 32), " ")
+    room = min(MAX_CONTEXT, target // 16)
+    while True:
+        parts = [headline]
+        printed = _printed(budget, room)
+        if printed.strip():
+            parts.append(printed.rstrip("\n"))
+        if error.traceback.strip():
+            parts.append(clip(error.traceback.rstrip("\n"), room))
+        message = ansi.strip("\n\n".join(parts))
+        if room <= 64 or len(encode(message)) - len(encode(headline)) <= target // 8:
+            return message
+        room //= 2
 
 
 def _printed(budget: OutputBudget, room: int) -> str:
@@ -252,6 +259,6 @@ def _base(request_id: str | None, ok: bool) -> dict[str, Any]:
     return response
 
 
-def encode(response: dict[str, Any]) -> bytes:
+def encode(response: Any) -> bytes:
     """Strict JSON in UTF-8: lone surrogates become U+FFFD, NaN is refused."""
     return fastjson.dumps_utf8(response)
