@@ -109,7 +109,6 @@ def _collect(
     """The cell's output, shaped for Vix Note and within budget, and how it ended."""
     # Imported after the fork, so that on two cores they load while the
     # worker already compiles and runs the cell.
-    from pyrelune.supervisor import ansi
     from pyrelune.supervisor.blocking import supervise
     from pyrelune.supervisor.limits import OutputBudget
     from pyrelune.supervisor.presentation import Presenter
@@ -121,22 +120,14 @@ def _collect(
             item = vixnote_outputs.select_output(item, order, budget.room())
         budget.add(item)
 
-    # Vix Note shows text raw: colours and cursor moves are taken out before
-    # \r and \b are applied, so that columns count only what is shown.
-    screen = Presenter(keep)
-    colours = ansi.AnsiStripper()
+    screen = Presenter(keep, plain=True)  # Vix Note shows text raw: no colour codes
     failure = None
     for event in supervise(worker, deadline or None, GRACE):
         if isinstance(event, Done):
             failure = event.error
-        elif isinstance(event, Stream):
-            text = colours.feed(event.name, event.text)
-            screen.add(event if text is event.text else Stream(event.name, text))
-        elif isinstance(event, Display):
+        elif isinstance(event, (Stream, Display)):
             screen.add(event)
-    for name, text in colours.flush():
-        screen.add(Stream(name, text))
-    screen.flush()
+    screen.close()
     return budget, failure
 
 

@@ -201,7 +201,7 @@ def failure_message(error: CellError, budget: OutputBudget, target: int) -> str:
     characters are six-byte escapes), so that the error, `details` and
     `diagnostics` together still fit in the limit.
     """
-    from pyrelune.supervisor import ansi  # loaded after the fork, with the rest of the supervisor
+    from pyrelune.supervisor.presentation import strip_ansi  # loaded after the fork
 
     headline = clip(error.headline(column=True), min(MAX_MESSAGE, target // 32), " ")
     room = min(MAX_CONTEXT, target // 16)
@@ -212,7 +212,7 @@ def failure_message(error: CellError, budget: OutputBudget, target: int) -> str:
             parts.append(printed.rstrip("\n"))
         if error.traceback.strip():
             parts.append(clip(error.traceback.rstrip("\n"), room))
-        message = ansi.strip("\n\n".join(parts))
+        message = strip_ansi("\n\n".join(parts))
         if room <= 64 or len(encode(message)) - len(encode(headline)) <= target // 8:
             return message
         room //= 2

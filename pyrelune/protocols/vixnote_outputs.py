@@ -57,12 +57,12 @@ def select_output(display: Display, order: tuple[str, ...], room: int) -> Displa
     (a text stand-in says so); when none fits, a one-line note says what was
     omitted and its size.
     """
-    from pyrelune.supervisor import ansi  # loaded after the fork, with the rest of the supervisor
+    from pyrelune.supervisor.presentation import strip_ansi  # loaded after the fork
 
     too_big: tuple[str, int] | None = None
     for mime, data in _candidates(display, order):
         if mime == "text/plain":  # shown raw: no colour codes
-            data = ansi.strip(data)
+            data = strip_ansi(data)
             if too_big is not None:
                 data = f"{data}\n{_omitted(*too_big)}"
         size = utf8_size(data)

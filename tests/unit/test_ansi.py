@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pyrelune.supervisor.ansi import MAX_SEQUENCE, AnsiStripper, strip
+from pyrelune.supervisor.presentation import MAX_SEQUENCE, AnsiStripper, Presenter
+from pyrelune.supervisor.presentation import strip_ansi as strip
+from pyrelune.wire.events import Display, Stream
 
 
 @pytest.mark.parametrize(("text", "shown"), [
@@ -44,3 +46,12 @@ def test_streams_are_held_apart_and_what_never_ends_is_passed_on() -> None:
     assert stripper.flush() == [("stderr", "\x1b]0;t")]
     unending = "\x1b]0;" + "t" * MAX_SEQUENCE
     assert stripper.feed("stdout", unending) == unending
+
+
+def test_a_plain_presenter_takes_colours_out_before_applying_carriage_returns() -> None:
+    shown: list[Stream | Display] = []
+    screen = Presenter(shown.append, plain=True)
+    for text in ("\x1b[32m10%\x1b[0m", "\r\x1b[2K\x1b[3", "2m100%\x1b[0m\n", "end\x1b["):
+        screen.add(Stream("stdout", text))
+    screen.close()
+    assert "".join(s.text for s in shown if isinstance(s, Stream)) == "100%\nend\x1b["
