@@ -3,11 +3,13 @@
 Written from what Vix Note's external cell runner does (vixcpp/note,
 `ExternalProcessCellRunner::run` and `assets/note.js`): fork + exec of the
 runtime with no arguments, no shell and no PATH lookup, environment and
-working directory inherited; the whole
+working directory inherited (the project folder, absolute, and the note's
+path as typed, go in the request: see `run_cell`); the whole
 request (compact JSON, keys sorted, UTF-8 unescaped) in one write, then stdin
 closed; stdout and stderr read separately; a 10 s wall clock (then SIGKILL of
 the runtime process only) and a 1 MiB limit on stdout + stderr together.
-Then the host's rules turn the process's result into what the user sees.
+Then the host's rules turn the process's result into what the user sees: for
+`ok: false`, nothing but `error.message` (`failure`).
 
 Unlike the real host, this one never hangs: a process left holding the pipes
 after the runtime exited is reported (`hung`) after a few seconds instead of
@@ -43,6 +45,10 @@ HANG_AFTER = 5.0
 ROOMY = 300.0
 PROTOCOL = "vix-note-extension-1"
 TYPED_MIMES = ("application/json", "text/html", "image/svg+xml")
+#: What makes a folder a project to `vix note`: the nearest such parent of a
+#: note is its workingDirectory (`~/.vix` makes HOME one, once anything is
+#: installed globally).
+PROJECT_MARKERS = ("vix.app", "vix.json", "CMakeLists.txt", ".vix", ".git")
 
 REPO = Path(__file__).resolve().parent.parent
 RESPONSE_SCHEMA = json.loads(
@@ -85,6 +91,11 @@ class HostResult:
     def ok(self) -> bool:
         """The cell shows a success."""
         return self.failure is None
+
+    @property
+    def headline(self) -> str | None:
+        """The first line of the failure: the summary the page shows above the rest."""
+        return None if self.failure is None else self.failure.split("\n", 1)[0]
 
     @property
     def error(self) -> dict[str, Any]:
@@ -141,22 +152,37 @@ class VixHost:
         """
         return cls(env={**os.environ, "PYRELUNE_TIMEOUT": str(ROOMY)}, wall_clock=ROOMY)
 
-    def run_cell(self, source: str, **fields: Any) -> HostResult:
-        """Run `source` with the request fields Vix Note sends."""
+    def run_cell(
+        self,
+        source: str,
+        note: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        env: dict[str, str] | None = None,
+        **fields: Any,
+    ) -> HostResult:
+        """Run `source` with the request fields `vix note` sends.
+
+        `note` is the note's path as typed when `vix note` was started in
+        `cwd` (the runtime's current directory too), maybe relative; the
+        workingDirectory is then the note's project folder, always absolute,
+        and often not the note's own folder (see `project_folder`).
+        """
+        here = Path(cwd if cwd is not None else os.getcwd()).absolute()
+        project = project_folder(here / note) if note else here
         request = {
             "protocol": PROTOCOL,
-            "requestId": "note-1:cell-python",
+            "requestId": ":cell-python",
             "cellId": "cell-python",
             "cellType": "python",
             "source": source,
             "executionCount": 0,
-            "workingDirectory": "",
-            "documentPath": "",
+            "workingDirectory": str(project),
+            "documentPath": note or "",
             "extensionId": "softadastra/pyrelune",
             "extensionVersion": "0.2.0",
         }
         request.update(fields)
-        return self.run(encode_request(request))
+        return self.run(encode_request(request), env=env, cwd=cwd)
 
     def run(
         self,
@@ -319,6 +345,16 @@ class VixHost:
                 result.shown.append(("error", f"unsupported output MIME: {mime}"))
         if stderr_text:
             result.shown.append(("stderr", stderr_text))
+
+
+def project_folder(note: Path) -> Path:
+    """The workingDirectory `vix note` sends for `note`: its nearest parent folder holding a
+    project marker, else the note's own folder."""
+    folder = Path(os.path.abspath(note)).parent
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in PROJECT_MARKERS):
+            return candidate
+    return folder
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -107,11 +107,14 @@ def install_command(
             return install.plan_global_install(places, target, force, enable)
         return install.plan_project_install(where, places, target, force, enable)
 
+    from pyrelune.vix.discovery import RELOAD
+
     target, plan = _carry_out(prefix, project, package_id, dry_run, make_plan)
     if not plan.changes:
         typer.echo(f"{target.package_id} {target.version} is already installed: nothing changed")
     elif not dry_run:
         where = f" --project {project}" if project else ""
+        typer.echo(f"{RELOAD}.")
         typer.echo(f"check it with: pyrelune vix doctor{where}")
 
 
@@ -147,6 +150,11 @@ def doctor_command(prefix: Prefix = None, project: Project = None,
         raise _fail(error) from None
     checks = doctor.check(Places.from_env(prefix), chosen,
                           project.absolute() if project else None)
+    from pyrelune.vix.discovery import RELOAD
+
     for item in checks:
         typer.echo(item.line())
-    raise typer.Exit(0 if all(c.passed for c in checks) else 1)
+    passed = all(c.passed for c in checks)
+    if passed:
+        typer.echo(f"note: {RELOAD}.")
+    raise typer.Exit(0 if passed else 1)

@@ -30,8 +30,15 @@ if TYPE_CHECKING:
     from pyrelune.supervisor.process import WorkerFds
     from pyrelune.wire.events import CellError
 
-DEFAULT_TIMEOUT = 9.0
-DEFAULT_MAX_OUTPUT = 900 * 1024
+#: Vix Note kills the runtime at 10 s and then shows nothing. Past the
+#: deadline the cell is interrupted, and killed with its process group GRACE
+#: later; what it wrote is sent. Measured with two busy processes on two
+#: cores, the answer comes before 9.5 s (see README, Limits).
+DEFAULT_TIMEOUT = 8.5
+GRACE = 0.25
+#: Vix Note keeps every output twice in each response of the page, so a
+#: capped cell costs the page twice this on every click (see README, Limits).
+DEFAULT_MAX_OUTPUT = 128 * 1024
 
 USAGE = """\
 pyrelune reads one vix-note-extension-1 request (a JSON object) on stdin
@@ -79,23 +86,25 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
         request_id = request.request_id
         deadline, max_output = settings(timeout)
         order = vixnote_outputs.mime_order(os.environ.get("PYRELUNE_MIME_ORDER", ""))
+        note = note_folder(request.document_path)  # before enter(): relative to our own cwd
         folder = enter(request.working_directory)
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
-    worker = WorkerProcess(_cell_runner(request.source, request.filename, folder, max_output))
+    folders = (note, folder) if note is not None and note != folder else (folder,)
+    worker = WorkerProcess(_cell_runner(request.source, request.filename, folders, max_output))
     budget, failure = _collect(worker, deadline, max_output, order)
     return vixnote.respond(budget, failure, request_id)
 
 
 def _cell_runner(
-    source: str, filename: str, folder: str, cap: int
+    source: str, filename: str, folders: tuple[str, ...], cap: int
 ) -> Callable[[WorkerFds], NoReturn]:
     def work(fds: WorkerFds) -> NoReturn:
         # Imported in the worker only: the worker side is no
         # business of this process.
         from pyrelune.worker.runtime import Cell, run_oneshot
 
-        run_oneshot(Cell(source, filename), fds, folder, cap)
+        run_oneshot(Cell(source, filename), fds, folders, cap)
 
     return work
 
@@ -117,15 +126,33 @@ def _collect(
             item = vixnote_outputs.select_output(item, order, budget.room())
         budget.add(item)
 
-    screen = Presenter(keep)
+    screen = Presenter(keep, plain=True)  # Vix Note shows text raw: no colour codes
     failure = None
-    for event in supervise(worker, deadline or None, max_output):
+    for event in supervise(worker, deadline or None, GRACE, max_output):
         if isinstance(event, Done):
             failure = event.error
         elif isinstance(event, (Stream, Display)):
             screen.add(event)
-    screen.flush()
+    screen.close()
     return budget, failure
+
+
+def note_folder(document_path: str) -> str | None:
+    """The folder of the note `documentPath` names, if it names a file.
+
+    Vix Note sends the path as typed where `vix note` was started, so a
+    relative one is relative to this process's current directory (which it
+    inherited), not to `workingDirectory`: read it before `enter`. Anything
+    that is not a file (empty, a folder, a NUL, a lone surrogate) changes
+    nothing: the path is a hint, and the cell still runs.
+    """
+    if not document_path:
+        return None
+    try:
+        path = os.path.abspath(document_path)
+        return os.path.dirname(path) if os.path.isfile(path) else None
+    except (OSError, ValueError):  # the current directory is gone; an unencodable name
+        return None
 
 
 def enter(directory: str) -> str:

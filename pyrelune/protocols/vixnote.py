@@ -3,8 +3,8 @@
 No I/O here. Responses are built for Vix Note's strict reader
 (nlohmann::json): always an object with `protocol`, `ok`, string `stdout` and
 `stderr`, `outputs` of `{mime, data}` strings, and on failure an `error`
-object whose one-line `message` is all the host shows. Never NaN, never a
-lone surrogate, always UTF-8.
+object whose `message` is all the host shows: a one-line summary, then what
+the user needs to act on it. Never NaN, never a lone surrogate, always UTF-8.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pyrelune import fastjson
 from pyrelune.protocols.rejection import Rejected as Rejected  # the codec's own name for it
 from pyrelune.protocols.rejection import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
-from pyrelune.supervisor.limits import Omitted, OutputBudget, clip
+from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, keep_tail, utf8_size
 from pyrelune.wire.events import INVALID_REQUEST, UNSUPPORTED_PROTOCOL, CellError, Display, Stream
 
 TYPE_CHECKING = False
@@ -25,6 +25,9 @@ PROTOCOL = "vix-note-extension-1"
 #: one-line message a host shows, and the traceback; both also a share of
 #: the limit, small enough that even as six-byte JSON escapes they fit.
 MAX_MESSAGE = 2000
+#: Below the summary, a failure's message shows the tail of the cell's output
+#: and the traceback, each within this and a share of the limit.
+MAX_CONTEXT = 8192
 REQUEST_SCHEMA = "vix-note-extension-1.request"
 WORDING = Wording(
     not_utf8="Request is not valid UTF-8: byte 0x{byte:02x} at offset {offset}",
@@ -37,15 +40,17 @@ WORDING = Wording(
 class Request:
     """The fields of a request the runtime acts on."""
 
-    __slots__ = ("cell_id", "request_id", "source", "working_directory")
+    __slots__ = ("cell_id", "document_path", "request_id", "source", "working_directory")
 
     def __init__(
-        self, source: str, cell_id: str | None, request_id: str | None, working_directory: str
+        self, source: str, cell_id: str | None, request_id: str | None, working_directory: str,
+        document_path: str = "",
     ) -> None:
         self.source = source
         self.cell_id = cell_id
         self.request_id = request_id
         self.working_directory = working_directory
+        self.document_path = document_path
 
     @property
     def filename(self) -> str:
@@ -84,7 +89,7 @@ def parse_request(raw: bytes) -> Request:
         )
     return Request(
         source, message.get("cellId"), message.get("requestId"),
-        message.get("workingDirectory", ""),
+        message.get("workingDirectory", ""), message.get("documentPath") or "",
     )
 
 
@@ -104,12 +109,13 @@ def respond(budget: OutputBudget, error: CellError | None, request_id: str | Non
     """
     target = budget.limit
     failure = None
+    summary = ""  # the diagnostic's message: the one line
     if error is not None:
-        failure = {"code": error.code,
-                   "message": clip(error.summary, min(MAX_MESSAGE, target // 32), " "),
+        failure = {"code": error.code, "message": failure_message(error, budget, target),
                    "details": clip(error.traceback, target // 16)}
+        summary = clip(error.summary, min(MAX_MESSAGE, target // 32), " ")
     while True:
-        data = encode(_render(budget, error, failure, request_id))
+        data = encode(_render(budget, error, failure, summary, request_id))
         if len(data) <= target or budget.limit == 0:
             return data
         # Escaping and the envelope made the response bigger than what it
@@ -122,6 +128,7 @@ def _render(
     budget: OutputBudget,
     error: CellError | None,
     failure: dict[str, str] | None,
+    summary: str,
     request_id: str | None,
 ) -> dict[str, Any]:
     stdout: list[str] = []
@@ -158,9 +165,60 @@ def _render(
     response.update(stdout="".join(stdout), stderr="".join(stderr), outputs=outputs)
     if error is not None and failure is not None:
         response["error"] = failure
-        response["diagnostics"] = [{"severity": "error", "message": failure["message"],
+        response["diagnostics"] = [{"severity": "error", "message": summary,
                                     "line": error.line, "column": error.column}]
     return response
+
+
+def failure_message(error: CellError, budget: OutputBudget, target: int) -> str:
+    """What the page shows of a failed cell, which is `error.message` alone.
+
+    The first line is the summary (with the column of a syntax error); below
+    it, as a terminal would have shown them, the tail of what the cell wrote
+    (the page shows neither `stdout` nor `stderr` of a failure) and the
+    traceback, with its source lines, carets and the whole exception message.
+    Each of the two keeps `MAX_CONTEXT` bytes, or a sixteenth of the limit;
+    less if as JSON they would take more than an eighth of it (control
+    characters are six-byte escapes), so that the error, `details` and
+    `diagnostics` together still fit in the limit.
+    """
+    from pyrelune.supervisor.presentation import strip_ansi  # loaded after the fork
+
+    headline = clip(error.headline(column=True), min(MAX_MESSAGE, target // 32), " ")
+    room = min(MAX_CONTEXT, target // 16)
+    while True:
+        parts = [headline]
+        printed = _printed(budget, room)
+        if printed.strip():
+            parts.append(printed.rstrip("\n"))
+        if error.traceback.strip():
+            parts.append(clip(error.traceback.rstrip("\n"), room))
+        message = strip_ansi("\n\n".join(parts))
+        if room <= 64 or len(encode(message)) - len(encode(headline)) <= target // 8:
+            return message
+        room //= 2
+
+
+def _printed(budget: OutputBudget, room: int) -> str:
+    """The last `room` bytes of the cell's output, streams and text outputs in order."""
+    texts: list[str] = []
+    for item in budget.items():
+        if isinstance(item, Stream):
+            texts.append(item.text)
+        elif isinstance(item, Omitted):
+            if item.displays:
+                texts.append(f"[... {item.displays:,} displayed outputs omitted ...]\n")
+            texts += [note for name in ("stdout", "stderr") if (note := item.text(name))]
+        else:
+            ((mime, data),) = item.data.items()
+            texts.append(data if mime == "text/plain" else f"[{mime} output]")
+            texts.append("" if texts[-1].endswith("\n") else "\n")
+    text = "".join(texts)
+    size = utf8_size(text)
+    if size <= room:
+        return text
+    kept = keep_tail(text, room)
+    return f"[... {size - utf8_size(kept):,} bytes of earlier output omitted ...]\n{kept}"
 
 
 def _text(text: str) -> dict[str, str]:
@@ -182,6 +240,6 @@ def _base(request_id: str | None, ok: bool) -> dict[str, Any]:
     return response
 
 
-def encode(response: dict[str, Any]) -> bytes:
+def encode(response: Any) -> bytes:
     """Strict JSON in UTF-8: lone surrogates become U+FFFD, NaN is refused."""
     return fastjson.dumps_utf8(response)

@@ -57,10 +57,14 @@ def select_output(display: Display, order: tuple[str, ...], room: int) -> Displa
     (a text stand-in says so); when none fits, a one-line note says what was
     omitted and its size.
     """
+    from pyrelune.supervisor.presentation import strip_ansi  # loaded after the fork
+
     too_big: tuple[str, int] | None = None
     for mime, data in _candidates(display, order):
-        if too_big is not None and mime == "text/plain":
-            data = f"{data}\n{_omitted(*too_big)}"
+        if mime == "text/plain":  # shown raw: no colour codes
+            data = strip_ansi(data)
+            if too_big is not None:
+                data = f"{data}\n{_omitted(*too_big)}"
         size = utf8_size(data)
         if size <= room:
             return Display({mime: data}, {}, display.is_result)
@@ -110,15 +114,27 @@ def _renditions(mime: str, display: Display) -> Iterator[str]:
             except (TypeError, ValueError):
                 pass
     elif mime == "text/plain":
-        # Markdown is meant to be read; LaTeX is read before a repr that says nothing.
+        # Markdown is meant to be read. Without a repr that says something,
+        # the text of the HTML (the host shows HTML as escaped markup), then
+        # LaTeX, are read before a repr that names only the type.
         plain = data.get(mime)
         telling = isinstance(plain, str) and not _default_repr(plain)
-        for text in (data.get("text/markdown"), plain if telling else None,
-                     data.get("text/latex")):
+        for text in (data.get("text/markdown"), plain if telling else None):
             if isinstance(text, str):
                 yield text
+        html = data.get("text/html")
+        if not telling and isinstance(html, str) and (text := _html_text(html)):
+            yield text
+        if isinstance(latex := data.get("text/latex"), str):
+            yield latex
     elif isinstance(data.get(mime), str):
         yield data[mime]
+
+
+def _html_text(html: str) -> str:
+    from pyrelune.protocols.htmltext import html_text  # only for objects that have HTML alone
+
+    return html_text(html)
 
 
 def _default_repr(text: str) -> bool:

@@ -29,16 +29,19 @@ if TYPE_CHECKING:
 _EXIT_POLL = 0.05
 
 
-def supervise(worker: WorkerProcess, timeout: float | None, cap: int) -> Iterator[Event]:
+def supervise(
+    worker: WorkerProcess, timeout: float | None, grace: float, cap: int
+) -> Iterator[Event]:
     """A oneshot cell's events through its Done, then the output still in flight.
 
     Once the cell is over, so is every process it left behind in its group:
     they are killed, and what they wrote in time is kept (see `linger`).
+    `grace`: from the deadline's interrupt to the kill (see `Session.begin`);
     `cap`: the output cap the worker cuts its events to.
     """
     link = WorkerLink(worker, cap)
     try:
-        link.begin(timeout)
+        link.begin(timeout, grace)
         yield from run(link)
         worker.signal_group(_signal.SIGKILL)
         yield from linger(link)

@@ -183,6 +183,12 @@ def clip(text: str, nbytes: int, sep: str = "\n") -> str:
     return f"{head}{sep}[... {omitted:,} bytes omitted ...]{sep}{tail}"
 
 
+def keep_tail(text: str, nbytes: int) -> str:
+    """The end of `text` within `nbytes` UTF-8 bytes, never cut inside a character."""
+    size = utf8_size(text)
+    return text if size <= nbytes else _drop_front(text, size - nbytes)
+
+
 def utf8_size(text: str) -> int:
     """Bytes of `text` in UTF-8; a lone surrogate counts as the 3 bytes it will become."""
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))

@@ -124,9 +124,9 @@ class WorkerLink:
         except BrokenPipeError:
             pass
 
-    def begin(self, timeout: float | None = None) -> None:
+    def begin(self, timeout: float | None = None, grace: float = GRACE) -> None:
         """A new cell starts: the session's clock, and no interrupt meant for an earlier one."""
-        self.session.begin(time.monotonic(), timeout)
+        self.session.begin(time.monotonic(), timeout, grace)
         if self.worker.interrupts is not None:
             self.worker.interrupts.forget()
 

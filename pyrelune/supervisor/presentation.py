@@ -1,4 +1,4 @@
-"""Stream text as a terminal would show it: `\\r` and `\\b` applied.
+"""Stream text as a terminal would show it: `\\r` and `\\b` applied, colours taken out.
 
 A progress bar (tqdm, pip, curl) rewrites its line with `\\r` thousands of
 times; a host that shows stream text verbatim would show every version, and
@@ -11,6 +11,15 @@ current line is held back, since it may still be rewritten. A line longer
 than `MAX_LINE` is passed on as a terminal wraps it, after which `\\r`
 returns to the start of its last row. A display (or `flush`) passes the
 held-back lines on first, so text and displays keep their order.
+
+For a host that shows text raw (Vix Note), ANSI control sequences go first:
+coloured logs, `rich`, `pytest` and `tqdm` write colours (`ESC[31m`), cursor
+moves, window titles and hyperlinks (OSC), which would show as `␛[31m`. The
+text stays; CSI, the string sequences (OSC, DCS, SOS, PM, APC, ended by BEL
+or ST) and two-character escapes go, before `\\r` and `\\b` are applied so
+that columns count only text. A hand-written scanner, not a regular
+expression: the oneshot path never loads `re`, and text without ESC costs
+one `in` test. A sequence cut between two reads waits for its end.
 """
 
 from __future__ import annotations
@@ -28,24 +37,32 @@ MAX_LINE = 1 << 16
 class Presenter:
     """Applies `\\r` and `\\b` to each stream, then hands items on to `sink`."""
 
-    def __init__(self, sink: Callable[[Stream | Display], None], interleave: bool = False) -> None:
+    def __init__(
+        self, sink: Callable[[Stream | Display], None], interleave: bool = False,
+        plain: bool = False,
+    ) -> None:
         """`interleave`: for a host that shows both streams in one place, as a
         terminal does; a line held back on one stream is passed on when text
         arrives on the other, so the two keep their order (a progress bar
         interrupted by a print then goes on in a new line, as in a terminal).
+        `plain`: for a host that shows text raw; ANSI sequences are taken out.
         """
         self._sink = sink
         self._lines: dict[str, Line] = {}
         self._interleave = interleave
+        self._colours = AnsiStripper() if plain else None
 
     def add(self, item: Stream | Display) -> None:
         if isinstance(item, Stream):
             if self._interleave:
                 self._flush_others(item.name)
             line = self._lines.setdefault(item.name, Line())
-            for text in line.feed(item.text):
-                if text:
-                    self._sink(Stream(item.name, text))
+            text = item.text
+            if self._colours is not None:
+                text = self._colours.feed(item.name, text)
+            for settled in line.feed(text):
+                if settled:
+                    self._sink(Stream(item.name, settled))
         else:
             self.flush()
             self._sink(item)
@@ -53,6 +70,15 @@ class Presenter:
     def flush(self) -> None:
         """Pass on the lines held back (the end of the cell, or a display)."""
         self._flush_others("")
+
+    def close(self) -> None:
+        """The end: also what is held of an unfinished sequence, as it was written."""
+        if self._colours is not None:
+            for name, text in self._colours.flush():
+                for done in self._lines.setdefault(name, Line()).feed(text):
+                    if done:
+                        self._sink(Stream(name, done))
+        self.flush()
 
     def _flush_others(self, stream: str) -> None:
         for name, line in self._lines.items():
@@ -124,3 +150,91 @@ class Line:
         line = line[: self.col] + text + line[self.col + len(text) :]
         self.parts, self.size = [line], len(line)
         self.col += len(text)
+
+
+ESC = "\x1b"
+#: Longer than this and still unfinished, it was never a sequence: passed on as text.
+MAX_SEQUENCE = 4096
+_STRINGS = "]PX^_"  # OSC, DCS, SOS, PM, APC
+
+
+class AnsiStripper:
+    """Per stream, the text of each piece without its sequences."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, str] = {}  # the start of a sequence cut at a piece's end
+
+    def feed(self, stream: str, text: str) -> str:
+        held = self._held.pop(stream, "")
+        if not held and ESC not in text:
+            return text
+        clean, rest = _strip(held + text)
+        if len(rest) > MAX_SEQUENCE:
+            return clean + rest
+        if rest:
+            self._held[stream] = rest
+        return clean
+
+    def flush(self) -> list[tuple[str, str]]:
+        """What is still held at the end: unfinished, so passed on as it was written."""
+        held, self._held = self._held, {}
+        return list(held.items())
+
+
+def strip_ansi(text: str) -> str:
+    """`text` without its sequences; an unfinished one at its end is kept as text."""
+    if ESC not in text:
+        return text
+    clean, rest = _strip(text)
+    return clean + rest
+
+
+def _strip(text: str) -> tuple[str, str]:
+    """`text` without its complete sequences, and the unfinished one it ends with."""
+    kept: list[str] = []
+    start = 0
+    at = text.find(ESC)
+    while at >= 0:
+        kept.append(text[start:at])
+        end = _end(text, at)
+        if end < 0:
+            return "".join(kept), text[at:]
+        start = end
+        at = text.find(ESC, start)
+    kept.append(text[start:])
+    return "".join(kept), ""
+
+
+def _end(text: str, at: int) -> int:
+    """Where the sequence that starts at `at` (an ESC) ends; -1 if `text` ends first.
+
+    A malformed one ends before the character that breaks it, which stays text.
+    """
+    size = len(text)
+    i = at + 1
+    if i >= size:
+        return -1
+    kind = text[i]
+    if kind == "[":  # CSI: parameter and intermediate bytes, then one final byte
+        i += 1
+        while i < size:
+            code = ord(text[i])
+            if 0x40 <= code <= 0x7E:
+                return i + 1
+            if not 0x20 <= code <= 0x3F:
+                return i
+            i += 1
+        return -1
+    if kind in _STRINGS:
+        st = text.find(ESC + "\\", i + 1)
+        bel = text.find("\x07", i + 1) if kind == "]" else -1
+        if bel >= 0 and (st < 0 or bel < st):
+            return bel + 1
+        if st >= 0:
+            return st + 2
+        return -1
+    while i < size and 0x20 <= ord(text[i]) <= 0x2F:  # nF: intermediates, then a final byte
+        i += 1
+    if i >= size:
+        return -1
+    return i + 1 if 0x30 <= ord(text[i]) <= 0x7E else i

@@ -8,10 +8,11 @@ do the waiting: `blocking` with select (oneshot, lines) and `evented` with
 asyncio (rpc); `link` is the I/O they share.
 
 Timing rules: past the deadline the cell is interrupted, and killed with its
-whole process group `GRACE` later; a kernel's cell that did raise its
-KeyboardInterrupt may clean up until `PATIENCE`. A trickle of output (less
-than `_COALESCE_BELOW` characters at once) is left in the capture pipes for
-`COALESCE`, so a loop of prints does not wake the supervisor for every line.
+whole process group `GRACE` later (or the grace its driver gives `begin`); a
+kernel's cell that did raise its KeyboardInterrupt may clean up until
+`PATIENCE`. A trickle of output (less than `_COALESCE_BELOW` characters at
+once) is left in the capture pipes for `COALESCE`, so a loop of prints does
+not wake the supervisor for every line.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class Session:
         self.finished = False  # the current cell's Done has been produced
         self.events_open = True  # False once the event pipe is done with
         self._timeout: float | None = None
+        self._grace = GRACE  # the deadline's interrupt to kill
         self._deadline: float | None = None
         self._kill_at: float | None = None  # when an unanswered interrupt turns into SIGKILL
         self._patient_until: float | None = None  # the same, once the cell raised it
@@ -103,11 +105,16 @@ class Session:
         self._resume = 0.0  # until then, output waits in the capture pipes
         self._lines = LineBuffer()  # the event pipe, cut into messages
 
-    def begin(self, now: float, timeout: float | None = None) -> None:
-        """A new cell (or reset) starts now, with `timeout` seconds if given."""
+    def begin(self, now: float, timeout: float | None = None, grace: float = GRACE) -> None:
+        """A new cell (or reset) starts now, with `timeout` seconds if given.
+
+        `grace`: past the deadline, from the interrupt to the kill (oneshot
+        answers within its host's hard limit, and so gives a shorter one).
+        """
         self.cell += 1
         self.finished = False
         self._timeout = timeout or None
+        self._grace = grace
         self._deadline = now + timeout if timeout else None
         self._kill_at = self._patient_until = None
         self._timed_out = None
@@ -188,7 +195,7 @@ class Session:
         """
         if self._deadline is not None and self._kill_at is None and now >= self._deadline:
             self._timed_out = self._timeout
-            self.interrupted(now)
+            self.interrupted(now, self._grace)
             return INTERRUPT
         kill_at = self.kill_at(heard)
         if kill_at is not None and now >= kill_at:

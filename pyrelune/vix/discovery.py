@@ -18,6 +18,10 @@ from pyrelune.vix.places import Places
 
 BUILTIN_CELL_TYPES = frozenset({"markdown", "html", "cpp", "reply"})
 PROTOCOL = "vix-note-extension-1"
+#: Vix Note reads its extensions when it starts and when told to reload them.
+RELOAD = ("Vix Note takes up an installed or enabled extension only when it reloads its "
+          "extensions (the extension panel in the page, or /api/extensions/reload) or "
+          "restarts: until then the page says the cell type is unavailable")
 _CELL_STRINGS = ("id", "label", "language", "commentLine", "commentBlock", "defaultSource",
                  "placeholder")
 

@@ -19,16 +19,21 @@ PROBE = "print(6 * 7)"
 EXPECTED = "42\n"
 
 
+#: matplotlib's backends that draw without a window: pyrelune shows their figures.
+WINDOWLESS_BACKENDS = frozenset({"agg", "cairo", "pdf", "pgf", "ps", "svg", "template"})
+
+
 @dataclass
 class Check:
     name: str
     passed: bool
     detail: str
     fix: str = ""
+    warning: bool = False  # passed, but something the user should know and may fix
 
     def line(self) -> str:
-        mark = "ok  " if self.passed else "FAIL"
-        tail = "" if self.passed or not self.fix else f"\n      fix: {self.fix}"
+        mark = "FAIL" if not self.passed else "warn" if self.warning else "ok  "
+        tail = f"\n      fix: {self.fix}" if self.fix and (self.warning or not self.passed) else ""
         return f"{mark} {self.name}: {self.detail}{tail}"
 
 
@@ -52,15 +57,32 @@ def check(places: Places, package_id: str, project: Path | None = None,
                             f"({skipped})", reinstall))
         return checks
     checks.append(_registration_check(extension, found, reinstall))
-    checks.append(_launcher_check(extension, reinstall))
+    launcher_check = _launcher_check(extension, reinstall)
+    checks.append(launcher_check)
     checks.append(Check(
         "enabled", extension.enabled,
         "not in Vix Note's disabled list" if extension.enabled
         else f"listed as disabled in {places.disabled_json}",
         "run `pyrelune vix install --enable` (or enable it in Vix Note)"))
-    if checks[-2].passed:
+    checks.append(plots_check(os.environ.get("MPLBACKEND", "")))
+    if launcher_check.passed:
         checks.append(_round_trip(extension, runner, reinstall))
     return checks
+
+
+def plots_check(backend: str) -> Check:
+    """Whether the MPLBACKEND that cells inherit from `vix note` lets plots reach the note."""
+    name = backend.strip()
+    if not name or name == "module://pyrelune.worker.mplbackend":
+        return Check("plots", True, "matplotlib figures are drawn by pyrelune's backend")
+    if name.lower() in WINDOWLESS_BACKENDS:
+        return Check("plots", True, f"MPLBACKEND={name} draws without windows: figures are "
+                     "shown in the note all the same")
+    return Check("plots", True, f"MPLBACKEND={name} selects a backend pyrelune cannot show "
+                 "in a note: figures would open windows where `vix note` runs, or fail, "
+                 "instead of appearing in the cell",
+                 "unset MPLBACKEND (or set it to Agg) where `vix note` is started",
+                 warning=True)
 
 
 def _manifest_check(places: Places, package_id: str, project: Path | None,

@@ -110,10 +110,15 @@ class CellError:
     @property
     def summary(self) -> str:
         """One line a host can show on its own: type, message and cell line."""
+        return self.headline(column=False)
+
+    def headline(self, column: bool) -> str:
+        """The summary, with the column too when `column` and there is one (syntax errors)."""
         first = self.evalue.strip().splitlines()[0] if self.evalue.strip() else ""
         text = ": ".join(part for part in (self.ename, first) if part)
         if self.line is not None:
-            text += f" (line {self.line})"
+            where = f", column {self.column}" if column and self.column is not None else ""
+            text += f" (line {self.line}{where})"
         return text
 
     def __repr__(self) -> str:

@@ -72,7 +72,8 @@ def connect(sink: Sink) -> None:
 
     `display` becomes a builtin (as in IPython), IPython's own `display` is
     replaced if a cell imports IPython, and matplotlib draws with pyrelune's
-    backend unless the user chose one.
+    backend unless the user chose one (and its figures are shown all the same
+    if the chosen one has no windows).
     """
     global _sink, _sink_pid
     _sink, _sink_pid = sink, os.getpid()
@@ -81,8 +82,16 @@ def connect(sink: Sink) -> None:
         os.environ["MPLBACKEND"] = MATPLOTLIB_BACKEND
     for name in _IPYTHON_MODULES:
         importhooks.after_import(name, _patch_ipython)
+    importhooks.after_import("matplotlib.pyplot", _adopt_pyplot)
     if "IPython.display" in sys.modules:  # it re-exports `display`, already imported
         _patch_ipython(sys.modules["IPython.display"])
+
+
+def _adopt_pyplot(pyplot: ModuleType) -> None:
+    """Figures of any backend without windows are shown (see `mplbackend`)."""
+    from pyrelune.worker.mplbackend import adopt
+
+    adopt(pyplot)
 
 
 def display(

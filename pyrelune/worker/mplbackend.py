@@ -1,12 +1,18 @@
-"""pyrelune's matplotlib backend: figures become display outputs, drawn as SVG.
+"""pyrelune's matplotlib backend, and figures shown whatever non-interactive backend draws them.
 
-The worker sets `MPLBACKEND=module://pyrelune.worker.mplbackend` unless the
-user chose a backend, so matplotlib picks this module only when a cell
-imports it; a cell that never does pays nothing. Drawing is Agg's (so
-`savefig` to any format behaves as in a script). `plt.show()` and
-`fig.show()` display figures; `show_open_figures`, run at the end of each
-cell, displays what is still open (as Jupyter's inline backend does) unless
-it was displayed already, and closes it. Empty figures are never shown.
+A note has no windows. The worker sets `MPLBACKEND=module://pyrelune.worker.mplbackend`
+unless the user chose a backend, so matplotlib picks this module only when
+a cell imports it; a cell that never does pays nothing. Drawing is Agg's (so
+`savefig` to any format behaves as in a script).
+
+Scripts pasted into a note often call `matplotlib.use("Agg")`, and servers
+often set `MPLBACKEND=Agg`: such figures would never be seen. So once pyplot
+is imported (`adopt`), every backend that draws without a window (Agg, SVG,
+PDF, ...) is treated as this one: `plt.show()` displays the open figures and
+closes them, `fig.show()` displays its figure, and `show_open_figures`, run
+at the end of each cell, displays what is still open (as Jupyter's inline
+backend does) unless it was displayed or saved already, and closes it.
+Empty figures are never shown; GUI backends keep their windows.
 """
 
 from __future__ import annotations
@@ -17,36 +23,33 @@ import weakref
 from matplotlib._pylab_helpers import Gcf
 from matplotlib.backend_bases import FigureManagerBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from pyrelune.worker.display import display
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    from collections.abc import Callable, Collection
+    from types import ModuleType
     from typing import Any
-
-    from matplotlib.figure import Figure
 
 #: Formats a figure is drawn in when the display asks for none in particular.
 DEFAULT_FORMATS = ("image/svg+xml",)
 _FORMATS = {"image/svg+xml": "svg", "image/png": "png", "image/jpeg": "jpeg"}
 
-#: Figures already displayed, and so not shown again at the end of the cell.
+#: Figures already displayed or saved, and so not shown again at the end of the cell.
 _shown: weakref.WeakSet[Figure] = weakref.WeakSet()
 
 
-class FigureManager(FigureManagerBase):
-    def show(self) -> None:
-        """`fig.show()`: display the figure now."""
-        display(self.canvas.figure)
-
-
 class FigureCanvas(FigureCanvasAgg):
-    manager_class = FigureManager
+    manager_class = FigureManagerBase
+
+
+FigureManager = FigureManagerBase
 
 
 def show(*args: Any, **kwargs: Any) -> None:
-    """`plt.show()`: display every open figure, then close them (`block` is moot)."""
+    """`plt.show()` with this backend: display every open figure, then close them."""
     _show_and_close(shown_again=True)
 
 
@@ -55,8 +58,44 @@ def show_open_figures() -> None:
     _show_and_close(shown_again=False)
 
 
+def adopt(pyplot: ModuleType) -> None:
+    """pyplot was just imported: figures without a window are shown, whichever backend draws.
+
+    Idempotent (a kernel's worker connects its display once per cell).
+    """
+    global _backend_show
+    if pyplot.show is not _pyplot_show:
+        _backend_show = pyplot.show
+        pyplot.show = _pyplot_show  # type: ignore[attr-defined]
+    FigureManagerBase.show = _display_figure  # type: ignore[method-assign,assignment]
+    Figure.savefig = _savefig  # type: ignore[method-assign,assignment]
+
+
+_backend_show: Callable[..., Any] | None = None  # pyplot.show as matplotlib defines it
+_matplotlib_savefig = Figure.savefig
+
+
+def _pyplot_show(*args: Any, **kwargs: Any) -> Any:
+    """`plt.show()`: as with this backend for the figures without a window; GUI ones their way."""
+    _show_and_close(shown_again=True)
+    return _backend_show(*args, **kwargs) if _backend_show is not None else None
+
+
+def _display_figure(manager: FigureManagerBase) -> None:
+    """`fig.show()` of a figure without a window: display it now."""
+    display(manager.canvas.figure)
+
+
+def _savefig(figure: Figure, *args: Any, **kwargs: Any) -> Any:
+    """A figure the cell saved went where the cell wanted: it is not shown at the end."""
+    result = _matplotlib_savefig(figure, *args, **kwargs)
+    _shown.add(figure)
+    return result
+
+
 def _show_and_close(shown_again: bool) -> None:
-    managers = [m for m in Gcf.get_all_fig_managers() if isinstance(m.canvas, FigureCanvas)]
+    managers = [m for m in Gcf.get_all_fig_managers()
+                if type(m.canvas).required_interactive_framework is None]
     try:
         for manager in managers:
             figure = manager.canvas.figure

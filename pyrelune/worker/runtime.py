@@ -406,16 +406,17 @@ def run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
     channel.send(Done(error))
 
 
-def run_oneshot(cell: Cell, fds: WorkerFds, folder: str, cap: int) -> NoReturn:
+def run_oneshot(cell: Cell, fds: WorkerFds, folders: tuple[str, ...], cap: int) -> NoReturn:
     """Run one cell in a fresh namespace, report it, and end the process.
 
-    `folder` goes first on sys.path, as a script's own folder does: the cell
-    imports the modules beside it, the runtime does not (see `import_own`).
-    `cap` is the response's output cap, which no event exceeds.
+    `folders` (the note's, then the working directory) go first on sys.path,
+    as a script's own folder does: the cell imports the modules beside it,
+    the runtime does not (see `import_own`). `cap` is the response's output
+    cap, which no event exceeds.
     """
     try:
         become_worker(fds.stdout, fds.stderr, "a oneshot cell")
-        sys.path.insert(0, folder)
+        sys.path[0:0] = folders
         run(cell, fresh_namespace(), Channel(fds.events, fds.control, cap, fds.key))
     finally:
         os._exit(0)

@@ -29,7 +29,7 @@ def test_default_deadline_answers_before_the_host_kills() -> None:
     result = VixHost(env=default_env()).run(request("print('spinning')\nwhile True: pass"))
     assert result.error["code"] == "timeout"
     # The interrupt usually lands in time to say where the cell was.
-    assert result.failure in ("Cell timed out after 9 s", "Cell timed out after 9 s (line 2)")
+    assert result.headline in ("Cell timed out after 8.5 s", "Cell timed out after 8.5 s (line 2)")
     assert result.response["stdout"] == "spinning\n"
 
 
@@ -147,7 +147,7 @@ def test_both_streams_and_escapes_stay_under_the_cap() -> None:
     # (stderr's end) as fits in it.
     source = ("import sys\nprint('out:' + '\\x01' * 3_000_000 + ':out')\n"
               "print('err:' + '\\x02' * 3_000_000 + ':err', file=sys.stderr)")
-    result = VixHost.roomy().run(request(source))
+    result = VixHost.roomy().run(request(source), env={"PYRELUNE_MAX_OUTPUT": str(900 * 1024)})
     assert result.ok, result
     assert len(result.stdout) <= 900 * 1024
     printed = len("out:") + 3_000_000 + len(":out\n")
@@ -161,11 +161,11 @@ def test_both_streams_and_escapes_stay_under_the_cap() -> None:
 
 def test_huge_error_message_stays_under_the_cap(roomy_host: VixHost) -> None:
     result = roomy_host.run_cell("raise ValueError('x' * 3_000_000)")
-    assert result.failure is not None and result.failure.startswith("ValueError: xxx")
-    assert result.failure.endswith("xxx (line 1)") and "\n" not in result.failure
-    assert "bytes omitted ...]" in result.failure
+    assert result.headline is not None and result.headline.startswith("ValueError: xxx")
+    assert result.headline.endswith("xxx (line 1)")
+    assert "bytes omitted ...]" in result.headline
     assert "bytes omitted ...]" in result.error["details"]
-    assert len(result.stdout) <= 900 * 1024
+    assert len(result.stdout) <= 128 * 1024
 
 
 def test_a_million_lines(roomy_host: VixHost) -> None:

@@ -25,7 +25,8 @@ def test_strict_json_whatever_the_cell_writes(host: VixHost, source: str) -> Non
 def test_lone_surrogate_in_an_error_is_replaced(host: VixHost) -> None:
     result = host.run_cell("raise ValueError('bad \\ud800 text')")
     assert result.failure is not None
-    assert result.failure.startswith("ValueError: bad ") and result.failure.endswith("(line 1)")
+    assert result.failure.startswith("ValueError: bad ")
+    assert result.headline is not None and result.headline.endswith("(line 1)")
     assert "\ud800" not in result.failure
 
 

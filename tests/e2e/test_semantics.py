@@ -49,7 +49,7 @@ def test_fresh_namespace_like_a_script(host: VixHost) -> None:
 def test_no_state_survives_between_requests(host: VixHost) -> None:
     host.run_cell("leftover = 1")
     result = host.run_cell("leftover")
-    assert result.failure == "NameError: name 'leftover' is not defined (line 1)"
+    assert result.headline == "NameError: name 'leftover' is not defined (line 1)"
 
 
 def test_top_level_await(host: VixHost) -> None:
@@ -68,7 +68,7 @@ def test_asyncio_run_works(host: VixHost) -> None:
 
 def test_traceback_shows_cell_lines_and_no_runtime_frames(host: VixHost) -> None:
     result = host.run_cell("a = 1\ndef f():\n    return value\n\nf()", cellId="c7")
-    assert result.failure == "NameError: name 'value' is not defined (line 3)"
+    assert result.headline == "NameError: name 'value' is not defined (line 3)"
     error = result.error
     assert error["code"] == "python_runtime_error"
     details = error["details"]
@@ -78,14 +78,14 @@ def test_traceback_shows_cell_lines_and_no_runtime_frames(host: VixHost) -> None
     assert details.splitlines()[-1].startswith("NameError: name 'value' is not defined")
     assert "pyrelune" not in details and "runpy" not in details
     assert result.response["diagnostics"] == [
-        {"severity": "error", "message": error["message"], "line": 3, "column": None}
+        {"severity": "error", "message": result.headline, "line": 3, "column": None}
     ]
 
 
 def test_library_frames_are_kept(host: VixHost) -> None:
     result = host.run_cell("import json\n\njson.loads('{')")
     assert result.failure is not None and result.failure.startswith("JSONDecodeError: ")
-    assert result.failure.endswith("(line 3)")
+    assert result.headline is not None and result.headline.endswith("(line 3)")
     assert "json" + os.sep + "decoder.py" in result.error["details"]
 
 
@@ -93,7 +93,7 @@ def test_syntax_error_has_line_and_column(host: VixHost) -> None:
     result = host.run_cell("x = 1\ny = (2 +\n")
     assert result.error["code"] == "python_syntax_error"
     assert result.failure is not None and result.failure.startswith("SyntaxError: ")
-    assert result.failure.endswith("(line 2)")
+    assert result.headline is not None and result.headline.endswith("(line 2, column 5)")
     (diagnostic,) = result.response["diagnostics"]
     assert diagnostic["line"] == 2 and diagnostic["column"] == 5
     assert "y = (2 +" in result.error["details"]
@@ -114,12 +114,12 @@ def test_exceptions_with_odd_attributes_are_reported(
     host: VixHost, source: str, failure: str
 ) -> None:
     result = host.run_cell(source)
-    assert result.failure == failure
+    assert result.headline == failure
     assert result.response["diagnostics"][0]["column"] is None
 
 def test_output_before_an_error_is_kept_in_the_response(host: VixHost) -> None:
     result = host.run_cell("import sys\nprint('out')\nprint('err', file=sys.stderr)\n1 / 0")
-    assert result.failure == "ZeroDivisionError: division by zero (line 4)"
+    assert result.headline == "ZeroDivisionError: division by zero (line 4)"
     assert result.response["stdout"] == "out\n"
     assert result.response["stderr"] == "err\n"
 
@@ -219,10 +219,10 @@ def test_files_named_like_the_runtimes_modules_stand_in_only_for_the_cells(
     assert "unusable 'application/json' value" in shown.response["stderr"]
     assert "ran" not in str(shown.response)
     failed = host.run_cell("x = 1\n1 / 0", workingDirectory=folder)
-    assert failed.failure == "ZeroDivisionError: division by zero (line 2)"
+    assert failed.headline == "ZeroDivisionError: division by zero (line 2)"
     assert "    1 / 0\n" in failed.error["details"] and failed.response["stdout"] == ""
     failed = host.run_cell("if x", workingDirectory=folder)
-    assert failed.failure == "SyntaxError: expected ':' (line 1)"
+    assert failed.headline == "SyntaxError: expected ':' (line 1, column 5)"
     own = host.run_cell("import select\nselect.mine", workingDirectory=folder)
     assert own.shown == [("stdout", "select.py ran\n"), ("stdout", "True")]
 
@@ -232,14 +232,14 @@ def test_a_cell_that_imported_its_own_token_module_still_gets_its_error(
 ) -> None:
     (tmp_path / "token.py").write_text("NAME = 'mine'\n")
     failed = host.run_cell("import token\n1 / 0", workingDirectory=str(tmp_path))
-    assert failed.failure == "ZeroDivisionError: division by zero (line 2)"
+    assert failed.headline == "ZeroDivisionError: division by zero (line 2)"
     assert 'File "<cell cell-python>", line 2, in <module>\n' in failed.error["details"]
 
 def test_input_raises_eoferror(host: VixHost) -> None:
     result = host.run_cell("name = input('name? ')")
     assert result.failure is not None
     assert result.failure.startswith("EOFError: input() is not available in a oneshot cell")
-    assert result.failure.endswith("(line 1)")
+    assert result.headline is not None and result.headline.endswith("(line 1)")
     assert result.response["stdout"] == "name? "
 
 
@@ -258,9 +258,9 @@ def test_sys_exit_zero_ends_the_cell_normally(host: VixHost) -> None:
 def test_sys_exit_nonzero_is_an_error(host: VixHost) -> None:
     result = host.run_cell("import sys\nprint('a')\nsys.exit(3)")
     assert result.error["code"] == "python_exit"
-    assert result.failure == "SystemExit: exit status 3 (line 3)"
+    assert result.headline == "SystemExit: exit status 3 (line 3)"
     assert result.response["stdout"] == "a\n"
-    message = host.run_cell("import sys\nsys.exit('bad things')").failure
+    message = host.run_cell("import sys\nsys.exit('bad things')").headline
     assert message == "SystemExit: bad things (line 2)"
 
 

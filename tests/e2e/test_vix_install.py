@@ -235,8 +235,21 @@ def test_doctor_passes_and_prints_the_round_trip_time(places: Places) -> None:
     assert result.returncode == 0, result.stdout
     lines = result.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == [
-        "ok   descriptor", "ok   registered", "ok   launcher", "ok   enabled", "ok   round trip"]
-    assert " ms " in lines[-1]
+        "ok   descriptor", "ok   registered", "ok   launcher", "ok   enabled", "ok   plots",
+        "ok   round trip", "note"]
+    assert " ms " in lines[-2]
+    assert "reloads its extensions" in lines[-1]
+
+
+def test_install_and_enable_say_that_vix_note_must_reload(places: Places) -> None:
+    installed = pyrelune("vix", "install")
+    assert "only when it reloads its extensions" in installed.stdout, installed.stdout
+    assert "/api/extensions/reload" in installed.stdout
+    places.disabled_json.parent.mkdir(parents=True, exist_ok=True)
+    places.disabled_json.write_text(json.dumps({"disabled": [ID]}))
+    enabled = pyrelune("vix", "install", "--enable")
+    assert enabled.returncode == 0, enabled.stderr
+    assert "only when it reloads its extensions" in enabled.stdout, enabled.stdout
 
 
 def test_doctor_fails_when_not_installed(places: Places) -> None:

@@ -206,3 +206,14 @@ def test_an_unknown_code_or_a_negative_line_is_foreign() -> None:
         data = (fastjson.dumps({"t": "done", "error": fields, "k": KEY}) + "\n").encode()
         (step,) = started().feed(data)
         assert isinstance(step, Kill), error
+
+
+def test_a_driver_may_give_the_deadline_a_shorter_grace() -> None:
+    session = Session(LIMIT, KEY)
+    session.begin(100.0, 8.5, grace=0.25)
+    assert session.due(108.5, heard=False) is INTERRUPT
+    assert session.wake_at(108.5, heard=False) == 108.75
+    assert session.due(108.7, heard=False) is None
+    kill = session.due(108.75, heard=False)
+    assert isinstance(kill, Kill) and kill.error.code == TIMEOUT
+    assert kill.error.evalue == "Cell timed out after 8.5 s"

@@ -101,11 +101,38 @@ def test_respond_failure_shape() -> None:
                       "Traceback ...\n", 3)
     response = check(vixnote.respond(budget, error, None))
     assert response["ok"] is False and response["stdout"] == "x\n"
+    # The host shows nothing but the message: the output and the traceback go below its
+    # summary; details and diagnostics stay as they were for the hosts that read them.
     assert response["error"] == {"code": "python_runtime_error",
-                                 "message": "NameError: name 'v' is not defined (line 3)",
+                                 "message": "NameError: name 'v' is not defined (line 3)\n\n"
+                                            "x\n\nTraceback ...",
                                  "details": "Traceback ...\n"}
     assert response["diagnostics"] == [{"severity": "error", "line": 3, "column": None,
                                         "message": "NameError: name 'v' is not defined (line 3)"}]
+
+
+def test_a_failures_message_keeps_the_tail_of_the_output_and_says_what_it_cut() -> None:
+    budget = OutputBudget(32_000)  # a sixteenth of it: 2,000 bytes of output
+    budget.add(Stream("stdout", "a" * 5000 + "\n"))
+    budget.add(Display({"image/svg+xml": "<svg/>"}, {}))
+    budget.add(Stream("stderr", "warned\n"))
+    error = CellError("timeout", "", "Cell timed out after 8.5 s")
+    message = check(vixnote.respond(budget, error, None))["error"]["message"]
+    head, body = message.split("\n\n")
+    assert head == "Cell timed out after 8.5 s"
+    assert body.startswith("[... 3,031 bytes of earlier output omitted ...]\naaa")
+    assert body.endswith("a\n[image/svg+xml output]\nwarned")
+    assert len(body.encode()) < 2000 + 100
+
+
+def test_a_syntax_errors_message_gives_its_column() -> None:
+    traceback = '  File "<cell>", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax\n'
+    error = CellError("python_syntax_error", "SyntaxError", "invalid syntax", traceback, 1, 7)
+    response = check(vixnote.respond(OutputBudget(10_000), error, None))
+    assert response["error"]["message"] == (
+        "SyntaxError: invalid syntax (line 1, column 7)\n\n"
+        '  File "<cell>", line 1\n    def f(:\n          ^\nSyntaxError: invalid syntax')
+    assert response["diagnostics"][0]["message"] == "SyntaxError: invalid syntax (line 1)"
 
 
 def test_lone_surrogates_become_replacement_characters() -> None:

@@ -54,13 +54,21 @@ def test_preference_svg_then_json_then_text_then_html() -> None:
     del bundle["application/json"]
     assert chosen(bundle) == ("text/plain", "p")
     del bundle["text/plain"]
-    assert chosen(bundle) == ("text/html", "<b>h</b>")
+    assert chosen(bundle) == ("text/plain", "h")  # the HTML's text: the host escapes HTML
+    assert chosen(bundle, ("text/html", "text/plain")) == ("text/html", "<b>h</b>")
 
 
-def test_html_beats_a_repr_that_only_names_the_type() -> None:
-    bundle = {"text/plain": "<IPython.core.display.HTML object>", "text/html": "<b>h</b>"}
-    assert chosen(bundle) == ("text/html", "<b>h</b>")
-    assert chosen(bundle, ("text/plain",)) == ("text/plain", bundle["text/plain"])
+def test_html_text_beats_a_repr_that_only_names_the_type() -> None:
+    bundle = {"text/plain": "<IPython.core.display.HTML object>",
+              "text/html": "<table><tr><td>a</td><td>1</td></tr><tr><td>bb</td><td>2</td></tr>"}
+    assert chosen(bundle) == ("text/plain", "a   1\nbb  2")
+    assert chosen({**bundle, "text/plain": "Table(2 rows)"}) == ("text/plain", "Table(2 rows)")
+    assert chosen({**bundle, "text/html": "<script>x()</script>"}) == (
+        "text/html", "<script>x()</script>")
+
+
+def test_text_outputs_lose_their_colours() -> None:
+    assert chosen({"text/plain": "\x1b[31mred\x1b[0m"}) == ("text/plain", "red")
 
 
 def test_markdown_and_latex_fall_back_to_their_text() -> None:
