@@ -8,7 +8,7 @@ Measures, in one run:
   the latter with a plain-socket client as lean as the pipe's (the target's
   row) and with the `websockets` package's client;
 - the same for the lines kernel (`pyrelune --mode lines`, `execute` ->
-  response) when this checkout has it, and always for the engine's own
+  response) when this checkout has it, and always for the supervisor's own
   `Kernel` driven in-process (no protocol at all: the floor);
 - a cell printing M MB (`print('x' * 99)` M*10,000 times) through the rpc
   kernel until `execute.done`, against the same loop in plain Python writing
