@@ -101,10 +101,10 @@ def check(message: Message) -> Request:
     request_id = request_id_of(message)
     method = message.get("method")
     problems = schema_errors(message, "rpc-kernel.request")
-    if problems:
-        raise Rejected(events.INVALID_REQUEST, f"Invalid request: {problems[0]}",
+    if problems or request_id is None:  # the schema requires a string or integer id
+        problem = problems[0] if problems else f"id: {message.get('id')!r} is not usable"
+        raise Rejected(events.INVALID_REQUEST, f"Invalid request: {problem}",
                        request_id=request_id)
-    assert request_id is not None
     if method not in METHODS:
         raise Rejected(events.UNKNOWN_METHOD, f"Method not found: {str(method)[:100]!r}",
                        request_id=request_id)

@@ -3,10 +3,10 @@
 A display of 300 MB or an exception whose message is 30 MB would otherwise
 cross the event pipe whole, and every process after it (the supervisor, the
 codec, the host) would hold it. The worker knows the cap, so it sends at
-most `wire.events.message_limit(cap)` bytes an event: text keeps its head
-and tail with a marker saying how much was cut, a JSON value that does not
-fit is left out (named in `text/plain`). Loaded only for an event over the
-limit.
+most `wire.events.message_limit(cap)` bytes an event: plain text keeps its
+head and tail with a marker saying how much was cut; any other value that
+does not fit (HTML, an image, SVG, JSON: cut, it would be garbage) is left
+out and named in `text/plain`. Loaded only for an event over the limit.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def clip(text: str, room: int) -> str:
 
 
 def bounded(event: Display | Done, cap: int) -> Display | Done:
-    """`event` with every text within `cap` characters (a Done's within a quarter each)."""
+    """`event` with every value within `cap` characters (a Done's texts within a quarter each)."""
     if isinstance(event, Done):
         error = event.error
         if error is None:
@@ -37,16 +37,18 @@ def bounded(event: Display | Done, cap: int) -> Display | Done:
         return Done(CellError(error.code, error.ename, clip(error.evalue, cap // 4),
                               clip(error.traceback, cap // 4), error.line, error.column))
     data: dict[str, Any] = {}
-    left_out = []
+    notes = []
     for mime, value in event.data.items():
-        if isinstance(value, str):
+        if mime == "text/plain" and isinstance(value, str):
             data[mime] = clip(value, cap)
-        elif len(fastjson.dumps(value)) <= cap:
+            continue
+        size = len(value) if isinstance(value, str) else len(fastjson.dumps(value))
+        if size <= cap:
             data[mime] = value
         else:
-            left_out.append(mime)
-    if left_out:
-        note = f"[{', '.join(left_out)} left out: over the output cap]"
+            notes.append(f"[... {mime} output of {size:,} characters left out: over the cap ...]")
+    if notes:
+        note = "\n".join(notes)
         data["text/plain"] = f"{data['text/plain']}\n{note}" if "text/plain" in data else note
     return Display(data, event.metadata, event.is_result)
 

@@ -18,6 +18,18 @@ def test_long_text_keeps_head_and_tail_and_says_how_much_was_cut() -> None:
     assert "[... 10,000 characters cut: over the output cap ...]" in cut
 
 
+def test_only_plain_text_is_cut_the_rest_is_left_out_whole() -> None:
+    """A cut image, SVG or HTML page would be garbage: it goes, and text/plain says so."""
+    display = Display({"text/plain": "p" * 5000, "image/png": "i" * 5000,
+                       "image/svg+xml": "<svg>" + "s" * 5000}, {}, False)
+    out = bounds.bounded(display, 1000)
+    assert isinstance(out, Display) and set(out.data) == {"text/plain"}
+    assert out.data["text/plain"].startswith("p" * 500)
+    assert out.data["text/plain"].endswith(
+        "[... image/png output of 5,000 characters left out: over the cap ...]\n"
+        "[... image/svg+xml output of 5,005 characters left out: over the cap ...]")
+
+
 def test_a_display_keeps_what_fits_and_names_what_does_not() -> None:
     big_json = {"rows": list(range(10_000))}
     display = Display({"text/plain": "p" * 5000, "text/html": "<b>ok</b>",
@@ -26,14 +38,16 @@ def test_a_display_keeps_what_fits_and_names_what_does_not() -> None:
     assert isinstance(out, Display) and out.is_result and out.metadata == {"a": 1}
     assert out.data["text/html"] == "<b>ok</b>"
     assert "application/json" not in out.data
-    assert out.data["text/plain"].endswith("[application/json left out: over the output cap]")
+    assert out.data["text/plain"].endswith("left out: over the cap ...]")
+    assert "[... application/json output of " in out.data["text/plain"]
     assert len(out.data["text/plain"]) < 1200
 
 
 def test_a_display_with_only_json_too_big_gets_a_plain_note() -> None:
     out = bounds.bounded(Display({"application/json": list(range(10_000))}, {}, False), 100)
     assert isinstance(out, Display)
-    assert out.data == {"text/plain": "[application/json left out: over the output cap]"}
+    assert list(out.data) == ["text/plain"]
+    assert out.data["text/plain"].startswith("[... application/json output of ")
 
 
 def test_an_error_is_cut_in_its_message_and_traceback() -> None:
