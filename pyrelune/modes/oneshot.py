@@ -6,6 +6,7 @@ well-formed request needs; `jsonschema` and `typer` stay out of it.
 
 from __future__ import annotations
 
+import _signal
 import os
 import sys
 
@@ -14,8 +15,10 @@ from pyrelune.supervisor.limits import max_output_setting
 from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.transports import stdio
 from pyrelune.wire.events import (
+    INTERRUPTED,
     INVALID_CONFIGURATION,
     INVALID_WORKING_DIRECTORY,
+    CellError,
     Display,
     Done,
     Stream,
@@ -28,7 +31,6 @@ if TYPE_CHECKING:
 
     from pyrelune.supervisor.limits import OutputBudget
     from pyrelune.supervisor.process import WorkerFds
-    from pyrelune.wire.events import CellError
 
 DEFAULT_TIMEOUT = 9.0
 DEFAULT_MAX_OUTPUT = 900 * 1024
@@ -73,6 +75,7 @@ def main(timeout: float | None = None) -> int:
 
 def handle(raw: bytes, timeout: float | None) -> bytes:
     """The response bytes for one request's bytes."""
+    signals = _Signals()
     request_id = None
     try:
         request = vixnote.parse_request(raw)
@@ -83,8 +86,60 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
     worker = WorkerProcess(_cell_runner(request.source, request.filename, folder))
+    signals.watch(worker)
     budget, failure = _collect(worker, deadline, max_output, order)
+    if signals.received:
+        failure = _signalled(signals.received, failure)
     return vixnote.respond(budget, failure, request_id)
+
+
+_STOPPING = {_signal.SIGINT: "interrupted", _signal.SIGTERM: "stopped"}
+
+
+class _Signals:
+    """SIGINT or SIGTERM sent to the runtime itself (by the cell, usually).
+
+    By default either would end this process unanswered. Instead SIGINT
+    interrupts the cell, as a terminal's Ctrl-C would (the deadline still
+    stops one that ignores it), SIGTERM kills it, and the response says which
+    signal came. The first one is what happened; repeats change nothing.
+    """
+
+    def __init__(self) -> None:
+        self.received = 0
+        self._worker: WorkerProcess | None = None
+        for signum in _STOPPING:
+            _signal.signal(signum, self._receive)
+
+    def _receive(self, signum: int, frame: object) -> None:
+        if not self.received:
+            self.received = signum
+            self._stop()
+
+    def watch(self, worker: WorkerProcess) -> None:
+        """A signal stops `worker`'s cell from now on; one that came before, now."""
+        # Blocked meanwhile: a handler run between the two steps would stop it twice.
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, _STOPPING)
+        try:
+            self._worker = worker
+            self._stop()
+        finally:
+            _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _STOPPING)
+
+    def _stop(self) -> None:
+        if self.received and self._worker is not None:
+            interrupt = self.received == _signal.SIGINT
+            self._worker.signal_group(_signal.SIGINT if interrupt else _signal.SIGKILL)
+
+
+def _signalled(signum: int, error: CellError | None) -> CellError:
+    """How the cell ended once the runtime received `signum`, whatever the cell made of it.
+
+    The cell's own error, if any, still says where it was (traceback, line).
+    """
+    name = "SIGINT" if signum == _signal.SIGINT else "SIGTERM"
+    return CellError(INTERRUPTED, "", f"Cell {_STOPPING[signum]}: the runtime received {name}",
+                     error.traceback if error else "", error.line if error else None)
 
 
 def _cell_runner(source: str, filename: str, folder: str) -> Callable[[WorkerFds], NoReturn]:
