@@ -10,8 +10,8 @@ import _signal
 import os
 import sys
 
+from pyrelune import settings as rules
 from pyrelune.protocols import vixnote, vixnote_outputs
-from pyrelune.supervisor.limits import max_output_setting
 from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.transports import stdio
 from pyrelune.wire.events import (
@@ -45,22 +45,14 @@ and writes one JSON response on stdout. Try:
 """
 
 
-def settings(timeout: float | None) -> tuple[float, int]:
-    """The deadline and output budget: `--timeout`, else the environment, else defaults."""
+def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
+    """The deadline (`--timeout`, else the environment), output budget and MIME order."""
     try:
-        max_output = max_output_setting(DEFAULT_MAX_OUTPUT)
-    except ValueError as exc:
+        deadline = rules.timeout(DEFAULT_TIMEOUT) if timeout is None else timeout
+        return (deadline, rules.max_output(DEFAULT_MAX_OUTPUT),
+                rules.mime_order(vixnote_outputs.MIME_ORDER))
+    except rules.SettingError as exc:
         raise vixnote.Rejected(INVALID_CONFIGURATION, str(exc)) from None
-    if timeout is None:
-        setting = os.environ.get("PYRELUNE_TIMEOUT") or ""
-        try:
-            timeout = float(setting) if setting else DEFAULT_TIMEOUT
-            if not timeout >= 0:  # negative, or NaN
-                raise ValueError(setting)
-        except ValueError:
-            raise vixnote.Rejected(INVALID_CONFIGURATION, "PYRELUNE_TIMEOUT must be seconds, "
-                                   f"at least 0 (0: no deadline), not {setting!r}") from None
-    return timeout, max_output
 
 
 def main(timeout: float | None = None) -> int:
@@ -80,8 +72,7 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
     try:
         request = vixnote.parse_request(raw)
         request_id = request.request_id
-        deadline, max_output = settings(timeout)
-        order = vixnote_outputs.mime_order(os.environ.get("PYRELUNE_MIME_ORDER", ""))
+        deadline, max_output, order = settings(timeout)
         folder = enter(request.working_directory)
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
@@ -93,7 +84,9 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
     return vixnote.respond(budget, failure, request_id)
 
 
-_STOPPING = {_signal.SIGINT: "interrupted", _signal.SIGTERM: "stopped"}
+#: The signals that would end the runtime unanswered, and what the response says of each.
+_STOPPING = {_signal.SIGINT: "Cell interrupted: the runtime received SIGINT",
+             _signal.SIGTERM: "Cell stopped: the runtime received SIGTERM"}
 
 
 class _Signals:
@@ -137,9 +130,8 @@ def _signalled(signum: int, error: CellError | None) -> CellError:
 
     The cell's own error, if any, still says where it was (traceback, line).
     """
-    name = "SIGINT" if signum == _signal.SIGINT else "SIGTERM"
-    return CellError(INTERRUPTED, "", f"Cell {_STOPPING[signum]}: the runtime received {name}",
-                     error.traceback if error else "", error.line if error else None)
+    return CellError(INTERRUPTED, "", _STOPPING[signum], error.traceback if error else "",
+                     error.line if error else None)
 
 
 def _cell_runner(source: str, filename: str, folder: str) -> Callable[[WorkerFds], NoReturn]:
