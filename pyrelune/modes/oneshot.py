@@ -10,7 +10,6 @@ import _signal
 import os
 import sys
 
-from pyrelune import settings as rules
 from pyrelune.protocols import vixnote, vixnote_outputs
 from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.transports import stdio
@@ -45,8 +44,20 @@ and writes one JSON response on stdout. Try:
 """
 
 
+#: What `settings` reads from the environment.
+_SETTINGS = ("PYRELUNE_TIMEOUT", "PYRELUNE_MAX_OUTPUT", "PYRELUNE_MIME_ORDER")
+
+
 def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
-    """The deadline (`--timeout`, else the environment), output budget and MIME order."""
+    """The deadline (`--timeout`, else the environment), output budget and MIME order.
+
+    With none of them set, as Vix Note runs it, the defaults, without
+    loading their parser.
+    """
+    if timeout is None and not any(os.environ.get(name) for name in _SETTINGS):
+        return DEFAULT_TIMEOUT, DEFAULT_MAX_OUTPUT, vixnote_outputs.MIME_ORDER
+    from pyrelune import settings as rules
+
     try:
         deadline = rules.timeout(DEFAULT_TIMEOUT) if timeout is None else timeout
         return (deadline, rules.max_output(DEFAULT_MAX_OUTPUT),
