@@ -95,18 +95,23 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
     return vixnote.respond(budget, failure, request_id)
 
 
-#: The signals that would end the runtime unanswered, and what the response says of each.
-_STOPPING = {_signal.SIGINT: "Cell interrupted: the runtime received SIGINT",
-             _signal.SIGTERM: "Cell stopped: the runtime received SIGTERM"}
+#: The signals that would end the runtime unanswered and that it can catch (not
+#: SIGKILL), and what the response says of each.
+_STOPPING = {
+    _signal.SIGINT: "Cell interrupted: the runtime received SIGINT",
+    **{getattr(_signal, name): f"Cell stopped: the runtime received {name}"
+       for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")},
+}
 
 
 class _Signals:
-    """SIGINT or SIGTERM sent to the runtime itself (by the cell, usually).
+    """A signal sent to the runtime itself (by the cell, usually: `os.kill(os.getppid(), ...)`).
 
-    By default either would end this process unanswered. Instead SIGINT
-    interrupts the cell, as a terminal's Ctrl-C would (the deadline still
-    stops one that ignores it), SIGTERM kills it, and the response says which
-    signal came. The first one is what happened; repeats change nothing.
+    By default each of `_STOPPING` would end this process unanswered. Instead
+    SIGINT interrupts the cell, as a terminal's Ctrl-C would (the deadline
+    still stops one that ignores it), any other kills it, and the response
+    says which signal came. The first one is what happened; repeats change
+    nothing.
     """
 
     def __init__(self) -> None:

@@ -33,6 +33,12 @@ def test_oneshot_answers_a_signal_the_cell_sent_it(
     assert result.response["stdout"].startswith("before\n")
 
 
+@pytest.mark.parametrize("name", ["SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM"])
+def test_oneshot_answers_any_signal_that_would_end_it(host: VixHost, name: str) -> None:
+    result = host.run_cell(SIGNAL_THE_RUNTIME.format(name=name) + "time.sleep(30)")
+    assert result.failure == f"Cell stopped: the runtime received {name}", result
+
+
 def test_oneshot_answers_a_signal_sent_again_and_again() -> None:
     """The cell carries on after its KeyboardInterrupt: the deadline stops it, the signal said."""
     host = VixHost(env={**os.environ, "PYRELUNE_TIMEOUT": "1"})
