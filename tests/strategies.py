@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import strategies as st
@@ -68,3 +69,54 @@ well_formed_responses = st.fixed_dictionaries(
               "diagnostics": st.lists(_diagnostic, max_size=2)},
 )
 
+
+#: A request as Vix Note sends it, before `near_valid_requests` breaks it.
+VALID_REQUEST: dict[str, Any] = {
+    "protocol": "vix-note-extension-1", "requestId": ":cell-python", "cellId": "cell-python",
+    "cellType": "python", "source": "print(2 + 3)", "executionCount": 0,
+    "workingDirectory": "", "documentPath": "", "extensionId": "softadastra/pyrelune",
+    "extensionVersion": "0.2.0",
+}
+
+
+def encode(value: Any) -> bytes:
+    """Compact JSON in UTF-8 as Vix Note writes it (lone surrogates kept as such)."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True,
+                      ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+@st.composite
+def near_valid_requests(draw: st.DrawFn) -> bytes:
+    """The real host's request with a field or two changed or gone, then maybe its bytes cut,
+    changed, wrapped or nested."""
+    message = dict(VALID_REQUEST)
+    for field in draw(st.lists(st.sampled_from(FIELDS), max_size=3, unique=True)):
+        if draw(st.booleans()):
+            del message[field]
+        else:
+            message[field] = draw(_field_values)
+    raw = encode(message)
+    edit = draw(st.sampled_from(["none", "cut", "byte", "insert", "bom", "trail", "nest",
+                                 "twice"]))
+    at = draw(st.integers(0, len(raw)))
+    if edit == "cut":
+        raw = raw[:at]
+    elif edit == "byte" and at < len(raw):
+        raw = raw[:at] + bytes([draw(st.integers(0, 255))]) + raw[at + 1:]
+    elif edit == "insert":
+        raw = raw[:at] + draw(st.binary(min_size=1, max_size=8)) + raw[at:]
+    elif edit == "bom":
+        raw = b"\xef\xbb\xbf" + raw
+    elif edit == "trail":
+        raw += draw(st.sampled_from([b"\n", b" {}", b"x", b"\x00", b"]"]))
+    elif edit == "nest":
+        depth = draw(st.integers(1, 5000))
+        raw = raw[:-1] + b',"deep":' + b"[" * depth + b"]" * depth + b"}"
+    elif edit == "twice":
+        raw = raw[:-1] + b"," + raw[1:]  # every key twice
+    return raw
+
+
+#: Anything a host may write as a request: JSON values, request-shaped objects, bytes.
+request_bytes = (json_values.map(encode) | requests().map(encode) | near_valid_requests()
+                 | st.binary(max_size=300))

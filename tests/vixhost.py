@@ -357,6 +357,17 @@ def project_folder(note: Path) -> Path:
     return folder
 
 
+def judge(stdout: bytes) -> HostResult:
+    """What the host makes of a runtime that wrote `stdout` and exited 0: a codec's output,
+    judged by the same rules without a process."""
+    result = HostResult()
+    result.returncode = 0
+    result.stdout = stdout
+    result.too_large = len(stdout) > MAX_OUTPUT
+    VixHost._interpret(result)
+    return result
+
+
 def _kill(proc: subprocess.Popen[bytes]) -> None:
     """What the host does at a limit: SIGKILL of the runtime process only, not its children."""
     if proc.poll() is None:

@@ -8,13 +8,16 @@ from __future__ import annotations
 import enum
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, TypeVar
 
 import typer
 
-from pyrelune import __version__
+from pyrelune import __version__, settings
 from pyrelune.cli.vix import app as vix_app
+
+T = TypeVar("T")
 
 app = typer.Typer(
     add_completion=False,
@@ -43,8 +46,9 @@ def root(
         Mode, typer.Option(help="Which protocol to speak on stdin/stdout.")
     ] = Mode.oneshot,
     timeout: Annotated[
-        Optional[float],  # noqa: UP045 (typer reads the annotation at run time on 3.10)
-        typer.Option(help="Seconds a cell may run (0: no limit). Default: $PYRELUNE_TIMEOUT or 9."),
+        Optional[str],  # noqa: UP045 (typer reads the annotation at run time on 3.10)
+        typer.Option(metavar="SECONDS", help="Seconds a cell may run (0: no limit). "
+                     "Default: $PYRELUNE_TIMEOUT or 9."),
     ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
@@ -83,27 +87,25 @@ def root(
                      "--certfile.", dir_okay=False, exists=True, rich_help_panel="rpc kernel"),
     ] = None,
     max_message_size: Annotated[
-        int,
-        typer.Option(min=1024, help="rpc: largest request (line or frame) in bytes.",
-                     rich_help_panel="rpc kernel"),
-    ] = 16 << 20,
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="BYTES", help="rpc: largest request (line or frame) in bytes. "
+                     "[default: 16 MiB]", rich_help_panel="rpc kernel"),
+    ] = None,
     auth_timeout: Annotated[
-        Optional[float],  # noqa: UP045
-        typer.Option(min=0.1, help="rpc over WebSocket with a token: seconds a client has to "
-                     "send kernel.auth before it is disconnected (it holds the kernel's only "
-                     "connection meanwhile). [default: 10]", rich_help_panel="rpc kernel"),
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="SECONDS", help="rpc over WebSocket with a token: seconds a client "
+                     "has to send kernel.auth before it is disconnected (it holds the kernel's "
+                     "only connection meanwhile). [default: 10]", rich_help_panel="rpc kernel"),
     ] = None,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
-    if timeout is not None and timeout < 0:
-        raise typer.BadParameter("must be >= 0", param_hint="--timeout")
     if mode is not Mode.oneshot and timeout is not None:
         raise typer.BadParameter("applies to oneshot mode only: a kernel's cells run until "
                                  "done or interrupted", param_hint="--timeout")
     rpc_only = {"--listen": listen, "--token": token, "--token-file": token_file,
                 "--allow-origin": allow_origin, "--certfile": certfile, "--keyfile": keyfile,
-                "--auth-timeout": auth_timeout}
+                "--auth-timeout": auth_timeout, "--max-message-size": max_message_size}
     given = [name for name, value in rpc_only.items() if value]
     if mode is not Mode.rpc and given:
         raise typer.BadParameter("applies to --mode rpc only", param_hint=given[0])
@@ -116,7 +118,22 @@ def root(
                               max_message_size, auth_timeout))
     from pyrelune.modes import oneshot
 
-    raise typer.Exit(oneshot.main(timeout))
+    raise typer.Exit(oneshot.main(_timeout(timeout)))
+
+
+def _setting(read: Callable[[], T]) -> T:
+    """A setting read by its one rule (see `pyrelune.settings`); a bad one is a usage error."""
+    try:
+        return read()
+    except settings.SettingError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def _timeout(option: str | None) -> float | None:
+    """`--timeout` in seconds, None when not given (the environment's or the default, then)."""
+    if option is None:
+        return None
+    return _setting(lambda: settings.seconds("--timeout", option))
 
 
 def _rpc(
@@ -126,13 +143,12 @@ def _rpc(
     allow_origin: list[str],
     certfile: Path | None,
     keyfile: Path | None,
-    max_message_size: int,
-    auth_timeout: float | None,
+    max_message_size: str | None,
+    auth_timeout: str | None,
 ) -> int:
     import os
 
     from pyrelune.modes import rpc
-    from pyrelune.supervisor.limits import max_output_setting
 
     if listen is None and (token is not None or token_file is not None):
         raise typer.BadParameter("a token is for WebSocket kernels: add --listen",
@@ -145,15 +161,15 @@ def _rpc(
         address = rpc.parse_listen(listen) if listen is not None else None
     except rpc.ConfigError as exc:
         raise typer.BadParameter(str(exc), param_hint="--listen") from None
-    try:
-        max_output = max_output_setting(None)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    max_message = rpc.DEFAULT_MAX_MESSAGE if max_message_size is None else _setting(
+        lambda: settings.byte_count("--max-message-size", max_message_size))
+    wait = rpc.AUTH_TIMEOUT if auth_timeout is None else _setting(
+        lambda: settings.seconds("--auth-timeout", auth_timeout, minimum=0.1))
     return rpc.main(rpc.Settings(
         listen=address, token=token, allow_origins=tuple(allow_origin),
         certfile=str(certfile) if certfile else None, keyfile=str(keyfile) if keyfile else None,
-        max_message=max_message_size, max_output=max_output,
-        auth_timeout=rpc.AUTH_TIMEOUT if auth_timeout is None else auth_timeout,
+        max_message=max_message, max_output=_setting(lambda: settings.max_output(None)),
+        auth_timeout=wait,
     ))
 
 
@@ -181,8 +197,8 @@ def run(
     file: Annotated[Path, typer.Argument(help="A Python file to run as one cell.", dir_okay=False,
                                          exists=True)],
     timeout: Annotated[
-        Optional[float],  # noqa: UP045
-        typer.Option(help="Seconds the cell may run (0: no limit)."),
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="SECONDS", help="Seconds the cell may run (0: no limit)."),
     ] = None,
 ) -> None:
     """Run a file as a oneshot cell in its own directory and print the JSON response."""
@@ -190,7 +206,7 @@ def run(
 
     request = {"source": file.read_text(encoding="utf-8"), "cellId": file.name,
                "workingDirectory": str(file.resolve().parent)}
-    response = oneshot.handle(json.dumps(request).encode(), timeout)
+    response = oneshot.handle(json.dumps(request).encode(), _timeout(timeout))
     typer.echo(response.decode())
     raise typer.Exit(0 if json.loads(response)["ok"] else 1)
 

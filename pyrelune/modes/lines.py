@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import _signal
 
+from pyrelune import settings
 from pyrelune.protocols import lines
 from pyrelune.supervisor.kernel import DEFAULT_CAP, Kernel
-from pyrelune.supervisor.limits import OutputBudget, max_output_setting
+from pyrelune.supervisor.limits import OutputBudget
 from pyrelune.transports import stdio
 from pyrelune.wire.events import Display, Done, Stream
 
@@ -115,8 +116,8 @@ def max_output() -> int:
     never answered its ping.
     """
     try:
-        return max_output_setting(DEFAULT_MAX_OUTPUT)
-    except ValueError as exc:
+        return settings.max_output(DEFAULT_MAX_OUTPUT)
+    except settings.SettingError as exc:
         warning = f"pyrelune: {exc}; using {DEFAULT_MAX_OUTPUT}\n"
         stdio.write_all(warning.encode(errors="replace"), 2)
         return DEFAULT_MAX_OUTPUT

@@ -6,16 +6,18 @@ well-formed request needs; `jsonschema` and `typer` stay out of it.
 
 from __future__ import annotations
 
+import _signal
 import os
 import sys
 
 from pyrelune.protocols import vixnote, vixnote_outputs
-from pyrelune.supervisor.limits import max_output_setting
 from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.transports import stdio
 from pyrelune.wire.events import (
+    INTERRUPTED,
     INVALID_CONFIGURATION,
     INVALID_WORKING_DIRECTORY,
+    CellError,
     Display,
     Done,
     Stream,
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
 
     from pyrelune.supervisor.limits import OutputBudget
     from pyrelune.supervisor.process import WorkerFds
-    from pyrelune.wire.events import CellError
 
 #: Vix Note kills the runtime at 10 s and then shows nothing. Past the
 #: deadline the cell is interrupted, and killed with its process group GRACE
@@ -50,22 +51,26 @@ and writes one JSON response on stdout. Try:
 """
 
 
-def settings(timeout: float | None) -> tuple[float, int]:
-    """The deadline and output budget: `--timeout`, else the environment, else defaults."""
+#: What `settings` reads from the environment.
+_SETTINGS = ("PYRELUNE_TIMEOUT", "PYRELUNE_MAX_OUTPUT", "PYRELUNE_MIME_ORDER")
+
+
+def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
+    """The deadline (`--timeout`, else the environment), output budget and MIME order.
+
+    With none of them set, as Vix Note runs it, the defaults, without
+    loading their parser.
+    """
+    if timeout is None and not any(os.environ.get(name) for name in _SETTINGS):
+        return DEFAULT_TIMEOUT, DEFAULT_MAX_OUTPUT, vixnote_outputs.MIME_ORDER
+    from pyrelune import settings as rules
+
     try:
-        max_output = max_output_setting(DEFAULT_MAX_OUTPUT)
-    except ValueError as exc:
+        deadline = rules.timeout(DEFAULT_TIMEOUT) if timeout is None else timeout
+        return (deadline, rules.max_output(DEFAULT_MAX_OUTPUT),
+                rules.mime_order(vixnote_outputs.MIME_ORDER))
+    except rules.SettingError as exc:
         raise vixnote.Rejected(INVALID_CONFIGURATION, str(exc)) from None
-    if timeout is None:
-        setting = os.environ.get("PYRELUNE_TIMEOUT") or ""
-        try:
-            timeout = float(setting) if setting else DEFAULT_TIMEOUT
-            if not timeout >= 0:  # negative, or NaN
-                raise ValueError(setting)
-        except ValueError:
-            raise vixnote.Rejected(INVALID_CONFIGURATION, "PYRELUNE_TIMEOUT must be seconds, "
-                                   f"at least 0 (0: no deadline), not {setting!r}") from None
-    return timeout, max_output
 
 
 def main(timeout: float | None = None) -> int:
@@ -80,20 +85,78 @@ def main(timeout: float | None = None) -> int:
 
 def handle(raw: bytes, timeout: float | None) -> bytes:
     """The response bytes for one request's bytes."""
+    signals = _Signals()
     request_id = None
     try:
         request = vixnote.parse_request(raw)
         request_id = request.request_id
-        deadline, max_output = settings(timeout)
-        order = vixnote_outputs.mime_order(os.environ.get("PYRELUNE_MIME_ORDER", ""))
+        deadline, max_output, order = settings(timeout)
         note = note_folder(request.document_path)  # before enter(): relative to our own cwd
         folder = enter(request.working_directory)
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
     folders = (note, folder) if note is not None and note != folder else (folder,)
     worker = WorkerProcess(_cell_runner(request.source, request.filename, folders, max_output))
+    signals.watch(worker)
     budget, failure = _collect(worker, deadline, max_output, order)
+    if signals.received:
+        failure = _signalled(signals.received, failure)
     return vixnote.respond(budget, failure, request_id)
+
+
+#: The signals that would end the runtime unanswered and that it can catch (not
+#: SIGKILL), and what the response says of each.
+_STOPPING = {
+    _signal.SIGINT: "Cell interrupted: the runtime received SIGINT",
+    **{getattr(_signal, name): f"Cell stopped: the runtime received {name}"
+       for name in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")},
+}
+
+
+class _Signals:
+    """A signal sent to the runtime itself (by the cell, usually: `os.kill(os.getppid(), ...)`).
+
+    By default each of `_STOPPING` would end this process unanswered. Instead
+    SIGINT interrupts the cell, as a terminal's Ctrl-C would (the deadline
+    still stops one that ignores it), any other kills it, and the response
+    says which signal came. The first one is what happened; repeats change
+    nothing.
+    """
+
+    def __init__(self) -> None:
+        self.received = 0
+        self._worker: WorkerProcess | None = None
+        for signum in _STOPPING:
+            _signal.signal(signum, self._receive)
+
+    def _receive(self, signum: int, frame: object) -> None:
+        if not self.received:
+            self.received = signum
+            self._stop()
+
+    def watch(self, worker: WorkerProcess) -> None:
+        """A signal stops `worker`'s cell from now on; one that came before, now."""
+        # Blocked meanwhile: a handler run between the two steps would stop it twice.
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, _STOPPING)
+        try:
+            self._worker = worker
+            self._stop()
+        finally:
+            _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _STOPPING)
+
+    def _stop(self) -> None:
+        if self.received and self._worker is not None:
+            interrupt = self.received == _signal.SIGINT
+            self._worker.signal_group(_signal.SIGINT if interrupt else _signal.SIGKILL)
+
+
+def _signalled(signum: int, error: CellError | None) -> CellError:
+    """How the cell ended once the runtime received `signum`, whatever the cell made of it.
+
+    The cell's own error, if any, still says where it was (traceback, line).
+    """
+    return CellError(INTERRUPTED, "", _STOPPING[signum], error.traceback if error else "",
+                     error.line if error else None)
 
 
 def _cell_runner(

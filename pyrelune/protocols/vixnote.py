@@ -28,6 +28,9 @@ MAX_MESSAGE = 2000
 #: Below the summary, a failure's message shows the tail of the cell's output
 #: and the traceback, each within this and a share of the limit.
 MAX_CONTEXT = 8192
+#: requestId is echoed for a host's logs (Vix Note sends ":<cellId>" and never
+#: reads it back), within this many bytes: head and tail, as `clip` keeps them.
+MAX_REQUEST_ID = 1024
 REQUEST_SCHEMA = "vix-note-extension-1.request"
 WORDING = Wording(
     not_utf8="Request is not valid UTF-8: byte 0x{byte:02x} at offset {offset}",
@@ -234,7 +237,7 @@ def _output(display: Display) -> dict[str, str]:
 def _base(request_id: str | None, ok: bool) -> dict[str, Any]:
     response: dict[str, Any] = {"protocol": PROTOCOL, "ok": ok}
     if request_id is not None:
-        response["requestId"] = request_id
+        response["requestId"] = clip(request_id, MAX_REQUEST_ID, " ")
     if not ok:
         response.update(stdout="", stderr="", outputs=[])
     return response

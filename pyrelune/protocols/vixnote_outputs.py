@@ -9,9 +9,8 @@ start with `<svg`, JSON must be strict, PNG/JPEG only as SVG-wrapped images).
 from __future__ import annotations
 
 from pyrelune import fastjson
-from pyrelune.protocols.rejection import Rejected
 from pyrelune.supervisor.limits import utf8_size
-from pyrelune.wire.events import INVALID_CONFIGURATION, Display
+from pyrelune.wire.events import Display
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,30 +22,6 @@ if TYPE_CHECKING:
 MIME_ORDER = ("image/svg+xml", "application/json", "text/plain", "text/html")
 _SVG_NS = "http://www.w3.org/2000/svg"
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def mime_order(setting: str) -> tuple[str, ...]:
-    """The preference order from `PYRELUNE_MIME_ORDER` (comma-separated types).
-
-    Empty means `MIME_ORDER`. Types left out are never chosen, except
-    `text/plain`: it is always the last resort, so that something is shown.
-    """
-    if not setting.strip():
-        return MIME_ORDER
-    order: list[str] = []
-    for part in setting.split(","):
-        mime = part.strip()
-        if mime not in MIME_ORDER:
-            raise Rejected(
-                INVALID_CONFIGURATION,
-                f"PYRELUNE_MIME_ORDER: {mime[:80]!r} is not a type Vix Note shows "
-                f"({', '.join(MIME_ORDER)})",
-            )
-        if mime not in order:
-            order.append(mime)
-    if "text/plain" not in order:
-        order.append("text/plain")
-    return tuple(order)
 
 
 def select_output(display: Display, order: tuple[str, ...], room: int) -> Display:

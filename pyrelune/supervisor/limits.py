@@ -13,33 +13,9 @@ from pyrelune.wire.events import Display, Stream
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import TypeAlias, TypeVar
+    from typing import TypeAlias
 
     Item: TypeAlias = Stream | Display
-    Default = TypeVar("Default", int, None)
-
-
-#: The smallest output budget PYRELUNE_MAX_OUTPUT may ask for: room for the
-#: markers and a little of each end.
-MIN_MAX_OUTPUT = 1024
-
-
-def max_output_setting(default: Default) -> int | Default:
-    """$PYRELUNE_MAX_OUTPUT bytes, or `default` when it is unset or empty.
-
-    One rule for every mode: a whole number of bytes, at least 1 KiB. A bad
-    value raises ValueError with the sentence to show, and each mode reports
-    it its own way (an error response, a warning, a usage error).
-    """
-    import os
-
-    setting = os.environ.get("PYRELUNE_MAX_OUTPUT", "").strip()
-    if not setting:
-        return default
-    if not (setting.isascii() and setting.isdigit()) or int(setting) < MIN_MAX_OUTPUT:
-        raise ValueError(f"PYRELUNE_MAX_OUTPUT must be a whole number of bytes, at least "
-                         f"{MIN_MAX_OUTPUT}, not {setting!r}")
-    return int(setting)
 
 
 class Omitted:

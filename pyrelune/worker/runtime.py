@@ -20,7 +20,16 @@ import sys
 
 from pyrelune import fastjson
 from pyrelune.transports.stdio import LineBuffer  # loaded before the fork, in every mode
-from pyrelune.wire.events import SYNC, Display, Done, InputRequest, message_limit, to_wire
+from pyrelune.wire.events import (
+    INTERRUPTED,
+    SYNC,
+    CellError,
+    Display,
+    Done,
+    InputRequest,
+    message_limit,
+    to_wire,
+)
 from pyrelune.worker import importhooks
 from pyrelune.worker.cell import exception_error, run_cell
 from pyrelune.worker.display import connect, show_result
@@ -390,13 +399,18 @@ def _show_figures() -> None:
         show_open_figures()
 
 
-def run(cell: Cell, namespace: dict[str, Any], channel: Channel) -> None:
-    """Run one cell and report its end, unless this is a child the cell forked."""
+def run(cell: Cell, namespace: dict[str, Any], channel: Channel, script: bool = False) -> None:
+    """Run one cell and report its end, unless this is a child the cell forked.
+
+    A `script` (oneshot) ends as a script does: after its threads (see `_join_threads`).
+    """
     connect(channel.publish)
     try:
         try:
             interrupt_guard.start(cell.number)
             error = run_cell(cell.source, cell.filename, namespace, show_result, _show_figures)
+            if script:
+                error = _join_threads(error)
         finally:
             interrupt_guard.running = False
     except KeyboardInterrupt as exc:  # a second interrupt, while the first was being reported
@@ -417,8 +431,38 @@ def run_oneshot(cell: Cell, fds: WorkerFds, folders: tuple[str, ...], cap: int) 
     try:
         become_worker(fds.stdout, fds.stderr, "a oneshot cell")
         sys.path[0:0] = folders
-        run(cell, fresh_namespace(), Channel(fds.events, fds.control, cap, fds.key))
+        run(cell, fresh_namespace(), Channel(fds.events, fds.control, cap, fds.key),
+            script=True)
     finally:
         os._exit(0)
+
+
+def _join_threads(error: CellError | None) -> CellError | None:
+    """Wait for the cell's non-daemon threads, as a script's interpreter does before it exits.
+
+    Their late output is the cell's, so the Done comes after it. First go the
+    callbacks that shutdown runs before it waits (`threading._register_atexit`):
+    they let an idle `ThreadPoolExecutor`'s workers end. The wait is part of
+    the cell: an interrupt (the deadline's) stops it, and the error names the
+    threads still running.
+    """
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return error  # no thread a script waits for can exist
+    for call in reversed(getattr(threading, "_threading_atexits", [])):
+        call()
+    me = threading.current_thread()
+    alive: list[Any] = []
+    try:
+        while alive := [t for t in threading.enumerate() if t is not me and not t.daemon]:
+            alive[0].join()
+    except KeyboardInterrupt:
+        # Not `is_alive()`: an interrupted join can mark its thread stopped (3.10, 3.11).
+        said = (f"Execution interrupted while waiting for the cell's threads: "
+                f"{', '.join(t.name for t in alive)} still running")
+        before = f"{error.traceback}\n" if error is not None and error.traceback else ""
+        details = f"{before}KeyboardInterrupt: {said}\n"
+        return CellError(INTERRUPTED, "KeyboardInterrupt", said, details)
+    return error
 
 

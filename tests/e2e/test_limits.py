@@ -113,8 +113,12 @@ def test_timeout_zero_means_no_deadline() -> None:
     assert result.ok, result
 
 
-@pytest.mark.parametrize("env", [{"PYRELUNE_TIMEOUT": "soon"}, {"PYRELUNE_TIMEOUT": "-1"},
-                                 {"PYRELUNE_MAX_OUTPUT": "12"}, {"PYRELUNE_MAX_OUTPUT": "x"}])
+@pytest.mark.parametrize("env", [
+    {"PYRELUNE_TIMEOUT": "soon"}, {"PYRELUNE_TIMEOUT": "-1"}, {"PYRELUNE_TIMEOUT": "inf"},
+    {"PYRELUNE_TIMEOUT": "1e309"}, {"PYRELUNE_TIMEOUT": "1e10"}, {"PYRELUNE_TIMEOUT": "nan"},
+    {"PYRELUNE_MAX_OUTPUT": "12"}, {"PYRELUNE_MAX_OUTPUT": "x"},
+    {"PYRELUNE_MAX_OUTPUT": "9" * 5000}, {"PYRELUNE_MIME_ORDER": "text/csv"},
+], ids=lambda env: f"{next(iter(env))}={next(iter(env.values()))[:8]}")
 def test_bad_configuration_is_an_error(env: dict[str, str]) -> None:
     result = VixHost().run(request("print(1)"), env=env)
     assert result.error["code"] == "invalid_configuration"
@@ -198,3 +202,24 @@ def test_a_gigabyte_of_output_in_bounded_memory() -> None:
     verdict, peak_kib = proc.stdout.splitlines()
     assert verdict == "True 80 None", proc.stdout
     assert int(peak_kib) < 100 * 1024  # a gigabyte went through
+
+
+@pytest.mark.parametrize("value", ["1e10", "inf", "nan", "-1", "soon"])
+def test_a_bad_timeout_option_is_a_usage_error(value: str) -> None:
+    """Any argument is the command line's (Vix Note passes none): refused as a usage error."""
+    proc = subprocess.run([pyrelune_command(), "--timeout", value], input=request("print(1)"),
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 2, proc
+    assert f"--timeout must be seconds, from 0 to 604800 (0: no deadline), not '{value}'" in (
+        " ".join(proc.stderr.decode().replace("│", " ").split())), proc.stderr
+
+
+@pytest.mark.parametrize(("option", "value", "rule"), [
+    ("--max-message-size", "1e9", "must be a whole number of bytes"),
+    ("--auth-timeout", "inf", "must be seconds, from 0.1 to 604800"),
+])
+def test_the_rpc_kernels_numbers_follow_the_same_rules(option: str, value: str, rule: str) -> None:
+    proc = subprocess.run([pyrelune_command(), "--mode", "rpc", option, value], input=b"",
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 2, proc
+    assert f"{option} {rule}" in " ".join(proc.stderr.decode().replace("│", " ").split())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from vixhost import PROTOCOL, VixHost, strict_loads
 
@@ -60,3 +62,21 @@ def test_strict_loads_refuses_what_nlohmann_refuses() -> None:
         with pytest.raises(ValueError):
             strict_loads(bad)
     assert strict_loads(b'\xef\xbb\xbf{"a": "\\ud83d\\ude00"}') == {"a": "😀"}
+
+
+def test_a_huge_request_id_is_echoed_bounded(host: VixHost) -> None:
+    """The host does not check requestId, but it counts it against its 1 MiB."""
+    huge = "id-" + "x" * (2 << 20) + "-end"
+    result = host.run_cell("print(1)", requestId=huge)  # the harness fails it past 1 MiB
+    echoed = result.response["requestId"]
+    assert echoed.startswith("id-x") and echoed.endswith("x-end") and len(echoed) <= 1100
+    assert "bytes omitted" in echoed
+    assert host.run_cell("print(1)", requestId=":cell-7").response["requestId"] == ":cell-7"
+
+
+@pytest.mark.parametrize("field", ["requestId", "cellId", "workingDirectory", "documentPath"])
+def test_a_huge_value_of_the_wrong_type_is_not_echoed_whole(host: VixHost, field: str) -> None:
+    huge: dict[str, Any] = {field: ["x" * (2 << 20)]}
+    result = host.run_cell("print(1)", **huge)
+    assert result.error["code"] == "invalid_request"
+    assert len(result.stdout) < 64 << 10

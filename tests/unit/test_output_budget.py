@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import any_text
 
-from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, max_output_setting, utf8_size
+from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, utf8_size
 from pyrelune.wire.events import Display, Stream
 
 streams = st.lists(st.tuples(st.sampled_from(["stdout", "stderr"]), any_text), max_size=12)
@@ -101,23 +100,3 @@ def test_clip() -> None:
     assert clip("x" * 100, 10, " ") == "xxxxx [... 90 bytes omitted ...] xxxxx"
 
 
-@pytest.mark.parametrize(("setting", "expected"), [
-    (None, 7), ("", 7), ("  ", 7), ("1024", 1024), (" 65536 ", 65536),
-])
-def test_max_output_setting(monkeypatch: pytest.MonkeyPatch, setting: str | None,
-                            expected: int) -> None:
-    if setting is None:
-        monkeypatch.delenv("PYRELUNE_MAX_OUTPUT", raising=False)
-    else:
-        monkeypatch.setenv("PYRELUNE_MAX_OUTPUT", setting)
-    assert max_output_setting(7) == expected
-
-
-@pytest.mark.parametrize("setting", [
-    "12", "1023", "-2048", "x", "1e6", "4096.0", "\uff12\uff10\uff14\uff18",  # fullwidth digits
-])
-def test_bad_max_output_setting_says_what_is_wrong(monkeypatch: pytest.MonkeyPatch,
-                                                   setting: str) -> None:
-    monkeypatch.setenv("PYRELUNE_MAX_OUTPUT", setting)
-    with pytest.raises(ValueError, match="PYRELUNE_MAX_OUTPUT must be a whole number of bytes"):
-        max_output_setting(7)

@@ -1,0 +1,106 @@
+"""The runtime's settings, one rule each, whichever mode or option gives them.
+
+`PYRELUNE_TIMEOUT` and `--timeout`, `PYRELUNE_MAX_OUTPUT`, `PYRELUNE_MIME_ORDER`,
+and the rpc kernel's `--max-message-size` and `--auth-timeout` are read here,
+so that a value means the same everywhere and a bad one is refused for the
+same reason. A bad value raises `SettingError` with the sentence to show;
+each mode reports it its own way (oneshot: an `invalid_configuration`
+response; the lines kernel, which cannot refuse: a warning and the default;
+the command line: a usage error).
+
+On oneshot's hot path: builtins only.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    Default = TypeVar("Default", int, None)
+
+#: The longest deadline or wait: a week. A longer one is refused rather than
+#: clamped: `select` and asyncio overflow long before infinity (about 292
+#: years), and whoever asks for more means "none", which is 0 for a deadline.
+MAX_SECONDS = 7 * 24 * 3600
+#: The smallest byte limit: room for the markers and a little of each end.
+MIN_BYTES = 1024
+#: The largest byte limit (1 TiB): anything above is a typo, and a number of
+#: thousands of digits is one Python will not even convert.
+MAX_BYTES = 1 << 40
+#: How much of a bad value an error quotes.
+_QUOTED = 80
+
+
+class SettingError(ValueError):
+    """A setting's value breaks its rule; the message names the setting and the rule."""
+
+
+def seconds(name: str, text: str, minimum: float = 0.0) -> float:
+    """`text` as seconds: a number from `minimum` to `MAX_SECONDS` (0 for a deadline: none).
+
+    Python's number syntax in ASCII, so `inf` and `nan` parse, and are refused.
+    """
+    try:
+        # ASCII: float() takes other scripts' digits too. NaN fails every comparison.
+        value = float(text) if text.isascii() else -1.0
+    except ValueError:
+        value = -1.0
+    if not minimum <= value <= MAX_SECONDS:
+        none = " (0: no deadline)" if minimum == 0 else ""
+        raise SettingError(f"{name} must be seconds, from {minimum:g} to {MAX_SECONDS}{none}, "
+                           f"not {text[:_QUOTED]!r}")
+    return value
+
+
+def byte_count(name: str, text: str) -> int:
+    """`text` as a whole number of bytes (ASCII digits) from `MIN_BYTES` to `MAX_BYTES`."""
+    digits = text.strip()
+    try:
+        value = int(digits) if digits.isascii() and digits.isdigit() else -1
+    except ValueError:  # thousands of digits: more than Python converts
+        value = -1
+    if not MIN_BYTES <= value <= MAX_BYTES:
+        raise SettingError(f"{name} must be a whole number of bytes, at least {MIN_BYTES} and "
+                           f"at most {MAX_BYTES} (1 TiB), not {text[:_QUOTED]!r}")
+    return value
+
+
+def types(name: str, text: str, known: tuple[str, ...]) -> tuple[str, ...]:
+    """`text` as a preference order: comma-separated, each one of `known`, repeats dropped.
+
+    Empty means `known` as it is. `text/plain` always comes last if left
+    out: it is the last resort, so that something is shown.
+    """
+    if not text.strip():
+        return known
+    order: list[str] = []
+    for part in text.split(","):
+        mime = part.strip()
+        if mime not in known:
+            raise SettingError(f"{name}: {mime[:_QUOTED]!r} is not a type Vix Note shows "
+                               f"({', '.join(known)})")
+        if mime not in order:
+            order.append(mime)
+    if "text/plain" not in order:
+        order.append("text/plain")
+    return tuple(order)
+
+
+def timeout(default: float) -> float:
+    """$PYRELUNE_TIMEOUT: seconds a oneshot cell may run, or `default` when unset or empty."""
+    setting = os.environ.get("PYRELUNE_TIMEOUT", "")
+    return seconds("PYRELUNE_TIMEOUT", setting) if setting.strip() else default
+
+
+def max_output(default: Default) -> int | Default:
+    """$PYRELUNE_MAX_OUTPUT bytes, or `default` when it is unset or empty."""
+    setting = os.environ.get("PYRELUNE_MAX_OUTPUT", "")
+    return byte_count("PYRELUNE_MAX_OUTPUT", setting) if setting.strip() else default
+
+
+def mime_order(known: tuple[str, ...]) -> tuple[str, ...]:
+    """$PYRELUNE_MIME_ORDER: which of `known` (Vix Note's types) to prefer, in order."""
+    return types("PYRELUNE_MIME_ORDER", os.environ.get("PYRELUNE_MIME_ORDER", ""), known)
