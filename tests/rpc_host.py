@@ -163,10 +163,7 @@ class PipeHost(Host):
         self._lines.put(None)
 
     def _read_stderr(self) -> None:
-        # In chunks, not lines: a hung kernel's last words may not end a line.
-        assert self.process.stderr is not None
-        while chunk := os.read(self.process.stderr.fileno(), 1 << 16):
-            self.stderr += chunk
+        _drain(self.process, self.stderr)
 
     def _send_text(self, text: str) -> None:
         assert self.process.stdin is not None
@@ -182,10 +179,7 @@ class PipeHost(Host):
         try:
             return self._lines.get(timeout=timeout)
         except queue.Empty:
-            raise AssertionError(  # stderr often says why the kernel hung
-                f"no message from the kernel in {timeout:g} s; "
-                f"its stderr so far: {bytes(self.stderr)!r}"
-            ) from None
+            raise _hung(timeout, self.stderr) from None
 
     def end_input(self) -> None:
         """Close the kernel's stdin, as a host does that has nothing more to ask."""
@@ -212,23 +206,47 @@ class Listener:
             env={**os.environ, **(env or {})},
         )
         assert self.process.stdout is not None
+        self.errors = bytearray()  # its stderr so far, for a hung kernel's test to show
+        self._reader = threading.Thread(target=_drain, args=(self.process, self.errors),
+                                        daemon=True)
+        self._reader.start()
         line = self.process.stdout.readline()
-        assert line, self.process.stderr.read().decode() if self.process.stderr else ""
+        assert line, _hung(TIMEOUT, self.errors)
         self.announcement = json.loads(line)
         check(self.announcement)
         self.url: str = self.announcement["data"]["url"]
+        _LISTENERS[self.url] = self
         self.stderr = ""
 
     def close(self) -> None:
         """Stop the server (SIGTERM); what it wrote on stderr is kept in `stderr`."""
+        _LISTENERS.pop(self.url, None)
         if self.process.returncode is not None:
             return
         self.process.terminate()
         try:
-            _, err = self.process.communicate(timeout=TIMEOUT)
-            self.stderr = err.decode(errors="replace")
+            self.process.wait(timeout=TIMEOUT)
+            self._reader.join(timeout=TIMEOUT)
+            self.stderr = self.errors.decode(errors="replace")
         finally:
             self.process.kill()
+
+
+#: The listening kernels by URL: a client's timeout shows its kernel's stderr.
+_LISTENERS: dict[str, Listener] = {}
+
+
+def _drain(process: subprocess.Popen[bytes], into: bytearray) -> None:
+    """A kernel's stderr into `into`, in chunks: a hung kernel's last words may not end a line."""
+    assert process.stderr is not None
+    while chunk := os.read(process.stderr.fileno(), 1 << 16):
+        into += chunk
+
+
+def _hung(timeout: float, stderr: bytearray) -> AssertionError:
+    """The failure of a test whose kernel said nothing: with its stderr, which often says why."""
+    return AssertionError(f"no message from the kernel in {timeout:g} s; "
+                          f"its stderr so far: {bytes(stderr)!r}")
 
 
 class WebSocketHost(Host):
@@ -238,6 +256,7 @@ class WebSocketHost(Host):
         from websockets.sync.client import connect as ws_connect
 
         super().__init__()
+        self._kernel = _LISTENERS.get(url)
         self._stack = contextlib.ExitStack()
         self.websocket = self._stack.enter_context(ws_connect(url, open_timeout=TIMEOUT,
                                                               **connect))
@@ -246,7 +265,10 @@ class WebSocketHost(Host):
         self.websocket.send(text)
 
     def _receive_text(self, timeout: float) -> str | None:
-        data = self.websocket.recv(timeout=timeout)
+        try:
+            data = self.websocket.recv(timeout=timeout)
+        except TimeoutError:
+            raise _hung(timeout, self._kernel.errors if self._kernel else bytearray()) from None
         return data if isinstance(data, str) else data.decode()
 
     def close(self) -> None:

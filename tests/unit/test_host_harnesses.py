@@ -36,3 +36,34 @@ def test_a_hung_rpc_kernel_fails_with_its_stderr(monkeypatch: pytest.MonkeyPatch
     finally:
         host.process.kill()
         host.process.wait()
+
+
+#: A listening kernel that accepts WebSocket clients, says something on stderr, never answers.
+HUNG_LISTENER = [sys.executable, "-c", """\
+import json, sys, time
+from websockets.sync.server import serve
+with serve(lambda connection: time.sleep(600), "127.0.0.1", 0) as server:
+    port = server.socket.getsockname()[1]
+    print(json.dumps({"kind": "event", "event": "kernel.listening", "data": {
+        "url": f"ws://127.0.0.1:{port}", "host": "127.0.0.1", "port": port}}), flush=True)
+    sys.stderr.write("stuck in cell 8")
+    sys.stderr.flush()
+    server.serve_forever()
+"""]
+
+
+def test_a_hung_websocket_kernel_fails_with_its_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rpc_host, "kernel_command", lambda *args: HUNG_LISTENER)
+    listener = rpc_host.Listener()
+    try:
+        wait_for(lambda: b"stuck" in listener.errors, "the kernel's stderr")
+        client = rpc_host.WebSocketHost(listener.url)
+        try:
+            client.request("kernel.info")
+            with pytest.raises(AssertionError, match=r"in 0\.5 s; .*stuck in cell 8"):
+                client.receive(timeout=0.5)
+        finally:
+            client.close()
+    finally:
+        listener.process.kill()
+        listener.close()
