@@ -243,10 +243,14 @@ def _drain(process: subprocess.Popen[bytes], into: bytearray) -> None:
         into += chunk
 
 
-def _hung(timeout: float, stderr: bytearray) -> AssertionError:
+class KernelSilent(TimeoutError, AssertionError):
+    """Nothing came from the kernel in time: a timeout a test may expect, else its failure."""
+
+
+def _hung(timeout: float, stderr: bytearray) -> KernelSilent:
     """The failure of a test whose kernel said nothing: with its stderr, which often says why."""
-    return AssertionError(f"no message from the kernel in {timeout:g} s; "
-                          f"its stderr so far: {bytes(stderr)!r}")
+    return KernelSilent(f"no message from the kernel in {timeout:g} s; "
+                        f"its stderr so far: {bytes(stderr)!r}")
 
 
 class WebSocketHost(Host):
