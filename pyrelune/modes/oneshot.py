@@ -10,7 +10,7 @@ import _signal
 import os
 import sys
 
-from pyrelune.protocols import vixnote, vixnote_outputs
+from pyrelune.protocols import vixnote
 from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.transports import stdio
 from pyrelune.wire.events import (
@@ -62,13 +62,13 @@ def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
     loading their parser.
     """
     if timeout is None and not any(os.environ.get(name) for name in _SETTINGS):
-        return DEFAULT_TIMEOUT, DEFAULT_MAX_OUTPUT, vixnote_outputs.MIME_ORDER
+        return DEFAULT_TIMEOUT, DEFAULT_MAX_OUTPUT, vixnote.MIME_ORDER
     from pyrelune import settings as rules
 
     try:
         deadline = rules.timeout(DEFAULT_TIMEOUT) if timeout is None else timeout
         return (deadline, rules.max_output(DEFAULT_MAX_OUTPUT),
-                rules.mime_order(vixnote_outputs.MIME_ORDER))
+                rules.mime_order(vixnote.MIME_ORDER))
     except rules.SettingError as exc:
         raise vixnote.Rejected(INVALID_CONFIGURATION, str(exc)) from None
 
@@ -178,6 +178,7 @@ def _collect(
     """The cell's output, shaped for Vix Note and within budget, and how it ended."""
     # Imported after the fork, so that on two cores they load while the
     # worker already compiles and runs the cell.
+    from pyrelune.protocols import vixnote_outputs
     from pyrelune.supervisor.blocking import supervise
     from pyrelune.supervisor.limits import OutputBudget
     from pyrelune.supervisor.presentation import Presenter

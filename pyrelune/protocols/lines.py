@@ -10,8 +10,8 @@ lone surrogate, no raw newline).
 from __future__ import annotations
 
 from pyrelune import fastjson
-from pyrelune.protocols.rejection import Rejected as Rejected  # the codec's own name for it
-from pyrelune.protocols.rejection import Wording, read_object
+from pyrelune.protocols import Rejected as Rejected  # the codec's own name for it
+from pyrelune.protocols import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget
 from pyrelune.wire import events

@@ -24,7 +24,7 @@ import platform
 import sys
 
 from pyrelune import __version__, fastjson
-from pyrelune.protocols.rejection import Rejected, Wording, read_object
+from pyrelune.protocols import Rejected, Wording, read_object
 from pyrelune.protocols.streaming import Cap, Coalescer
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.wire import events

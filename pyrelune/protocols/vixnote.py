@@ -10,8 +10,8 @@ the user needs to act on it. Never NaN, never a lone surrogate, always UTF-8.
 from __future__ import annotations
 
 from pyrelune import fastjson
-from pyrelune.protocols.rejection import Rejected as Rejected  # the codec's own name for it
-from pyrelune.protocols.rejection import Wording, read_object
+from pyrelune.protocols import Rejected as Rejected  # the codec's own name for it
+from pyrelune.protocols import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, keep_tail, utf8_size
 from pyrelune.wire.events import INVALID_REQUEST, UNSUPPORTED_PROTOCOL, CellError, Display, Stream
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 PROTOCOL = "vix-note-extension-1"
+#: The output types Vix Note accepts, in the order that suits it: it shows SVG as
+#: an image and pretty-prints JSON, but shows HTML as escaped text (see `vixnote_outputs`).
+MIME_ORDER = ("image/svg+xml", "application/json", "text/plain", "text/html")
 #: The error is outside the output budget, so it has caps of its own: the
 #: one-line message a host shows, and the traceback; both also a share of
 #: the limit, small enough that even as six-byte JSON escapes they fit.

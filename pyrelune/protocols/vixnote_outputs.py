@@ -9,6 +9,7 @@ start with `<svg`, JSON must be strict, PNG/JPEG only as SVG-wrapped images).
 from __future__ import annotations
 
 from pyrelune import fastjson
+from pyrelune.protocols.vixnote import MIME_ORDER as MIME_ORDER  # the codec's, shown here
 from pyrelune.supervisor.limits import utf8_size
 from pyrelune.wire.events import Display
 
@@ -17,9 +18,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-#: The output types Vix Note accepts, in the order that suits it: it shows SVG
-#: as an image and pretty-prints JSON, but shows HTML as escaped text.
-MIME_ORDER = ("image/svg+xml", "application/json", "text/plain", "text/html")
 _SVG_NS = "http://www.w3.org/2000/svg"
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

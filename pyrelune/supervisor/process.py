@@ -11,8 +11,6 @@ from __future__ import annotations
 import _signal
 import os
 
-from pyrelune.supervisor.capture import CapturedStream
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -80,6 +78,9 @@ class WorkerProcess:
         _kill_group_with_lifeline(life_r, pid)
         for fd in (out_w, err_w, ev_w, ctl_r, life_r):
             os.close(fd)
+        # Imported after the fork: on two cores it loads while the worker starts.
+        from pyrelune.supervisor.capture import CapturedStream
+
         self.pid = pid
         self.key = key
         self.stdout = CapturedStream("stdout", out_r)

@@ -11,8 +11,7 @@ from hypothesis import given, settings
 from rpc_fuzz import lines
 from rpc_host import check
 
-from pyrelune.protocols import rpc
-from pyrelune.protocols.rejection import Rejected
+from pyrelune.protocols import Rejected, rpc
 from pyrelune.wire.events import (
     ITEM_MIME,
     JSONML_MIME,
