@@ -76,8 +76,9 @@ class Channel:
         self._control_fd = control_fd
         self._cap = cap  # the mode's output cap: no event is sent bigger (see `bounds`)
         self._limit = message_limit(cap)
-        self._key = {"k": key}  # signs every line: the session refuses one without it
-        self._sync = _line({"t": SYNC} | self._key)
+        self._key = key  # signs every line: the session refuses one without it
+        self._sync = _line({"t": SYNC, "k": key})
+        self._from_wire: Callable[[bytes], Command] | None = None  # see `receive`
         self._commands = LineBuffer()  # the control pipe, cut into commands
         self._queued = b""  # events posted, written with the next one sent
         self._owner: int | None = _thread.get_ident()
@@ -140,10 +141,12 @@ class Channel:
             if not chunk:
                 os._exit(0)  # the session is gone: so is the reason to exist
             self._commands.feed(chunk)
-        # Loaded on the first wait, not at start-up: a oneshot cell seldom waits.
-        from pyrelune.wire.commands import from_wire
+        if self._from_wire is None:
+            # Loaded on the first wait, not at start-up: a oneshot cell seldom waits.
+            from pyrelune.wire.commands import from_wire
 
-        return from_wire(line)
+            self._from_wire = from_wire
+        return self._from_wire(line)
 
     def publish(self, data: dict[str, Any], metadata: dict[str, Any], is_result: bool) -> None:
         """Show a MIME bundle (a `display()` or the final expression) in its place.
@@ -161,31 +164,39 @@ class Channel:
             flush_output()
             self._write(self._line(display, wait=False))
 
-    def _line(self, event: Display | InputRequest | Done, **extra: Any) -> bytes:
-        """One message to the session: a JSON line, within the event limit.
+    def _line(self, event: Display | InputRequest | Done, wait: bool = True) -> bytes:
+        """One message to the session: a JSON line, signed, within the event limit.
 
         Text far over it is cut before it is encoded: a 300 MB display is
         not copied into a 300 MB line first.
         """
-        extra |= self._key
-        if isinstance(event, InputRequest):
-            return _line(to_wire(event) | extra)  # a prompt is cut by the codec that shows it
-        if _text_size(event) <= self._limit:
-            line = _line(to_wire(event) | extra)
-            if len(line) <= self._limit:
-                return line
+        if isinstance(event, InputRequest) or _text_size(event) <= self._limit:
+            line = self._signed(event, wait)
+            if len(line) <= self._limit or isinstance(event, InputRequest):
+                return line  # a prompt is cut by the codec that shows it
         from pyrelune.worker import bounds
 
-        line = _line(to_wire(bounded := bounds.bounded(event, self._cap)) | extra)
+        line = self._signed(bounded := bounds.bounded(event, self._cap), wait)
         if len(line) <= self._limit:
             return line
-        return _line(to_wire(bounds.plain(bounded, self._cap)) | extra)
+        return self._signed(bounds.plain(bounded, self._cap), wait)
+
+    def _signed(self, event: Display | InputRequest | Done, wait: bool) -> bytes:
+        message = to_wire(event)
+        message["k"] = self._key
+        if not wait:
+            message["wait"] = False
+        return _line(message)
 
 
 def _text_size(event: Display | Done) -> int:
     """The characters of text `event` holds: a floor on the size of its line."""
     if isinstance(event, Display):
-        return sum(len(value) for value in event.data.values() if isinstance(value, str))
+        size = 0
+        for value in event.data.values():  # a loop: on every display's path, cheaper than sum()
+            if type(value) is str:
+                size += len(value)
+        return size
     error = event.error
     return 0 if error is None else len(error.evalue) + len(error.traceback)
 
