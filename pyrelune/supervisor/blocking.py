@@ -61,20 +61,22 @@ def run(link: WorkerLink, soon: bool = False) -> Iterator[Event]:
     first = soon
     while True:
         now = time.monotonic()
-        heard = link.heard()
-        due = session.due(now, heard)
-        if isinstance(due, Interrupt):
-            link.interrupt()
-        elif isinstance(due, Kill):
-            yield from link.kill(due.error)
-            return
-        wake = session.wake_at(now, heard)
-        wait = None if wake is None else max(0.0, wake - now)
+        wait = None
+        fds = link.fds()
+        if session.timed(now):  # a deadline, an interrupt or a pause: the clock has a say
+            heard = link.heard()
+            due = session.due(now, heard)
+            if isinstance(due, Interrupt):
+                link.interrupt()
+            elif isinstance(due, Kill):
+                yield from link.kill(due.error)
+                return
+            wake = session.wake_at(now, heard)
+            wait = None if wake is None else max(0.0, wake - now)
+            if session.paused(now):
+                fds = [fd for fd in fds if fd not in streams]
         if link.worker.exit_fd < 0:
             wait = _EXIT_POLL if wait is None else min(wait, _EXIT_POLL)
-        fds = link.fds()
-        if session.paused(now):
-            fds = [fd for fd in fds if fd not in streams]
         fds.append(link.wake_r)
         ready = []
         if first:

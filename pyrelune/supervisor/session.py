@@ -212,6 +212,10 @@ class Session:
             return self._patient_until
         return self._kill_at
 
+    def timed(self, now: float) -> bool:
+        """Whether the clock matters now: a deadline, a pending kill or a pause."""
+        return self._deadline is not None or self._kill_at is not None or now < self._resume
+
     def paused(self, now: float) -> bool:
         """Whether the capture pipes are left to fill for a moment (see `took`)."""
         return now < self._resume

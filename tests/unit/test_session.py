@@ -217,3 +217,13 @@ def test_a_driver_may_give_the_deadline_a_shorter_grace() -> None:
     kill = session.due(108.75, heard=False)
     assert isinstance(kill, Kill) and kill.error.code == TIMEOUT
     assert kill.error.evalue == "Cell timed out after 8.5 s"
+
+
+def test_the_clock_matters_only_with_a_deadline_an_interrupt_or_a_pause() -> None:
+    session = started()
+    assert not session.timed(100.0)
+    session.took(10, now=100.0)
+    assert session.timed(100.0) and not session.timed(100.0 + COALESCE)
+    session.interrupted(101.0)
+    assert session.timed(200.0)
+    assert started(timeout=5).timed(100.0)
