@@ -44,8 +44,7 @@ class EventedKernel:
         self._watch()
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
-        if self._kernel.worker.reap(block=False) is not None:
-            self._unwatch()  # before `execute` starts a new worker
+        self._unwatch_if_lost()  # `execute` would start a new worker
         self._kernel.execute(source, filename, inputs)
         self._tell()
         self._watch()
@@ -58,7 +57,9 @@ class EventedKernel:
         self._kernel.cancel_input()
 
     def begin_reset(self) -> None:
+        self._unwatch_if_lost()  # `begin_reset` would start a new worker
         self._kernel.begin_reset()
+        self._watch()
 
     def interrupt(self) -> None:
         """SIGINT to the cell now, SIGKILL when its grace period is over."""
@@ -111,6 +112,11 @@ class EventedKernel:
             self._resume_timer.cancel()
             self._resume_timer = None
 
+    def _unwatch_if_lost(self) -> None:
+        """Stop watching a worker that has ended, before the kernel replaces it."""
+        if self._kernel.worker.reap(block=False) is not None:
+            self._unwatch()
+
     def _poll(self) -> None:
         self._poll_timer = None
         self._readable(-1)
@@ -151,8 +157,7 @@ class EventedKernel:
             if isinstance(event, Stream):
                 output += len(event.text)
             elif isinstance(event, Done):
-                if self._kernel.worker.reap(block=False) is not None:
-                    self._unwatch()  # before `settle` starts a new worker
+                self._unwatch_if_lost()  # `settle` would start a new worker
                 done = self._kernel.settle(event)
                 if done is None:  # sent again, to a fresh worker: the old one's events are over
                     self._tell()

@@ -54,3 +54,10 @@ def test_rpc_runs_the_next_cell_in_a_fresh_worker(breaker: str, rpc_kernel: Pipe
     assert stdout_of(events) == "42\n"
     assert stdout_of(events, "stderr").count("worker ended between cells") == 1
     assert stdout_of(rpc_kernel.run("print('next')")) == "next\n"
+
+
+def test_rpc_resets_after_a_worker_that_died_between_cells(rpc_kernel: PipeHost) -> None:
+    rpc_kernel.run(ALARM)
+    time.sleep(1.5)
+    assert rpc_kernel.call("kernel.reset", {})["result"] == {"ok": True}
+    assert stdout_of(rpc_kernel.run("print(globals().get('kept'))")) == "None\n"
