@@ -37,8 +37,10 @@ def test_lines_runs_the_next_cell_in_a_fresh_worker(lines_kernel: LinesHost,
     answer = lines_kernel.execute(NEXT)
     assert answer["error"] is None, answer
     assert answer["stdout"] == "42\nNone\n"  # ran, in a fresh namespace
-    if breaker == "rlimit" and not answer["stderr"]:
-        return  # the starved worker could still read and run the cell: nothing was lost
+    if breaker != "alarm" and not answer["stderr"]:
+        # The broken worker could still read and run the cell (a starved one,
+        # on a busy machine even one without pyrelune's modules): nothing was lost.
+        return
     assert answer["stderr"].count("worker ended between cells") == 1, answer["stderr"]
     again = lines_kernel.execute("print('next')")
     assert (again["stdout"], again["stderr"], again["error"]) == ("next\n", "", None)
