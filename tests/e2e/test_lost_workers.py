@@ -54,7 +54,10 @@ def test_rpc_runs_the_next_cell_in_a_fresh_worker(breaker: str, rpc_kernel: Pipe
     events = rpc_kernel.run("print(6 * 7)")
     assert events[-1]["data"]["status"] == "ok", events
     assert stdout_of(events) == "42\n"
-    assert stdout_of(events, "stderr").count("worker ended between cells") == 1
+    stderr = stdout_of(events, "stderr")
+    if breaker == "alarm" or stderr:
+        # As in the lines test: a broken worker that still ran the cell lost nothing.
+        assert stderr.count("worker ended between cells") == 1, stderr
     assert stdout_of(rpc_kernel.run("print('next')")) == "next\n"
 
 
