@@ -72,6 +72,7 @@ def root(
     max_message_size: Annotated[
         Optional[str], _rpc_option("max_message_size")] = None,  # noqa: UP045
     auth_timeout: Annotated[Optional[str], _rpc_option("auth_timeout")] = None,  # noqa: UP045
+    drain_timeout: Annotated[Optional[str], _rpc_option("drain_timeout")] = None,  # noqa: UP045
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return

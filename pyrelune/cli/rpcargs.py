@@ -58,6 +58,9 @@ OPTIONS = {option.param: option for option in (
     Option("auth_timeout", TEXT, "rpc over WebSocket with a token: seconds a client has to "
            "send kernel.auth before it is disconnected (it holds the kernel's only connection "
            "meanwhile). [default: 10]", "SECONDS"),
+    Option("drain_timeout", TEXT, "rpc over WebSocket: seconds a client may leave the "
+           "kernel's messages unread (more than 1 MiB waiting; its requests and the cell wait "
+           "meanwhile) before it is disconnected. [default: 30]", "SECONDS"),
 )}
 _BY_NAME = {option.name: option for option in OPTIONS.values()}
 _MODE = "--mode"
@@ -129,6 +132,7 @@ def settings(values: dict[str, Any]) -> Settings:
     keyfile: Path | None = values["keyfile"]
     max_message_size: str | None = values["max_message_size"]
     auth_timeout: str | None = values["auth_timeout"]
+    drain_timeout: str | None = values["drain_timeout"]
     if listen is None and (token is not None or token_file is not None):
         raise Usage("a token is for WebSocket kernels: add --listen", "--token")
     if token is None and token_file is not None:
@@ -141,6 +145,8 @@ def settings(values: dict[str, Any]) -> Settings:
             rules.byte_count("--max-message-size", max_message_size))
         wait = rpc.AUTH_TIMEOUT if auth_timeout is None else (
             rules.seconds("--auth-timeout", auth_timeout, minimum=0.1))
+        drain = rpc.DRAIN_TIMEOUT if drain_timeout is None else (
+            rules.seconds("--drain-timeout", drain_timeout, minimum=0.1))
         max_output = rules.max_output(None)
     except rpc.ConfigError as exc:
         raise Usage(str(exc), "--listen") from None
@@ -150,6 +156,7 @@ def settings(values: dict[str, Any]) -> Settings:
         listen=address, token=token, allow_origins=tuple(values["allow_origin"] or ()),
         certfile=str(certfile) if certfile else None, keyfile=str(keyfile) if keyfile else None,
         max_message=max_message, max_output=max_output, auth_timeout=wait,
+        drain_timeout=drain,
     )
 
 
