@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import ipaddress
 import os
 import signal
 import sys
@@ -104,6 +103,8 @@ def parse_listen(value: str) -> tuple[str, int]:
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
+    import ipaddress  # here: only a kernel that listens needs it, and it delays the start
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
