@@ -10,11 +10,12 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional, TypeVar
+from typing import Annotated, Any, Optional, TypeVar
 
 import typer
 
 from pyrelune import __version__, settings
+from pyrelune.cli import rpcargs
 from pyrelune.cli.vix import app as vix_app
 
 T = TypeVar("T")
@@ -31,6 +32,14 @@ class Mode(str, enum.Enum):
     oneshot = "oneshot"
     lines = "lines"
     rpc = "rpc"
+
+
+def _rpc_option(param: str) -> Any:
+    """The typer option for one of the rpc kernel's (`pyrelune.cli.rpcargs` has them all)."""
+    option = rpcargs.OPTIONS[param]
+    file = option.kind == rpcargs.FILE  # the checks apply to the Path parameters only
+    return typer.Option(help=option.help, metavar=option.metavar, rich_help_panel=rpcargs.PANEL,
+                        exists=file, dir_okay=not file)
 
 
 def _version(value: bool) -> None:
@@ -53,60 +62,25 @@ def root(
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
-    listen: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(help="rpc: serve WebSocket on HOST:PORT (port 0: any free port; the "
-                     "address is printed as one JSON line on stdout). Default host 127.0.0.1.",
-                     rich_help_panel="rpc kernel"),
-    ] = None,
-    token: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(help="rpc over WebSocket: the secret clients send with kernel.auth "
-                     "(visible to other users in the process list: prefer --token-file or "
-                     "$PYRELUNE_TOKEN).", rich_help_panel="rpc kernel"),
-    ] = None,
-    token_file: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(help="rpc over WebSocket: read the token from this file.", dir_okay=False,
-                     exists=True, rich_help_panel="rpc kernel"),
-    ] = None,
+    listen: Annotated[Optional[str], _rpc_option("listen")] = None,  # noqa: UP045
+    token: Annotated[Optional[str], _rpc_option("token")] = None,  # noqa: UP045
+    token_file: Annotated[Optional[Path], _rpc_option("token_file")] = None,  # noqa: UP045
     allow_origin: Annotated[
-        Optional[list[str]],  # noqa: UP045
-        typer.Option(help="rpc over WebSocket: a browser Origin allowed to connect "
-                     "(repeatable; by default only clients that send no Origin).",
-                     rich_help_panel="rpc kernel"),
-    ] = None,
-    certfile: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(help="rpc over WebSocket: serve TLS (wss://) with this certificate chain.",
-                     dir_okay=False, exists=True, rich_help_panel="rpc kernel"),
-    ] = None,
-    keyfile: Annotated[
-        Optional[Path],  # noqa: UP045
-        typer.Option(help="rpc over WebSocket: the certificate's private key, if not in "
-                     "--certfile.", dir_okay=False, exists=True, rich_help_panel="rpc kernel"),
-    ] = None,
+        Optional[list[str]], _rpc_option("allow_origin")] = None,  # noqa: UP045
+    certfile: Annotated[Optional[Path], _rpc_option("certfile")] = None,  # noqa: UP045
+    keyfile: Annotated[Optional[Path], _rpc_option("keyfile")] = None,  # noqa: UP045
     max_message_size: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(metavar="BYTES", help="rpc: largest request (line or frame) in bytes. "
-                     "[default: 16 MiB]", rich_help_panel="rpc kernel"),
-    ] = None,
-    auth_timeout: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option(metavar="SECONDS", help="rpc over WebSocket with a token: seconds a client "
-                     "has to send kernel.auth before it is disconnected (it holds the kernel's "
-                     "only connection meanwhile). [default: 10]", rich_help_panel="rpc kernel"),
-    ] = None,
+        Optional[str], _rpc_option("max_message_size")] = None,  # noqa: UP045
+    auth_timeout: Annotated[Optional[str], _rpc_option("auth_timeout")] = None,  # noqa: UP045
+    drain_timeout: Annotated[Optional[str], _rpc_option("drain_timeout")] = None,  # noqa: UP045
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
     if mode is not Mode.oneshot and timeout is not None:
         raise typer.BadParameter("applies to oneshot mode only: a kernel's cells run until "
                                  "done or interrupted", param_hint="--timeout")
-    rpc_only = {"--listen": listen, "--token": token, "--token-file": token_file,
-                "--allow-origin": allow_origin, "--certfile": certfile, "--keyfile": keyfile,
-                "--auth-timeout": auth_timeout, "--max-message-size": max_message_size}
-    given = [name for name, value in rpc_only.items() if value]
+    rpc_values = {param: ctx.params[param] for param in rpcargs.OPTIONS}
+    given = [rpcargs.OPTIONS[param].name for param, value in rpc_values.items() if value]
     if mode is not Mode.rpc and given:
         raise typer.BadParameter("applies to --mode rpc only", param_hint=given[0])
     if mode is Mode.lines:
@@ -114,8 +88,7 @@ def root(
 
         raise typer.Exit(lines.main())
     if mode is Mode.rpc:
-        raise typer.Exit(_rpc(listen, token, token_file, allow_origin or [], certfile, keyfile,
-                              max_message_size, auth_timeout))
+        raise typer.Exit(_rpc(rpc_values))
     from pyrelune.modes import oneshot
 
     raise typer.Exit(oneshot.main(_timeout(timeout)))
@@ -136,41 +109,14 @@ def _timeout(option: str | None) -> float | None:
     return _setting(lambda: settings.seconds("--timeout", option))
 
 
-def _rpc(
-    listen: str | None,
-    token: str | None,
-    token_file: Path | None,
-    allow_origin: list[str],
-    certfile: Path | None,
-    keyfile: Path | None,
-    max_message_size: str | None,
-    auth_timeout: str | None,
-) -> int:
-    import os
-
+def _rpc(values: dict[str, Any]) -> int:
     from pyrelune.modes import rpc
 
-    if listen is None and (token is not None or token_file is not None):
-        raise typer.BadParameter("a token is for WebSocket kernels: add --listen",
-                                 param_hint="--token")
-    if token is None and token_file is not None:
-        token = token_file.read_text(encoding="utf-8").strip()
-    if token is None and listen is not None:
-        token = os.environ.get("PYRELUNE_TOKEN") or None
     try:
-        address = rpc.parse_listen(listen) if listen is not None else None
-    except rpc.ConfigError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--listen") from None
-    max_message = rpc.DEFAULT_MAX_MESSAGE if max_message_size is None else _setting(
-        lambda: settings.byte_count("--max-message-size", max_message_size))
-    wait = rpc.AUTH_TIMEOUT if auth_timeout is None else _setting(
-        lambda: settings.seconds("--auth-timeout", auth_timeout, minimum=0.1))
-    return rpc.main(rpc.Settings(
-        listen=address, token=token, allow_origins=tuple(allow_origin),
-        certfile=str(certfile) if certfile else None, keyfile=str(keyfile) if keyfile else None,
-        max_message=max_message, max_output=_setting(lambda: settings.max_output(None)),
-        auth_timeout=wait,
-    ))
+        chosen = rpcargs.settings(values)
+    except rpcargs.Usage as exc:
+        raise typer.BadParameter(exc.message, param_hint=exc.hint) from None
+    return rpc.main(chosen)
 
 
 @app.command()

@@ -37,6 +37,12 @@ def main() -> None:
         from pyrelune.modes import lines
 
         sys.exit(lines.main())
+    from pyrelune.cli import rpcargs
+
+    # The rpc kernel's host waits for `kernel.ready` too: its options are read
+    # without typer unless they need typer's judgement (see `rpcargs.parse`).
+    if (served := rpcargs.start(sys.argv[1:])) is not None:
+        sys.exit(served)
     from pyrelune.cli.app import run_app
 
     run_app()

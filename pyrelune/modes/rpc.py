@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import ipaddress
 import os
 import signal
 import sys
@@ -50,6 +49,9 @@ TRY_AGAIN_LATER = 1013
 POLICY_VIOLATION = 1008
 #: Seconds a WebSocket connection may wait as a guest before it sends the token.
 AUTH_TIMEOUT = 10.0
+#: Seconds a WebSocket client may leave the kernel's messages unread (see
+#: `transports.websocket`) before it is cut off; meanwhile the cell waits.
+DRAIN_TIMEOUT = 30.0
 #: Guests at once: one more drops the one that has waited longest. The owner, who sends the
 #: token at once, is dropped only if this many others connect before its token arrives.
 MAX_GUESTS = 8
@@ -68,6 +70,7 @@ class Settings:
         max_message: int = DEFAULT_MAX_MESSAGE,
         max_output: int | None = None,
         auth_timeout: float = AUTH_TIMEOUT,
+        drain_timeout: float = DRAIN_TIMEOUT,
     ) -> None:
         self.listen = listen
         self.token = token
@@ -77,6 +80,7 @@ class Settings:
         self.max_message = max_message
         self.max_output = max_output
         self.auth_timeout = auth_timeout
+        self.drain_timeout = drain_timeout
 
 
 class ConfigError(Exception):
@@ -99,6 +103,8 @@ def parse_listen(value: str) -> tuple[str, int]:
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
+    import ipaddress  # here: only a kernel that listens needs it, and it delays the start
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -209,6 +215,7 @@ class RpcServer:
         """`connection` sent the token: it is served, and every other guest is dropped."""
         del self._guests[connection]
         self.client = connection
+        self.congestion(connection, connection.congested)
         for other in list(self._guests):
             other.send(rpc.encode(rpc.another_client()))
             self._drop(other, TRY_AGAIN_LATER, "another client is connected")
@@ -218,10 +225,24 @@ class RpcServer:
         if self._guests.pop(connection, None) is not None:
             connection.drop(code, reason)
 
+    def congestion(self, connection: WebSocketConnection, congested: bool) -> None:
+        """Back-pressure: while the served client does not read, the worker is not read either.
+
+        A guest's congestion only stops its own frames being read (the
+        transport does that); a cell's output never goes to a guest.
+        """
+        if connection is not self.client:
+            return
+        if congested:
+            self.kernel.hold()
+        else:
+            self.kernel.release()
+
     def _leave(self, connection: Connection) -> None:
         if self.client is connection:
             self.client = None
             self.protocol.leave()
+            self.kernel.release()  # no one to wait for: the cell's output is held within its cap
 
     def _take(self, raw: bytes | str) -> bool:
         """One message from the served client (it is never dropped for what it sends)."""
@@ -322,6 +343,7 @@ async def _serve_websocket(server: RpcServer, out_fd: int, stop: asyncio.Event) 
         context.load_cert_chain(settings.certfile, settings.keyfile)
 
     async def handle(connection: WebSocketConnection) -> None:
+        connection.on_congestion(functools.partial(server.congestion, connection))
         if server.client is not None:
             for message in server.protocol.refuse():
                 connection.send(rpc.encode(message))
@@ -334,7 +356,8 @@ async def _serve_websocket(server: RpcServer, out_fd: int, stop: asyncio.Event) 
     origins: list[Any] = [None, *settings.allow_origins]
     host, port = settings.listen
     websocket_server = await listen(handle, host, port, origins=origins,
-                                    max_size=settings.max_message, ssl_context=context)
+                                    max_size=settings.max_message, ssl_context=context,
+                                    drain_timeout=settings.drain_timeout)
     bound = websocket_server.sockets[0].getsockname()
     scheme = "wss" if context else "ws"
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]

@@ -17,10 +17,8 @@ cell's events are held (within the cell's output cap) for the next one.
 
 from __future__ import annotations
 
-import hmac
 import keyword
 import math
-import platform
 import sys
 
 from pyrelune import __version__, fastjson
@@ -380,6 +378,8 @@ class RpcCodec:
         return Outcome([self._auth_ok(request), *self._serve()], [Admit()])
 
     def _token_matches(self, request: Request) -> bool:
+        import hmac  # here: a kernel without a token never needs it, and it delays the start
+
         return self._token is None or hmac.compare_digest(
             self._token, str(request.params["token"]).encode("utf-8", "surrogatepass"))
 
@@ -388,6 +388,8 @@ class RpcCodec:
                                      "cell_id": self.cell_id if self.state != IDLE else None})
 
     def _on_kernel_info(self, request: Request) -> Outcome:
+        import platform  # here: it delays the start, and few requests need it
+
         return Outcome([response(request.id, {
             "version": PROTOCOL_VERSION, "language": "python",
             "python_version": "{}.{}".format(*sys.version_info[:2]),

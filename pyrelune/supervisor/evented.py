@@ -5,6 +5,8 @@ cell runs and an interrupt is read while it runs. The worker's pipes are
 watched with `add_reader`; the session's clock becomes timers (a pause of a
 trickle's reading, the kill of an unanswered interrupt). Events go to one
 callback, in order, a Done once the kernel is ready for the next cell.
+While the events cannot be passed on (`hold`: the client does not read), the
+pipes are not read either, and the cell blocks on its own output.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class EventedKernel:
         self._kernel = Kernel(interactive, cap)
         self._watched: set[int] = set()
         self._paused: set[int] = set()  # capture pipes left to fill for a moment
+        self._held = False  # no descriptor is read: see `hold`
         self._resume_timer: asyncio.TimerHandle | None = None
         self._poll_timer: asyncio.TimerHandle | None = None
         self._watch()
@@ -67,6 +70,18 @@ class EventedKernel:
         self._kernel.interrupt()
         self._arm_escalation(link)
 
+    def hold(self) -> None:
+        """Read nothing from the worker until `release`: its pipes fill, and the cell waits.
+
+        For a client that does not read: the kernel must not buffer what it cannot send.
+        """
+        self._held = True
+        self._watch()
+
+    def release(self) -> None:
+        self._held = False
+        self._watch()
+
     def close(self) -> None:
         self._unwatch()
         self._kernel.close()
@@ -93,7 +108,7 @@ class EventedKernel:
     def _watch(self) -> None:
         """Follow the worker's descriptors as they open and close."""
         link = self._kernel.link
-        wanted = set(link.fds()) - self._paused
+        wanted = set() if self._held else set(link.fds()) - self._paused
         for fd in self._watched - wanted:
             self.loop.remove_reader(fd)
         for fd in wanted - self._watched:
@@ -119,7 +134,10 @@ class EventedKernel:
 
     def _poll(self) -> None:
         self._poll_timer = None
-        self._readable(-1)
+        if self._held:
+            self._watch()  # look again later
+        else:
+            self._readable(-1)
 
     def _readable(self, fd: int) -> None:
         link = self._kernel.link

@@ -1,0 +1,74 @@
+"""`pyrelune --mode rpc` starts without typer; what typer must judge still goes to typer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rpc_host import TIMEOUT, check
+
+Ran = subprocess.CompletedProcess[bytes]
+
+
+def imported(args: list[str], stdin: bytes = b"") -> tuple[set[str], Ran]:
+    """The modules the real `pyrelune` process imported for `args`, and how it ended."""
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    result = subprocess.run([sys.executable, "-m", "pyrelune", *args], input=stdin, env=env,
+                            capture_output=True, timeout=TIMEOUT)
+    lines = result.stderr.decode().splitlines()
+    return {line.rsplit("|", 1)[1].strip() for line in lines
+            if line.startswith("import time:")}, result
+
+
+@pytest.mark.parametrize("options", [
+    [], ["--max-message-size", "4096"], ["--max-message-size=4096", "--auth-timeout", "3"],
+])
+def test_the_rpc_kernel_starts_without_typer(options: list[str]) -> None:
+    modules, result = imported(["--mode", "rpc", *options])
+    assert result.returncode == 0, result.stderr[-2000:]
+    ready = json.loads(result.stdout.splitlines()[0])
+    check(ready)
+    assert ready["event"] == "kernel.ready"
+    assert "pyrelune.modes.rpc" in modules  # it did start the kernel
+    assert not {"typer", "click", "pyrelune.cli.app"} & modules
+
+
+def test_a_websocket_kernel_starts_without_typer(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("secret")
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    process = subprocess.Popen([sys.executable, "-m", "pyrelune", "--mode", "rpc", "--listen",
+                                "127.0.0.1:0", "--token-file", str(token)], env=env,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        assert process.stdout is not None
+        listening = json.loads(process.stdout.readline())
+        assert listening["event"] == "kernel.listening"
+        process.terminate()
+        _, errors = process.communicate(timeout=TIMEOUT)
+    finally:
+        process.kill()
+    modules = {line.rsplit("|", 1)[1].strip() for line in errors.decode().splitlines()
+               if line.startswith("import time:")}
+    assert "pyrelune.transports.websocket" in modules
+    assert not {"typer", "click", "pyrelune.cli.app"} & modules
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--help"], b"rpc kernel"),
+    (["--max-message-size", "12"], b"--max-message-size must be a whole number of bytes"),
+    (["--token", "t"], b"a token is for WebSocket kernels: add --listen"),
+    (["--listen", "nowhere"], b"expected HOST:PORT"),
+    (["--bogus"], b"No such option"),
+    (["--token-file", "/nonexistent/token"], b"does not exist"),
+])
+def test_help_and_usage_errors_are_typers(args: list[str], says: bytes) -> None:
+    modules, result = imported(["--mode", "rpc", *args])
+    assert "typer" in modules
+    assert result.returncode == (0 if args == ["--help"] else 2), result
+    assert says in result.stdout + result.stderr
