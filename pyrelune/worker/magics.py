@@ -48,8 +48,7 @@ def translate(source: str) -> str | None:
     if head.startswith("%%"):
         name, args = _name_and_args(head[2:])
         body = "\n".join(lines[first + 1 :])
-        call = f"{_HERE}cell_magic({name!r}, {args!r}, {body!r}, {first + 1})"
-        return "\n" * first + call
+        return "\n" * first + f"{_HERE}cell_magic({name!r}, {args!r}, {body!r}, {first + 1})"
     out: list[str] = []
     quote: str | None = None
     depth = 0
