@@ -7,7 +7,6 @@ its own request, as Vix Note sends it), the lines kernel and the rpc kernel
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -102,24 +101,26 @@ class _Rpc:
 
 
 @contextmanager
+def _started_in(cwd: str | os.PathLike[str] | None) -> Iterator[None]:
+    """The current directory while a kernel process starts (its own from then on)."""
+    here = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
+@contextmanager
 def runner(mode: str, cwd: str | os.PathLike[str] | None = None) -> Iterator[Runner]:
-    """A runner for `mode`; kernels start in the test's current directory, `cwd` is oneshot's."""
+    """A runner for `mode` whose cells start in `cwd` (default: the test's)."""
     if mode == "oneshot":
         yield _Oneshot(None if cwd is None else str(cwd))
-    elif mode == "lines":
-        lines = _Lines()
-        try:
-            yield lines
-        finally:
-            lines.kernel.close()
-    else:
-        rpc = _Rpc()
-        try:
-            yield rpc
-        finally:
-            rpc.kernel.close()
-
-
-def dumps(value: Any) -> str:
-    """Compact text of a display for assertion messages."""
-    return json.dumps(value)[:300]
+        return
+    with _started_in(cwd):
+        kernel: _Lines | _Rpc = _Lines() if mode == "lines" else _Rpc()
+    try:
+        yield kernel
+    finally:
+        kernel.kernel.close()
