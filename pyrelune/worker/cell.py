@@ -80,12 +80,10 @@ def compile_cell(source: str, filename: str) -> tuple[CodeType, str]:
     """
     try:
         return _compile(source, filename)
-    except SyntaxError:
-        magics = importhooks.import_own("pyrelune.worker.magics")
-        translated = magics.translate(source)
-        if translated is None:
-            raise
-    return _compile(translated, filename)
+    except SyntaxError as exc:
+        failed = exc
+    magics = importhooks.import_own("pyrelune.worker.magics")
+    return magics.compile_translated(source, filename, failed, _compile)  # type: ignore[no-any-return]
 
 
 def _compile(source: str, filename: str) -> tuple[CodeType, str]:

@@ -19,7 +19,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from types import FrameType
+    from types import CodeType, FrameType
     from typing import Any
 
 #: What a translated line calls: this module, reached whatever the cell imported or defined.
@@ -44,7 +44,7 @@ def translate(source: str) -> str | None:
     """`source` with its IPython lines made calls of this module's, or None if it has none."""
     lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     first = next((i for i, line in enumerate(lines) if line.strip()), 0)
-    head = lines[first].strip() if lines else ""
+    head = lines[first].strip()
     if head.startswith("%%"):
         name, args = _name_and_args(head[2:])
         body = "\n".join(lines[first + 1 :])
@@ -77,6 +77,34 @@ def translate(source: str) -> str | None:
     return "\n".join(out) if changed else None
 
 
+def compile_translated(
+    source: str,
+    filename: str,
+    failed: SyntaxError,
+    compile_cell: Callable[[str, str], tuple[CodeType, str]],
+) -> tuple[CodeType, str]:
+    """`compile_cell` of the translated `source`, which `failed` to compile as it was.
+
+    `failed` is raised again if there is nothing to translate. The parser's
+    warnings (an invalid escape) about the lines before the failure were
+    shown by the first attempt: they are not shown twice.
+    """
+    translated = translate(source)
+    if translated is None:
+        raise failed
+    warnings = _own("warnings")
+    caught: list[Any] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            return compile_cell(translated, filename)
+    finally:
+        for warning in caught:
+            if warning.lineno > (failed.lineno or 0):
+                warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                       warning.lineno)
+
+
 def _line_call(line: str) -> str | None:
     """The call a line of IPython syntax becomes (its indentation kept), or None for Python."""
     body = line.strip()
@@ -91,9 +119,8 @@ def _line_call(line: str) -> str | None:
         return f"{indent}{target} = {_escape_call(body[assigned.end() :], assigned=True)}"
     if "?" in body:
         asked = _HELP.fullmatch(body)
-        if asked and (asked.group(1) or asked.group(3)):
-            marks = (asked.group(1) or "") + (asked.group(3) or "")
-            return f"{indent}{_HERE}inspect({asked.group(2)!r}, {len(marks) > 1})"
+        if asked and (asked.group(1) or asked.group(3)):  # `??` too: help() has no more
+            return f"{indent}{_HERE}inspect({asked.group(2)!r})"
     return None
 
 
@@ -219,7 +246,7 @@ def cell_magic(name: str, line: str, body: str, first_line: int) -> Any:
     return magic(line, _Body(body, first_line, sys._getframe(1)))
 
 
-def inspect(target: str, detailed: bool) -> None:
+def inspect(target: str) -> None:
     """`obj?` and `obj??`: the object's help as `help(obj)` prints it, with no pager."""
     _help(target, sys._getframe(1))
 
@@ -243,9 +270,9 @@ class _Body:
         self.first_line = first_line
         self.frame = frame
 
-    def run(self, source: str | None = None) -> Any:
-        """Run the body (or `source` in its place); the final expression's value, or None."""
-        return _run(self.source if source is None else source, self.first_line, self.frame)
+    def run(self) -> Any:
+        """Run the body; its final expression's value, or None."""
+        return _run(self.source, self.first_line, self.frame)
 
 
 def _run(source: str, first_line: int, frame: FrameType) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import zipfile
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from modes import MODES, Runner, runner
+from vixhost import VixHost
 
 TIME_LINES = re.compile(
     r"CPU times: user [\d.]+ (?:s|ms|µs|ns), sys: [\d.]+ (?:s|ms|µs|ns), "
@@ -226,3 +228,13 @@ def test_a_plain_cell_never_loads_the_translator(run: Runner) -> None:
     assert seen.error is None, seen
     if run.mode != "oneshot":
         assert run("'pyrelune.worker.magics' in sys.modules").everything.endswith("True\n")
+
+
+def test_the_parsers_warnings_come_once_in_a_translated_cell(host: VixHost) -> None:
+    """The cell is compiled twice (as it is, then translated): each warning is shown once."""
+    result = host.run_cell('a = "\\d"\n%pwd\nb = "\\q"',
+                           env={**os.environ, "PYTHONWARNINGS": "always"})
+    stderr = result.response["stderr"]
+    assert result.response["ok"], result
+    assert stderr.count("invalid escape sequence '\\d'") == 1, stderr
+    assert stderr.count("invalid escape sequence '\\q'") == 1, stderr

@@ -18,9 +18,9 @@ def test_each_escape_becomes_one_call_in_place() -> None:
     assert translate("!!date") == f"{CALL}getoutput('date')"
     assert translate("files = !ls\na, b = %sx echo") == (
         f"files = {CALL}getoutput('ls')\na, b = {CALL}line_magic('sx', 'echo')")
-    assert translate("obj.attr?") == f"{CALL}inspect('obj.attr', False)"
-    assert translate("?obj") == f"{CALL}inspect('obj', False)"
-    assert translate("obj??") == f"{CALL}inspect('obj', True)"
+    assert translate("obj.attr?") == f"{CALL}inspect('obj.attr')"
+    assert translate("?obj") == f"{CALL}inspect('obj')"
+    assert translate("obj??") == f"{CALL}inspect('obj')"
     assert translate("    %%time later") == f"{CALL}cell_magic('time', 'later', '', 1)"
 
 
