@@ -52,7 +52,7 @@ def run_cell(
     sources.remember(filename, source)
     try:
         try:
-            code, result = _compile(source, filename)
+            code, result = compile_cell(source, filename)
         except (SyntaxError, ValueError) as exc:
             return syntax_error(exc, filename)
         try:
@@ -70,6 +70,20 @@ def run_cell(
     except BaseException as exc:
         return exception_error(exc, filename)
     return None
+
+
+def compile_cell(source: str, filename: str) -> tuple[CodeType, str]:
+    """`_compile`, with IPython's syntax (magics, `!cmd`, `obj?`) made Python.
+
+    Only a cell that does not compile is looked at for it, so a plain cell
+    never loads the translator (see `magics`).
+    """
+    try:
+        return _compile(source, filename)
+    except SyntaxError as exc:
+        failed = exc
+    magics = importhooks.import_own("pyrelune.worker.magics")
+    return magics.compile_translated(source, filename, failed, _compile)  # type: ignore[no-any-return]
 
 
 def _compile(source: str, filename: str) -> tuple[CodeType, str]:
