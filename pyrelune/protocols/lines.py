@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pyrelune import fastjson
 from pyrelune.protocols import Rejected as Rejected  # the codec's own name for it
-from pyrelune.protocols import Wording, read_object
+from pyrelune.protocols import Wording, read_object, textform
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget
 from pyrelune.wire import events
@@ -86,8 +86,12 @@ def pong(request_id: str) -> bytes:
 
 
 def shown(display: Display) -> Display:
-    """What of a display this protocol shows, its text/plain: the rest must not fill the cap."""
-    return Display({"text/plain": display.data.get("text/plain", "")}, {}, display.is_result)
+    """What of a display this protocol shows, its text: the rest must not fill the cap.
+
+    An empty bundle (a placeholder to be updated) stays empty.
+    """
+    data = {"text/plain": textform.best(display.data)} if display.data else {}
+    return Display(data, {}, display.is_result, display.display_id, display.update)
 
 
 def cell_response(request_id: str, output: OutputBudget, error: CellError | None) -> bytes:
@@ -103,7 +107,8 @@ def cell_response(request_id: str, output: OutputBudget, error: CellError | None
         if isinstance(item, Stream):
             (stdout if item.name == "stdout" else stderr).append(item.text)
         elif isinstance(item, Display):
-            stdout.append(f"{item.data.get('text/plain', '')}\n")
+            if item.data:  # an empty one is a placeholder never updated: nothing to show
+                stdout.append(f"{item.data.get('text/plain', '')}\n")
         else:
             _omitted(item, stdout, stderr)
     return response(request_id, "".join(stdout), "".join(stderr), error_text(error))

@@ -269,24 +269,25 @@ def test_json_nested_too_deep_is_refused_and_said(capsys: pytest.CaptureFixture[
 
 
 def test_display_sends_each_object_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    sent: list[tuple[dict[str, Any], dict[str, Any], bool]] = []
-    monkeypatch.setattr(rich, "_sink", lambda *bundle: sent.append(bundle))
+    events: list[Any] = []
+    monkeypatch.setattr(rich, "_sink", events.append)
     monkeypatch.setattr(rich, "_sink_pid", os.getpid())
     display(1, AllReprs(), include=["text/plain", "text/html"], metadata={"tag": "x"})
-    display({"text/markdown": "# raw", "image/png": PNG}, raw=True, display_id=True)
+    display({"text/markdown": "# raw", "image/png": PNG}, raw=True, display_id="d")
     show_result("done")
-    assert sent[0] == ({"text/plain": "1"}, {"tag": "x"}, False)
+    sent = [(e.data, e.metadata, e.is_result, e.display_id) for e in events]
+    assert sent[0] == ({"text/plain": "1"}, {"tag": "x"}, False, None)
     assert sent[1] == (
-        {"text/html": "<b>html</b>", "text/plain": "AllReprs()"}, {"tag": "x"}, False
+        {"text/html": "<b>html</b>", "text/plain": "AllReprs()"}, {"tag": "x"}, False, None
     )
-    assert sent[2][0]["text/markdown"] == "# raw"
+    assert sent[2][0]["text/markdown"] == "# raw" and sent[2][3] == "d"
     assert base64.b64decode(sent[2][0]["image/png"]) == PNG
-    assert sent[3] == ({"text/plain": "'done'"}, {}, True)
+    assert sent[3] == ({"text/plain": "'done'"}, {}, True, None)
 
 
 def test_display_of_nothing_showable_sends_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[Any] = []
-    monkeypatch.setattr(rich, "_sink", lambda *bundle: sent.append(bundle))
+    monkeypatch.setattr(rich, "_sink", sent.append)
     monkeypatch.setattr(rich, "_sink_pid", os.getpid())
     display(1, exclude=["text/plain"])
     assert sent == []
