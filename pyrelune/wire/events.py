@@ -193,7 +193,7 @@ def to_wire(event: Display | Clear | InputRequest | Done) -> dict[str, Any]:
             message["update"] = event.update
         return message
     if isinstance(event, Clear):
-        return {"t": "clear", "wait": event.wait}
+        return {"t": "clear", "later": event.wait}  # "wait" is the channel's own key
     if isinstance(event, InputRequest):
         return {"t": "input", "prompt": event.prompt, "password": event.password}
     error = event.error
@@ -221,9 +221,9 @@ def from_wire(message: Any) -> Display | Clear | InputRequest | Done:
             else:
                 return Display(data, metadata, result, display_id, update)
     elif kind == "clear":
-        wait = message.get("wait")
-        if isinstance(wait, bool):
-            return Clear(wait)
+        later = message.get("later")
+        if isinstance(later, bool):
+            return Clear(later)
     elif kind == "input":
         prompt, password = message.get("prompt"), message.get("password")
         if isinstance(prompt, str) and isinstance(password, bool):
