@@ -96,6 +96,8 @@ def connect(sink: Sink) -> None:
     for name in _IPYTHON_MODULES:
         importhooks.after_import(name, _patch_ipython)
     importhooks.after_import("matplotlib.pyplot", _adopt_pyplot)
+    importhooks.before_import("pandas.core.config_init", _pandas_asks)
+    importhooks.after_import("pandas.core.config_init", _pandas_asked)
     if "IPython.display" in sys.modules:  # it re-exports `display`, already imported
         _patch_ipython(sys.modules["IPython.display"])
 
@@ -105,6 +107,19 @@ def _adopt_pyplot(pyplot: ModuleType) -> None:
     from pyrelune.worker.mplbackend import adopt
 
     adopt(pyplot)
+
+
+def _pandas_asks(config: ModuleType) -> None:
+    """pandas learns it shows its frames in a notebook (see `notebooklibs`)."""
+    from pyrelune.worker.notebooklibs import pandas_asks
+
+    pandas_asks(config)
+
+
+def _pandas_asked(config: ModuleType) -> None:
+    from pyrelune.worker.notebooklibs import pandas_asked
+
+    pandas_asked(config)
 
 
 def display(

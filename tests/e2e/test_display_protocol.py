@@ -252,3 +252,20 @@ def test_a_progress_bar_redrawn_after_a_print_keeps_its_carriage_return(
     bars = [e["data"]["text"] for e in rpc_kernel.run(cell)
             if e["event"] == "stream" and e["data"]["name"] == "stderr"]
     assert "".join(bars) == "bar 0\rbar 1\rbar 2\rbar done\n"
+
+
+WIDE = "import pandas as pd\npd.DataFrame({f'column_{i}': [i * 1000.5, i] for i in range(12)})"
+
+
+def test_pandas_shows_a_wide_frame_as_in_a_notebook(
+    host: VixHost, lines_kernel: LinesHost
+) -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({f"column_{i}": [i * 1000.5, i] for i in range(12)})
+    with pd.option_context("display.max_columns", 20):  # Jupyter's: pandas under a kernel
+        want = repr(frame)
+    assert "column_11" in want and "..." not in want  # every column, wrapped in blocks
+    assert outputs(host.run_cell(WIDE)) == [("stdout", want)]
+    assert lines_kernel.execute(WIDE)["stdout"] == want + "\n"
+    check = "import pandas.core.config_init as c\nprint(hasattr(c, 'get_ipython'))"
+    assert lines_kernel.execute(check)["stdout"] == "False\n"  # the answer was pandas' alone
