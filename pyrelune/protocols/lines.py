@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pyrelune import fastjson
 from pyrelune.protocols import Rejected as Rejected  # the codec's own name for it
-from pyrelune.protocols import Wording, read_object, textform
+from pyrelune.protocols import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget
 from pyrelune.wire import events
@@ -90,7 +90,9 @@ def shown(display: Display) -> Display:
 
     An empty bundle (a placeholder to be updated) stays empty.
     """
-    data = {"text/plain": textform.best(display.data)} if display.data else {}
+    from pyrelune.protocols.textform import best  # loaded for displays only
+
+    data = {"text/plain": best(display.data)} if display.data else {}
     return Display(data, {}, display.is_result, display.display_id, display.update)
 
 

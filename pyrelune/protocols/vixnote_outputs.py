@@ -9,7 +9,6 @@ start with `<svg`, JSON must be strict, PNG/JPEG only as SVG-wrapped images).
 from __future__ import annotations
 
 from pyrelune import fastjson
-from pyrelune.protocols import textform
 from pyrelune.protocols.vixnote import MIME_ORDER as MIME_ORDER  # the codec's, shown here
 from pyrelune.supervisor.limits import utf8_size
 from pyrelune.wire.events import Display
@@ -68,8 +67,10 @@ def _candidates(display: Display, order: tuple[str, ...]) -> Iterator[tuple[str,
     for mime in order:
         for data in _renditions(mime, display):
             yield mime, data
+    from pyrelune.protocols.textform import default_repr
+
     plain = display.data.get("text/plain")
-    if isinstance(plain, str) and textform.default_repr(plain):
+    if isinstance(plain, str) and default_repr(plain):
         yield "text/plain", plain
 
 
@@ -93,6 +94,8 @@ def _renditions(mime: str, display: Display) -> Iterator[str]:
             except (TypeError, ValueError):
                 pass
     elif mime == "text/plain":
+        from pyrelune.protocols import textform  # loaded for displays only
+
         yield from textform.texts(data)
     elif isinstance(data.get(mime), str):
         yield data[mime]

@@ -5,10 +5,12 @@ from __future__ import annotations
 import base64
 import json
 import os
+import sys
 from typing import Any, ClassVar
 
 import pytest
 
+from pyrelune.wire.events import Clear
 from pyrelune.worker import display as rich
 from pyrelune.worker.display import REPR_METHODS, display, json_safe, mime_bundle, show_result
 
@@ -308,3 +310,55 @@ def test_pyrelune_display_is_lazy_and_is_the_engine_display() -> None:
     assert exported is display
     with pytest.raises(AttributeError):
         pyrelune.no_such_thing  # noqa: B018
+
+
+def test_text_plain_is_ipythons_pretty_text_where_it_differs_from_repr() -> None:
+    pytest.importorskip("IPython")
+    from IPython.core.formatters import PlainTextFormatter
+
+    for value in (list(range(50)), {"b", "a", "c"}, [1, 2], {"k" * 40: "v" * 40, "x": 1}):
+        assert mime_bundle(value)[0]["text/plain"] == PlainTextFormatter()(value)
+
+    class Pretty:
+        def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+            p.text("pretty text")
+
+    assert mime_bundle(Pretty())[0]["text/plain"] == "pretty text"
+
+
+def test_display_hooks_and_ipython_display_take_over(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[Any] = []
+    monkeypatch.setattr(rich, "_sink", events.append)
+    monkeypatch.setattr(rich, "_sink_pid", os.getpid())
+    hooked: list[Any] = []
+    monkeypatch.setattr(sys, "displayhook", hooked.append)
+    show_result(42)
+    assert hooked == [42] and events == []
+    monkeypatch.setattr(sys, "displayhook", sys.__displayhook__)
+
+    class Itself:
+        def _ipython_display_(self) -> None:
+            display("its own")
+
+    show_result(Itself())
+    display(Itself())
+    assert [e.data for e in events] == [{"text/plain": "'its own'"}] * 2
+
+
+def test_a_handle_updates_and_clear_output_is_an_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[Any] = []
+    monkeypatch.setattr(rich, "_sink", events.append)
+    monkeypatch.setattr(rich, "_sink_pid", os.getpid())
+    # Not imported (in a worker, IPython's handle would call our display: see the e2e tests).
+    monkeypatch.delitem(sys.modules, "IPython.core.display_functions", raising=False)
+    handle = display(1, display_id=True)
+    handle.update(2)
+    rich.clear_output(wait=True)
+    with pytest.raises(TypeError, match="display_id required"):
+        display(3, update=True)
+    first, second, clear = events
+    assert first.display_id == second.display_id == handle.display_id
+    assert (first.update, second.update, second.data) == (False, True, {"text/plain": "2"})
+    assert isinstance(clear, Clear) and clear.wait

@@ -149,3 +149,23 @@ def test_interleave_passes_a_held_line_on_when_the_other_stream_writes(
         screen.add(Stream(name, text))
     screen.flush()
     assert runs == expected
+
+
+def test_a_line_rewritten_after_the_other_stream_wrote_keeps_its_carriage_return() -> None:
+    out: list[Stream | Display | Clear] = []
+    presenter = Presenter(out.append, interleave=True)
+    for name, text in [("stderr", "\rbar 0"), ("stdout", "0\n"), ("stderr", "\rbar 1"),
+                       ("stderr", "\rbar 2"), ("stdout", "1\n"), ("stderr", "\rbar 3\n")]:
+        presenter.add(Stream(name, text))
+    presenter.flush()
+    assert joined([i for i in out if isinstance(i, Stream) and i.name == "stderr"]) == (
+        "bar 0\rbar 2\rbar 3\n")  # each state the host saw is rewritten, not appended
+    assert joined([i for i in out if isinstance(i, Stream) and i.name == "stdout"]) == "0\n1\n"
+
+
+def test_a_clear_passes_the_held_back_text_on_first() -> None:
+    out: list[Stream | Display | Clear] = []
+    presenter = Presenter(out.append)
+    presenter.add(Stream("stdout", "partial"))
+    presenter.add(Clear(wait=True))
+    assert [type(i).__name__ for i in out] == ["Stream", "Clear"]
