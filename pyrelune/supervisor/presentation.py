@@ -173,6 +173,8 @@ class Line:
                 done.append(self.take())
             return
         line = "".join(self.parts)
+        if self.col == 0 and ESC in line:  # rewritten from its start (`\r`): sequences take
+            line = strip_ansi(line)  # no columns, and `ESC[2K` must not lose its ESC to the text
         line = line[: self.col] + text + line[self.col + len(text) :]
         self.parts, self.size = [line], len(line)
         self.col += len(text)

@@ -426,11 +426,13 @@ _CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
 
 
 def _plain(obj: Any) -> str:
-    """`text/plain` as IPython gives it: pretty where it differs from `repr`, if IPython is here.
+    """`text/plain` as IPython gives it: pretty where it differs from `repr`.
 
-    Its printer costs an import of IPython (0.1 s), paid only for what needs
-    it: an object with `_repr_pretty_`, or a builtin container whose repr
-    would be wrapped (longer than a line), cut (too many items) or sorted (a set).
+    IPython's printer, where it is installed, costs an import of IPython
+    (0.1 s), paid only for what needs it: an object with `_repr_pretty_`,
+    or a builtin container whose repr would be wrapped (longer than a line),
+    cut (too many items) or sorted (a set). Without IPython, containers get
+    the same text from `pretty`, and other objects their repr.
     """
     kind = type(obj)
     if kind in _CONTAINERS:
@@ -438,7 +440,7 @@ def _plain(obj: Any) -> str:
         if len(text) > PRETTY_WIDTH or "\n" in text or len(obj) > PRETTY_ITEMS or (
             kind in (set, frozenset) and len(obj) > 1
         ):
-            return _pretty(obj) or text
+            return _pretty(obj) or _wrapped(obj) or text
         return text
     if kind not in _BUILTIN_TYPES and _real_method(obj, "_repr_pretty_") is not None:
         return _pretty(obj) or _repr(obj)
@@ -458,6 +460,16 @@ def _pretty(obj: Any) -> str | None:
         _report(obj, "_repr_pretty_", "failed", exc)
         return None
     return text
+
+
+def _wrapped(obj: Any) -> str | None:
+    """A container's pretty text where IPython is not installed: the same, by `pretty`."""
+    from pyrelune.worker import pretty
+
+    try:
+        return pretty.pretty(obj)
+    except Exception:  # an item's repr failed: the container's repr reports it
+        return None
 
 
 def _repr(obj: Any) -> str:

@@ -269,3 +269,12 @@ def test_pandas_shows_a_wide_frame_as_in_a_notebook(
     assert lines_kernel.execute(WIDE)["stdout"] == want + "\n"
     check = "import pandas.core.config_init as c\nprint(hasattr(c, 'get_ipython'))"
     assert lines_kernel.execute(check)["stdout"] == "False\n"  # the answer was pandas' alone
+
+
+def test_long_containers_are_wrapped_as_ipython_wraps_them_without_ipython(
+    host: VixHost, lines_kernel: LinesHost
+) -> None:
+    cell = "import sys\nsys.modules['IPython'] = None  # as if not installed\n"
+    for name in ("list", "dict", "set", "nested", "many"):
+        assert outputs(host.run_cell(cell + LONG[name])) == [("stdout", expected_long(name))]
+    assert lines_kernel.execute(cell + LONG["nested"])["stdout"] == expected_long("nested") + "\n"

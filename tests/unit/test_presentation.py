@@ -169,3 +169,11 @@ def test_a_clear_passes_the_held_back_text_on_first() -> None:
     presenter.add(Stream("stdout", "partial"))
     presenter.add(Clear(wait=True))
     assert [type(i).__name__ for i in out] == ["Stream", "Clear"]
+
+
+def test_a_line_rewritten_from_its_start_keeps_no_piece_of_an_escape_sequence() -> None:
+    out: list[Stream | Display | Clear] = []
+    presenter = Presenter(out.append, interleave=True)  # as the rpc kernel: colours kept
+    presenter.add(Stream("stdout", "\x1b[2K\r0"))
+    presenter.add(Stream("stdout", "\r\x1b[32m1\x1b[0m\n"))
+    assert joined(out) == "\x1b[32m1\x1b[0m\n"
