@@ -466,14 +466,18 @@ class RpcCodec:
         This protocol only appends (`display_data`), so from the cell's first
         `clear_output` or display under an id on, its output is kept as the
         list those change, and sent in its last state when the cell ends or
-        waits for input.
+        waits for input. Output between cells (a thread's) is sent as it comes.
         """
         held = self._replaceable
         if held is None and isinstance(item, Stream):
             sent = self._cap.add(item)
             return Outcome(self._streams(self._coalescer.add(sent, now) if sent else []))
-        if held is None and isinstance(item, Display) and item.display_id is None:
+        if held is None and isinstance(item, Display) and (
+            item.display_id is None or self.state == IDLE
+        ):
             return Outcome([*self._flush(), self._display(item)])
+        if held is None and isinstance(item, Clear) and self.state == IDLE:
+            return Outcome()  # nothing of a running cell's to clear
         if held is None:
             held = self._replaceable = OutputBudget(self._cap.limit)
         held.apply(item)

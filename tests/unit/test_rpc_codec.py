@@ -377,6 +377,9 @@ def test_output_that_may_be_taken_back_is_sent_in_its_last_state() -> None:
     end = sent(kernel.output(Done(), 1.7))
     assert [(m["event"], m["data"].get("text", m["data"].get("item"))) for m in end] == [
         ("stream", "last\n"), ("execute.done", None)]
+    late = sent(kernel.output(Display({"text/plain": "'late'"}, {}, display_id="q"), 5.0))
+    assert [m["data"]["item"] for m in late] == ["'late'"]  # between cells: sent as it comes
+    assert sent(kernel.output(Clear(), 5.1)) == []
     start(kernel)
     shown = sent(kernel.output(Display({"text/plain": "'x'"}, {}), 6.0))
     assert [m["event"] for m in shown] == ["display_data"]  # a new cell streams again
