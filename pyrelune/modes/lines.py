@@ -20,7 +20,7 @@ from pyrelune.protocols import lines
 from pyrelune.supervisor.kernel import DEFAULT_CAP, Kernel
 from pyrelune.supervisor.limits import OutputBudget
 from pyrelune.transports import stdio
-from pyrelune.wire.events import Display, Done, Stream
+from pyrelune.wire.events import Clear, Display, Done, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -97,9 +97,9 @@ class LinesServer:
                 if isinstance(event, Done):
                     error = event.error
                 elif isinstance(event, Display):
-                    output.add(lines.shown(event))
-                elif isinstance(event, Stream):
-                    output.add(event)
+                    output.apply(lines.shown(event))
+                elif isinstance(event, (Stream, Clear)):
+                    output.apply(event)  # the host cannot update an output: the last state
         finally:
             self.busy = False
         return lines.cell_response(request.id, output, error)

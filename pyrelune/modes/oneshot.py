@@ -18,6 +18,7 @@ from pyrelune.wire.events import (
     INVALID_CONFIGURATION,
     INVALID_WORKING_DIRECTORY,
     CellError,
+    Clear,
     Display,
     Done,
     Stream,
@@ -185,17 +186,17 @@ def _collect(
 
     budget = OutputBudget(max_output)
 
-    def keep(item: Stream | Display) -> None:
-        if isinstance(item, Display):  # one output of a type Vix Note shows, that fits
+    def keep(item: Stream | Display | Clear) -> None:
+        if isinstance(item, Display) and item.data:  # one output Vix Note shows, that fits
             item = vixnote_outputs.select_output(item, order, budget.room())
-        budget.add(item)
+        budget.apply(item)  # Vix Note cannot update an output: it gets the last state
 
     screen = Presenter(keep, plain=True)  # Vix Note shows text raw: no colour codes
     failure = None
     for event in supervise(worker, deadline or None, GRACE, max_output):
         if isinstance(event, Done):
             failure = event.error
-        elif isinstance(event, (Stream, Display)):
+        elif isinstance(event, (Stream, Display, Clear)):
             screen.add(event)
     screen.close()
     return budget, failure

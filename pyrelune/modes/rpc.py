@@ -28,7 +28,7 @@ from pyrelune.protocols.streaming import DEFAULT_LIMIT
 from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.supervisor.presentation import Presenter
 from pyrelune.transports.pipe import OVERSIZED, LineConnection
-from pyrelune.wire.events import Display, InputRequest, Stream
+from pyrelune.wire.events import Clear, Display, InputRequest, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -299,7 +299,7 @@ class RpcServer:
 
     def _on_event(self, event: Event) -> None:
         """One event of the running cell (or reset), in order, as the kernel reads it."""
-        if isinstance(event, (Stream, Display)):
+        if isinstance(event, (Stream, Display, Clear)):
             self._screen.add(event)  # \r and \b applied; on to _present
             return
         if isinstance(event, InputRequest) and self._input_ended:
@@ -307,7 +307,7 @@ class RpcServer:
         self._screen.flush()
         self._apply(self.protocol.output(event, time.monotonic()))
 
-    def _present(self, item: Stream | Display) -> None:
+    def _present(self, item: Stream | Display | Clear) -> None:
         self._apply(self.protocol.output(item, time.monotonic()))
 
     def interrupt_or_stop(self, stop: asyncio.Event) -> None:

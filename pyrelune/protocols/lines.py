@@ -86,8 +86,14 @@ def pong(request_id: str) -> bytes:
 
 
 def shown(display: Display) -> Display:
-    """What of a display this protocol shows, its text/plain: the rest must not fill the cap."""
-    return Display({"text/plain": display.data.get("text/plain", "")}, {}, display.is_result)
+    """What of a display this protocol shows, its text: the rest must not fill the cap.
+
+    An empty bundle (a placeholder to be updated) stays empty.
+    """
+    from pyrelune.protocols.textform import best  # loaded for displays only
+
+    data = {"text/plain": best(display.data)} if display.data else {}
+    return Display(data, {}, display.is_result, display.display_id, display.update)
 
 
 def cell_response(request_id: str, output: OutputBudget, error: CellError | None) -> bytes:
@@ -103,7 +109,8 @@ def cell_response(request_id: str, output: OutputBudget, error: CellError | None
         if isinstance(item, Stream):
             (stdout if item.name == "stdout" else stderr).append(item.text)
         elif isinstance(item, Display):
-            stdout.append(f"{item.data.get('text/plain', '')}\n")
+            if item.data:  # an empty one is a placeholder never updated: nothing to show
+                stdout.append(f"{item.data.get('text/plain', '')}\n")
         else:
             _omitted(item, stdout, stderr)
     return response(request_id, "".join(stdout), "".join(stderr), error_text(error))

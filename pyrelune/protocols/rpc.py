@@ -22,14 +22,16 @@ import math
 import sys
 
 from pyrelune import __version__, fastjson
-from pyrelune.protocols import Rejected, Wording, read_object
+from pyrelune.protocols import Rejected, Wording, read_object, textform
 from pyrelune.protocols.streaming import Cap, Coalescer
 from pyrelune.protocols.validation import errors as schema_errors
+from pyrelune.supervisor.limits import Omitted, OutputBudget
 from pyrelune.wire import events
 from pyrelune.wire.events import (
     ITEM_MIME,
     JSONML_MIME,
     CellError,
+    Clear,
     Display,
     Done,
     InputRequest,
@@ -232,7 +234,8 @@ def display_item(data: dict[str, Any]) -> Any:
     """A MIME bundle as one item of the spec's shapes, the richest the bundle offers.
 
     `show()`/`plot()` items travel whole; tables (pandas, numpy) as JSONML;
-    then HTML, PNG, SVG; anything else as its text.
+    then HTML, PNG, SVG; anything else as its text (Markdown and LaTeX as
+    their source, which say more than a repr naming the type).
     """
     if ITEM_MIME in data:
         return data[ITEM_MIME]
@@ -243,8 +246,7 @@ def display_item(data: dict[str, Any]) -> Any:
     for mime, fmt in (("image/png", "png"), ("image/svg+xml", "svg")):
         if isinstance(data.get(mime), str):
             return {"kind": "image", "format": fmt, "data": data[mime]}
-    text = data.get("text/plain", "")
-    return text if isinstance(text, str) else fastjson.dumps(text)
+    return textform.best(data)
 
 
 def done_data(cell_id: str, error: CellError | None) -> dict[str, Any]:
@@ -291,6 +293,9 @@ class RpcCodec:
         self._coalescer = Coalescer()
         self._cap = Cap() if limit is None else Cap(limit)
         self._held = _Held(self._cap.limit)
+        # The cell's output since it first cleared or showed an updatable display: a
+        # host that only appends cannot take either back, so it gets the last state.
+        self._replaceable: OutputBudget | None = None
 
     @property
     def busy(self) -> bool:
@@ -437,28 +442,48 @@ class RpcCodec:
         return Outcome([response(request.id, {"ok": True})],
                        [InputReply(str(request.params["value"]))])
 
-    def output(self, item: Stream | Display | InputRequest | Done, now: float) -> Outcome:
+    def output(self, item: Stream | Display | Clear | InputRequest | Done, now: float) -> Outcome:
         """One engine event of the running cell (or of the reset), for this connection."""
         outcome = self._output(item, now)
         if not self._served:
             outcome.messages = self._held.hold(outcome.messages)
         return outcome
 
-    def _output(self, item: Stream | Display | InputRequest | Done, now: float) -> Outcome:
-        if isinstance(item, Stream):
-            sent = self._cap.add(item)
-            return Outcome(self._streams(self._coalescer.add(sent, now) if sent else []))
-        messages = self._flush()
-        if isinstance(item, Display):
-            messages.append(event("display_data", {"cell_id": self.cell_id,
-                                                   "item": display_item(item.data)}))
-            return Outcome(messages)
+    def _output(
+        self, item: Stream | Display | Clear | InputRequest | Done, now: float
+    ) -> Outcome:
+        if isinstance(item, (Stream, Display, Clear)):
+            return self._shown(item, now)
+        messages = [*self._flush(), *self._release()]  # the cell ends, or waits for input
         if isinstance(item, InputRequest):
             self.state = WAITING_INPUT
             self._prompt = item
             messages.append(self._input_request(item))
             return Outcome(messages)
         return self._done(item, messages)
+
+    def _shown(self, item: Stream | Display | Clear, now: float) -> Outcome:
+        """Output of the cell: sent as it comes, until a later event may take it back.
+
+        This protocol only appends (`display_data`), so from the cell's first
+        `clear_output` or display under an id on, its output is kept as the
+        list those change, and sent in its last state when the cell ends or
+        waits for input. Output between cells (a thread's) is sent as it comes.
+        """
+        held = self._replaceable
+        if held is None and isinstance(item, Stream):
+            sent = self._cap.add(item)
+            return Outcome(self._streams(self._coalescer.add(sent, now) if sent else []))
+        if held is None and isinstance(item, Display) and (
+            item.display_id is None or self.state == IDLE
+        ):
+            return Outcome([*self._flush(), self._display(item)])
+        if held is None and isinstance(item, Clear) and self.state == IDLE:
+            return Outcome()  # nothing of a running cell's to clear
+        if held is None:
+            held = self._replaceable = OutputBudget(self._cap.limit)
+        held.apply(item)
+        return Outcome()
 
     def _done(self, done: Done, messages: list[Message]) -> Outcome:
         self._prompt = None
@@ -475,6 +500,30 @@ class RpcCodec:
             self._resetting = True
             return Outcome(messages, [Reset()])
         return Outcome(messages)
+
+    def _display(self, display: Display) -> Message:
+        return event("display_data", {"cell_id": self.cell_id, "item": display_item(display.data)})
+
+    def _release(self) -> list[Message]:
+        """The last state of the output held as replaceable, in order, within the stream cap."""
+        output, self._replaceable = self._replaceable, None
+        if output is None:
+            return []
+        messages: list[Message] = []
+        streams: list[Stream] = []
+        for item in output.items():
+            if isinstance(item, Stream):
+                if (sent := self._cap.add(item)) is not None:
+                    streams.append(sent)
+                continue
+            messages += self._streams(_joined(streams))
+            streams = []
+            if isinstance(item, Omitted):
+                messages += self._streams([Stream(name, note) for name in ("stdout", "stderr")
+                                           if (note := item.text(name))])
+            elif item.data:  # an empty one is a placeholder never updated: nothing to show
+                messages.append(self._display(item))
+        return messages + self._streams(_joined(streams)) + self._flush()
 
     def tick(self, now: float) -> list[Message]:
         """Stream text whose time has come (the driver's timer at `flush_at`)."""
@@ -493,6 +542,17 @@ class RpcCodec:
         if request.password:
             data["password"] = True
         return event("input_request", data)
+
+
+def _joined(streams: list[Stream]) -> list[Stream]:
+    """Consecutive pieces of one stream as one."""
+    out: list[Stream] = []
+    for stream in streams:
+        if out and out[-1].name == stream.name:
+            out[-1] = Stream(stream.name, out[-1].text + stream.text)
+        else:
+            out.append(stream)
+    return out
 
 
 def another_client() -> Message:

@@ -165,7 +165,7 @@ def _render(
                 write_stdout(note)
             if note := item.text("stderr"):
                 stderr.append(note)
-        else:
+        elif item.data:  # an empty one is a placeholder never updated: nothing to show
             outputs.append(_output(item))
     response = _base(request_id, ok=error is None)
     response.update(stdout="".join(stdout), stderr="".join(stderr), outputs=outputs)

@@ -40,13 +40,18 @@ def select_output(display: Display, order: tuple[str, ...], room: int) -> Displa
                 data = f"{data}\n{_omitted(*too_big)}"
         size = utf8_size(data)
         if size <= room:
-            return Display({mime: data}, {}, display.is_result)
+            return _only(display, mime, data)
         too_big = too_big or (mime, size)
     if too_big is not None:
         note = _omitted(*too_big)
     else:
         note = f"[... display omitted: no type Vix Note shows among {', '.join(display.data)} ...]"
-    return Display({"text/plain": note}, {}, display.is_result)
+    return _only(display, "text/plain", note)
+
+
+def _only(display: Display, mime: str, data: str) -> Display:
+    """`display` with one output: the one the host gets (its id kept, for updates)."""
+    return Display({mime: data}, {}, display.is_result, display.display_id, display.update)
 
 
 def _omitted(mime: str, size: int) -> str:
@@ -62,8 +67,10 @@ def _candidates(display: Display, order: tuple[str, ...]) -> Iterator[tuple[str,
     for mime in order:
         for data in _renditions(mime, display):
             yield mime, data
+    from pyrelune.protocols.textform import default_repr
+
     plain = display.data.get("text/plain")
-    if isinstance(plain, str) and _default_repr(plain):
+    if isinstance(plain, str) and default_repr(plain):
         yield "text/plain", plain
 
 
@@ -87,32 +94,11 @@ def _renditions(mime: str, display: Display) -> Iterator[str]:
             except (TypeError, ValueError):
                 pass
     elif mime == "text/plain":
-        # Markdown is meant to be read. Without a repr that says something,
-        # the text of the HTML (the host shows HTML as escaped markup), then
-        # LaTeX, are read before a repr that names only the type.
-        plain = data.get(mime)
-        telling = isinstance(plain, str) and not _default_repr(plain)
-        for text in (data.get("text/markdown"), plain if telling else None):
-            if isinstance(text, str):
-                yield text
-        html = data.get("text/html")
-        if not telling and isinstance(html, str) and (text := _html_text(html)):
-            yield text
-        if isinstance(latex := data.get("text/latex"), str):
-            yield latex
+        from pyrelune.protocols import textform  # loaded for displays only
+
+        yield from textform.texts(data)
     elif isinstance(data.get(mime), str):
         yield data[mime]
-
-
-def _html_text(html: str) -> str:
-    from pyrelune.protocols.htmltext import html_text  # only for objects that have HTML alone
-
-    return html_text(html)
-
-
-def _default_repr(text: str) -> bool:
-    """`<module.Class object at 0x...>`: a repr that only names the type."""
-    return text.startswith("<") and text.endswith(">") and " object" in text
 
 
 def svg_for_host(svg: str) -> str | None:

@@ -4,11 +4,15 @@ Everything a cell produces (stream text and displays) is one sequence. The
 first half of the budget keeps its beginning, the second half is a window
 over its end; what falls between is counted, per stream, and said in a marker.
 Sizes are UTF-8 bytes, the unit a host's limit is written in.
+
+For a host that cannot update an output it was sent, the cell's output is
+kept as a list that display updates and `clear_output` change (`apply`):
+the host gets only the last state.
 """
 
 from __future__ import annotations
 
-from pyrelune.wire.events import Display, Stream
+from pyrelune.wire.events import Clear, Display, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,6 +94,7 @@ class OutputBudget:
 
     def _reset(self, limit: int) -> None:
         self.limit = limit
+        self._clear_next = False  # clear_output(wait=True): clear when the next output comes
         self.head: list[Item] = []
         self._head_left = limit // 2
         self._tail = TailWindow(limit - limit // 2)
@@ -111,6 +116,39 @@ class OutputBudget:
             self._head_left -= _size(first)  # what a split character leaves is unused
         self._head_closed = True
         self._tail.add(item)
+
+    def apply(self, item: Item | Clear) -> None:
+        """Add `item` as the cell showed it: an update replaces, a clear clears.
+
+        An update of an id no kept output has (one an earlier cell showed, or
+        one that fell out of the tail) is shown as a new output.
+        """
+        if isinstance(item, Clear):
+            if item.wait:
+                self._clear_next = True
+            else:
+                self._reset(self.limit)
+            return
+        if isinstance(item, Display) and item.update and self._replace(item):
+            return
+        if self._clear_next:
+            self._reset(self.limit)
+        self.add(item)
+
+    def _replace(self, display: Display) -> bool:
+        """Every kept output shown under `display`'s id becomes `display`; False if none is."""
+        found = False
+        for items in (self.head, self._tail.items):
+            for index, item in enumerate(items):
+                if isinstance(item, Display) and item.display_id == display.display_id:
+                    change = display_size(display) - display_size(item)
+                    if items is self.head:
+                        self._head_left -= change
+                    else:
+                        self._tail.size += change
+                    items[index] = display
+                    found = True
+        return found
 
     @property
     def kept(self) -> int:

@@ -24,7 +24,7 @@ one `in` test. A sequence cut between two reads waits for its end.
 
 from __future__ import annotations
 
-from pyrelune.wire.events import Display, Stream
+from pyrelune.wire.events import Clear, Display, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class Presenter:
     """Applies `\\r` and `\\b` to each stream, then hands items on to `sink`."""
 
     def __init__(
-        self, sink: Callable[[Stream | Display], None], interleave: bool = False,
+        self, sink: Callable[[Stream | Display | Clear], None], interleave: bool = False,
         plain: bool = False,
     ) -> None:
         """`interleave`: for a host that shows both streams in one place, as a
@@ -52,10 +52,10 @@ class Presenter:
         self._interleave = interleave
         self._colours = AnsiStripper() if plain else None
 
-    def add(self, item: Stream | Display) -> None:
+    def add(self, item: Stream | Display | Clear) -> None:
         if isinstance(item, Stream):
             if self._interleave:
-                self._flush_others(item.name)
+                self._flush_others(item.name, reopen=True)
             line = self._lines.setdefault(item.name, Line())
             text = item.text
             if self._colours is not None:
@@ -80,21 +80,41 @@ class Presenter:
                         self._sink(Stream(name, done))
         self.flush()
 
-    def _flush_others(self, stream: str) -> None:
+    def _flush_others(self, stream: str, reopen: bool = False) -> None:
+        """Pass on the lines held back but `stream`'s; with `reopen`, they may go on.
+
+        Text on the other stream comes on the same screen, after which a line
+        may still be rewritten. After a display (or at the end) it is another
+        output, where a `\r` means nothing.
+        """
         for name, line in self._lines.items():
-            if name != stream and (text := line.take()):
+            if name == stream:
+                continue
+            if text := line.take():
                 self._sink(Stream(name, text))
+                line.passed_on = reopen
+            elif not reopen:
+                line.passed_on = False
 
 
 class Line:
-    """One stream's current line and the cursor in it."""
+    """One stream's current line and the cursor in it.
 
-    __slots__ = ("col", "parts", "size")
+    A line passed on unfinished because the other stream wrote (a progress
+    bar on stderr, a print on stdout) is the host's now: a `\r` that
+    rewrites it is passed on too, before the new text, rather than being
+    applied to nothing here (which would join every state of the bar on one
+    line).
+    """
+
+    __slots__ = ("col", "lead", "parts", "passed_on", "size")
 
     def __init__(self) -> None:
         self.parts: list[str] = []  # appending is the common case: join only to overwrite
         self.size = 0
         self.col = 0
+        self.passed_on = False  # the start of this line was passed on unfinished
+        self.lead = ""  # "\r" when the line rewrites one passed on (see the class docstring)
 
     def feed(self, text: str) -> list[str]:
         """Apply `text`; return what is settled (finished lines, wrapped rows), in order.
@@ -109,7 +129,8 @@ class Line:
                 self._write(text, done)
                 return done
             first = text.find("\n")
-            if self.parts:  # the line held back ends at the first newline
+            self.passed_on = False
+            if self.parts or self.lead:  # the line held back ends at the first newline
                 self._write(text[:first], done)
                 done.append(self.take())
             else:
@@ -120,8 +141,13 @@ class Line:
         for index, piece in enumerate(text.split("\n")):
             if index:
                 done.append(self.take() + "\n")
+                self.passed_on = False
             for start, row in enumerate(piece.split("\r")):
-                if start:
+                if start and self.passed_on:  # the host's line is rewritten: it gets the \r
+                    if held := self.take():
+                        done.append(held)
+                    self.lead, self.passed_on = "\r", False
+                elif start:
                     self.col = 0
                 for back, run in enumerate(row.split("\b")):
                     if back:
@@ -131,8 +157,8 @@ class Line:
 
     def take(self) -> str:
         """The line as it stands; the next text starts a new one."""
-        text = "".join(self.parts)
-        self.parts, self.size, self.col = [], 0, 0
+        text = self.lead + "".join(self.parts)
+        self.parts, self.size, self.col, self.lead = [], 0, 0, ""
         return text
 
     def _write(self, text: str, done: list[str]) -> None:
@@ -147,6 +173,8 @@ class Line:
                 done.append(self.take())
             return
         line = "".join(self.parts)
+        if self.col == 0 and ESC in line:  # rewritten from its start (`\r`): sequences take
+            line = strip_ansi(line)  # no columns, and `ESC[2K` must not lose its ESC to the text
         line = line[: self.col] + text + line[self.col + len(text) :]
         self.parts, self.size = [line], len(line)
         self.col += len(text)

@@ -26,6 +26,7 @@ from pyrelune.wire.events import (
     TIMEOUT,
     WORKER_DIED,
     CellError,
+    Clear,
     Display,
     Done,
     from_wire,
@@ -149,7 +150,8 @@ class Session:
             if isinstance(event, Done):
                 event = self.end(event.error)
             steps.append(event)
-            if isinstance(event, Display) and not event.is_result and message.get("wait", True):
+            if (isinstance(event, Clear) or (isinstance(event, Display) and not event.is_result)
+                    ) and message.get("wait", True):
                 steps.append(_SEND_CONTINUE)  # the worker waits for it (Channel.ask)
         if lines.held >= self.limit:  # a line that does not end, or not before it is too long
             return [*steps, self._foreign(f"{lines.held:,} bytes without a newline")]

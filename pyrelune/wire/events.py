@@ -66,19 +66,44 @@ class Stream:
 
 
 class Display:
-    """A MIME bundle shown by `display()`, or the final expression (`is_result`)."""
+    """A MIME bundle shown by `display()`, or the final expression (`is_result`).
 
-    __slots__ = ("data", "is_result", "metadata")
+    `display_id` names an output that later displays may replace: one with
+    `update` replaces every output of the cell shown under that id (IPython's
+    `update_display`), in place; the host gets only the last state. An empty
+    bundle under an id is a placeholder: it shows nothing until updated.
+    """
+
+    __slots__ = ("data", "display_id", "is_result", "metadata", "update")
 
     def __init__(
-        self, data: dict[str, Any], metadata: dict[str, Any], is_result: bool = False
+        self, data: dict[str, Any], metadata: dict[str, Any], is_result: bool = False,
+        display_id: str | None = None, update: bool = False,
     ) -> None:
         self.data = data
         self.metadata = metadata
         self.is_result = is_result
+        self.display_id = display_id
+        self.update = update
 
     def __repr__(self) -> str:
         return f"Display({sorted(self.data)}, is_result={self.is_result})"
+
+
+class Clear:
+    """`clear_output()`: what the cell showed so far goes.
+
+    With `wait`, only once the cell shows something new (so a loop that
+    clears and redraws never leaves the output empty in between).
+    """
+
+    __slots__ = ("wait",)
+
+    def __init__(self, wait: bool = False) -> None:
+        self.wait = wait
+
+    def __repr__(self) -> str:
+        return f"Clear(wait={self.wait})"
 
 
 class CellError:
@@ -155,14 +180,20 @@ class Done:
 
 
 if TYPE_CHECKING:
-    Event: TypeAlias = Stream | Display | InputRequest | Done
+    Event: TypeAlias = Stream | Display | Clear | InputRequest | Done
 
 
-def to_wire(event: Display | InputRequest | Done) -> dict[str, Any]:
+def to_wire(event: Display | Clear | InputRequest | Done) -> dict[str, Any]:
     """The JSON-ready form the worker sends to its session."""
     if isinstance(event, Display):
-        return {"t": "display", "data": event.data, "metadata": event.metadata,
-                "result": event.is_result}
+        message: dict[str, Any] = {"t": "display", "data": event.data,
+                                   "metadata": event.metadata, "result": event.is_result}
+        if event.display_id is not None:  # only then: most displays have none
+            message["id"] = event.display_id
+            message["update"] = event.update
+        return message
+    if isinstance(event, Clear):
+        return {"t": "clear", "later": event.wait}  # "wait" is the channel's own key
     if isinstance(event, InputRequest):
         return {"t": "input", "prompt": event.prompt, "password": event.password}
     error = event.error
@@ -171,7 +202,7 @@ def to_wire(event: Display | InputRequest | Done) -> dict[str, Any]:
     return {"t": "done", "error": {slot: getattr(error, slot) for slot in CellError.__slots__}}
 
 
-def from_wire(message: Any) -> Display | InputRequest | Done:
+def from_wire(message: Any) -> Display | Clear | InputRequest | Done:
     """Inverse of `to_wire`; ValueError for anything it cannot have made.
 
     The worker's own messages always pass, but a cell can write to the event
@@ -180,12 +211,19 @@ def from_wire(message: Any) -> Display | InputRequest | Done:
     kind = message.get("t") if isinstance(message, dict) else None
     if kind == "display":
         data, metadata, result = message.get("data"), message.get("metadata"), message.get("result")
-        if isinstance(data, dict) and isinstance(metadata, dict) and isinstance(result, bool):
+        display_id, update = message.get("id"), message.get("update", False)
+        if isinstance(data, dict) and isinstance(metadata, dict) and isinstance(result, bool) and (
+            display_id is None or isinstance(display_id, str)
+        ) and isinstance(update, bool) and not (update and display_id is None):
             for mime, value in data.items():
                 if not (isinstance(value, str) or json_mime(mime)):
                     break  # the worker sends text, or JSON for a JSON type (display.json_safe)
             else:
-                return Display(data, metadata, result)
+                return Display(data, metadata, result, display_id, update)
+    elif kind == "clear":
+        later = message.get("later")
+        if isinstance(later, bool):
+            return Clear(later)
     elif kind == "input":
         prompt, password = message.get("prompt"), message.get("password")
         if isinstance(prompt, str) and isinstance(password, bool):

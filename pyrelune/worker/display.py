@@ -11,6 +11,15 @@ method is reported on stderr and skipped, `NotImplementedError` is skipped
 silently. Bundles are JSON-safe: binary reprs become base64 text, as Jupyter
 sends them, and JSON reprs are JSON values.
 
+`display_id` (IPython's `DisplayHandle`, `update_display`, `ProgressBar`)
+names an output that later displays replace, and `clear_output` clears
+what the cell showed: both are events of their own, which the supervisor
+applies to the cell's output list for hosts that cannot update one. An
+object's `_ipython_display_` shows it instead of its bundle; `text/plain`
+is IPython's pretty text where it differs from `repr` (see `pretty`), and a
+display hook a library installs (`sys.displayhook`: sympy's
+`init_printing()`) shows the final expression as it chooses.
+
 Every worker imports this module (`display` is a builtin there), so it
 imports nothing up front; IPython and matplotlib are hooked only if a cell
 imports them.
@@ -23,7 +32,7 @@ import os
 import sys
 
 from pyrelune import fastjson
-from pyrelune.wire.events import json_mime
+from pyrelune.wire.events import Clear, Display, json_mime
 from pyrelune.worker import importhooks
 
 TYPE_CHECKING = False
@@ -33,7 +42,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
     Bundle: TypeAlias = tuple[dict[str, Any], dict[str, Any]]
-    Sink: TypeAlias = Callable[[dict[str, Any], dict[str, Any], bool], None]
+    Sink: TypeAlias = Callable[[Display | Clear], None]
 
 #: The `_repr_*_` methods after `_repr_mimebundle_`, in IPython's order.
 REPR_METHODS = (
@@ -62,6 +71,10 @@ DEFERRED_FORMATTERS = {
 _CANARY = "_ipython_canary_method_should_not_exist_"
 #: Where IPython defines `display` (8.x, then 7.x): patched as it is imported.
 _IPYTHON_MODULES = ("IPython.core.display_functions", "IPython.core.display")
+#: IPython's text/plain is its pretty printer's, this wide (PlainTextFormatter.max_width).
+PRETTY_WIDTH = 79
+#: ...and it shows at most this many items of a sequence.
+PRETTY_ITEMS = 1000
 
 _sink: Sink | None = None
 _sink_pid = 0  # a process the cell forks must not speak on its parent's channel
@@ -83,6 +96,8 @@ def connect(sink: Sink) -> None:
     for name in _IPYTHON_MODULES:
         importhooks.after_import(name, _patch_ipython)
     importhooks.after_import("matplotlib.pyplot", _adopt_pyplot)
+    importhooks.before_import("pandas.core.config_init", _pandas_asks)
+    importhooks.after_import("pandas.core.config_init", _pandas_asked)
     if "IPython.display" in sys.modules:  # it re-exports `display`, already imported
         _patch_ipython(sys.modules["IPython.display"])
 
@@ -94,42 +109,144 @@ def _adopt_pyplot(pyplot: ModuleType) -> None:
     adopt(pyplot)
 
 
+def _pandas_asks(config: ModuleType) -> None:
+    """pandas learns it shows its frames in a notebook (see `notebooklibs`)."""
+    from pyrelune.worker.notebooklibs import pandas_asks
+
+    pandas_asks(config)
+
+
+def _pandas_asked(config: ModuleType) -> None:
+    from pyrelune.worker.notebooklibs import pandas_asked
+
+    pandas_asked(config)
+
+
 def display(
     *objs: Any,
     include: Collection[str] | None = None,
     exclude: Collection[str] | None = None,
     metadata: dict[str, Any] | None = None,
+    transient: dict[str, Any] | None = None,
+    display_id: str | bool | None = None,
     raw: bool = False,
+    clear: bool = False,
+    update: bool = False,
     **ignored: Any,
-) -> None:
+) -> Any:
     """Show each object as a rich output, in order with what the cell prints.
 
     The same signature as IPython's `display`: with `raw=True` each object is
-    already a MIME bundle. IPython's `display_id`, `transient` and `clear`
-    are accepted and ignored: an output here is never updated in place.
+    already a MIME bundle; `display_id` (True: a new one) names the outputs,
+    and returns a handle whose `update()` replaces them; `update=True`
+    replaces the outputs shown under `display_id`; `clear` clears the
+    cell's output first (as `clear_output(wait=True)`).
     """
+    if display_id is True:
+        display_id = _new_id()
+    elif not display_id and isinstance(transient, dict):
+        display_id = transient.get("display_id")
+    named = str(display_id) if display_id else None
+    if update and named is None:
+        raise TypeError("display_id required for update_display")
+    if clear:
+        clear_output(wait=True)
+    if not objs and named is not None:
+        objs, raw = ({},), True  # an empty output, to be updated later
     for obj in objs:
         if raw:
             data, meta = checked_bundle(obj, {}, obj, "display(raw=True)")
+        elif _displays_itself(obj):
+            continue
         else:
             data, meta = mime_bundle(obj, include, exclude)
         if metadata:
             meta = {**meta, **metadata}
-        if data:
-            _send(data, meta, False)
+        if data or named is not None:
+            _send(Display(data, meta, False, named, update))
+    return None if named is None else _handle(named)
+
+
+def update_display(obj: Any, *, display_id: str, **kwargs: Any) -> None:
+    """Replace the outputs shown under `display_id` with `obj` (IPython's `update_display`)."""
+    kwargs["update"] = True
+    display(obj, display_id=display_id, **kwargs)
+
+
+def clear_output(wait: bool = False) -> None:
+    """Clear what the cell showed so far; with `wait`, once it shows something new."""
+    if _sink is not None and os.getpid() == _sink_pid:
+        _sink(Clear(wait))
+
+
+class DisplayHandle:
+    """What `display(..., display_id=True)` returns where IPython is not imported."""
+
+    def __init__(self, display_id: str | None = None) -> None:
+        self.display_id = display_id or _new_id()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} display_id={self.display_id}>"
+
+    def display(self, obj: Any, **kwargs: Any) -> None:
+        display(obj, display_id=self.display_id, **kwargs)
+
+    def update(self, obj: Any, **kwargs: Any) -> None:
+        update_display(obj, display_id=self.display_id, **kwargs)
+
+
+def _handle(display_id: str) -> Any:
+    """IPython's own DisplayHandle once a cell imported IPython (for `isinstance`), else ours."""
+    functions = sys.modules.get(_IPYTHON_MODULES[0])
+    handle = getattr(functions, "DisplayHandle", None) or DisplayHandle
+    return handle(display_id)
+
+
+def _new_id() -> str:
+    return os.urandom(16).hex()
 
 
 def show_result(value: Any) -> None:
-    """Display a cell's final expression (`Out[n]` in IPython)."""
+    """Display a cell's final expression (`Out[n]` in IPython).
+
+    A display hook a library installed (sympy's `init_printing()` outside
+    IPython) shows it instead, as the interactive interpreter would let it.
+    """
+    hook = sys.displayhook
+    if hook is not sys.__displayhook__:
+        hook(value)
+        return
+    if _displays_itself(value):
+        return
     data, metadata = mime_bundle(value)
-    _send(data, metadata, True)
+    _send(Display(data, metadata, True))
 
 
-def _send(data: dict[str, Any], metadata: dict[str, Any], is_result: bool) -> None:
+def _displays_itself(obj: Any) -> bool:
+    """Call `obj._ipython_display_()`, if it has one: then it showed itself.
+
+    As in IPython, a failing one is reported and the object is shown from its bundle.
+    """
+    if type(obj) in _BUILTIN_TYPES:
+        return False
+    method = _real_method(obj, "_ipython_display_")
+    if method is None:
+        return False
+    try:
+        method()
+    except NotImplementedError:
+        return False
+    except Exception as exc:
+        _report(obj, "_ipython_display_", "failed", exc)
+        return False
+    return True
+
+
+def _send(event: Display) -> None:
     if _sink is not None and os.getpid() == _sink_pid:
-        _sink(data, metadata, is_result)
+        _sink(event)
     else:  # not in a worker (a script, a child of a cell): print as IPython does
-        print(data.get("text/plain", ""))
+        print(event.data.get("text/plain", ""))
 
 
 #: Types that have only their repr: no formatter, no `_repr_*_` method to look for.
@@ -304,7 +421,58 @@ def _is_text(mime: str) -> bool:
     return mime.startswith("text/") or mime == "image/svg+xml" or mime.endswith("+xml")
 
 
+#: Builtin containers: IPython's pretty printer wraps them past a line, and sorts sets.
+_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
+
+
 def _plain(obj: Any) -> str:
+    """`text/plain` as IPython gives it: pretty where it differs from `repr`.
+
+    IPython's printer, where it is installed, costs an import of IPython
+    (0.1 s), paid only for what needs it: an object with `_repr_pretty_`,
+    or a builtin container whose repr would be wrapped (longer than a line),
+    cut (too many items) or sorted (a set). Without IPython, containers get
+    the same text from `pretty`, and other objects their repr.
+    """
+    kind = type(obj)
+    if kind in _CONTAINERS:
+        text = _repr(obj)
+        if len(text) > PRETTY_WIDTH or "\n" in text or len(obj) > PRETTY_ITEMS or (
+            kind in (set, frozenset) and len(obj) > 1
+        ):
+            return _pretty(obj) or _wrapped(obj) or text
+        return text
+    if kind not in _BUILTIN_TYPES and _real_method(obj, "_repr_pretty_") is not None:
+        return _pretty(obj) or _repr(obj)
+    return _repr(obj)
+
+
+def _pretty(obj: Any) -> str | None:
+    """IPython's pretty text of `obj`, as its PlainTextFormatter makes it; None without IPython."""
+    try:
+        from IPython.lib import pretty
+    except Exception:  # not installed, or broken: repr it is
+        return None
+    printer: Any = pretty.pretty  # untyped
+    try:
+        text: str = printer(obj, max_width=PRETTY_WIDTH, max_seq_length=PRETTY_ITEMS)
+    except Exception as exc:
+        _report(obj, "_repr_pretty_", "failed", exc)
+        return None
+    return text
+
+
+def _wrapped(obj: Any) -> str | None:
+    """A container's pretty text where IPython is not installed: the same, by `pretty`."""
+    from pyrelune.worker import pretty
+
+    try:
+        return pretty.pretty(obj)
+    except Exception:  # an item's repr failed: the container's repr reports it
+        return None
+
+
+def _repr(obj: Any) -> str:
     try:
         return repr(obj)
     except Exception as exc:
@@ -313,5 +481,8 @@ def _plain(obj: Any) -> str:
 
 
 def _patch_ipython(module: ModuleType) -> None:
-    if callable(getattr(module, "display", None)):
-        module.display = display  # type: ignore[attr-defined]
+    """IPython's display functions become ours, in each module that defines or re-exports them."""
+    for name, ours in (("display", display), ("update_display", update_display),
+                       ("clear_output", clear_output)):
+        if callable(getattr(module, name, None)):
+            setattr(module, name, ours)

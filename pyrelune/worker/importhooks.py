@@ -1,9 +1,10 @@
 """The runtime's side of the import system it shares with user code in a worker.
 
-Hooks run a function right after a module is first imported, at no cost to
-other imports. The worker imports as little as it can up front, yet some
-modules need a word from pyrelune the moment a cell (or a library) imports
-them: IPython's `display` is replaced by ours, and `linecache` learns the
+Hooks run a function right after a module is first imported (or right
+before its code runs), at no cost to other imports. The worker imports as
+little as it can up front, yet some modules need a word from pyrelune the
+moment a cell (or a library) imports them: IPython's `display` is replaced
+by ours, pandas learns it shows its frames in a notebook, `linecache` learns the
 cells' sources so that warnings and tracebacks printed by user code quote
 them. A meta path finder answers only for the watched names and lets the
 real finder load the module; its loader is wrapped so that the callbacks run
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 _callbacks: dict[str, list[Callable[[ModuleType], None]]] = {}
+_before: dict[str, list[Callable[[ModuleType], None]]] = {}  # run before the module's code
 #: sys.path before any cell's folder or a cell's own change: where `import_own` looks.
 _RUNTIME_PATH = list(sys.path)
 
@@ -55,7 +57,18 @@ def after_import(name: str, callback: Callable[[ModuleType], None]) -> None:
     if module is not None:
         callback(module)
         return
-    waiting = _callbacks.setdefault(name, [])
+    _wait(_callbacks, name, callback)
+
+
+def before_import(name: str, callback: Callable[[ModuleType], None]) -> None:
+    """Call `callback(module)` when `name` is imported, before its code runs; never if it was."""
+    if name not in sys.modules:
+        _wait(_before, name, callback)
+
+
+def _wait(table: dict[str, list[Callable[[ModuleType], None]]], name: str,
+          callback: Callable[[ModuleType], None]) -> None:
+    waiting = table.setdefault(name, [])
     if callback not in waiting:
         waiting.append(callback)
     if not any(isinstance(finder, _Watch) for finder in sys.meta_path):
@@ -68,7 +81,7 @@ class _Watch:
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if fullname not in _callbacks:
+        if fullname not in _callbacks and fullname not in _before:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -92,6 +105,8 @@ class _Loader:
         return module
 
     def exec_module(self, module: ModuleType) -> None:
+        for callback in _before.pop(module.__name__, []):
+            callback(module)
         self._loader.exec_module(module)
         for callback in _callbacks.pop(module.__name__, []):
             callback(module)

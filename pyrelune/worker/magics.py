@@ -16,11 +16,15 @@ import os
 import re
 import sys
 
+from pyrelune.wire.events import Clear
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import CodeType, FrameType
     from typing import Any
+
+    from pyrelune.wire.events import Display
 
 #: What a translated line calls: this module, reached whatever the cell imported or defined.
 _HERE = "__import__('pyrelune').worker.magics."
@@ -564,9 +568,11 @@ def _writefile(line: str, body: _Body) -> None:
 class RichOutput:
     """One display `%%capture` kept: shown again by `display()` or `.show()`."""
 
-    def __init__(self, data: dict[str, Any], metadata: dict[str, Any]) -> None:
+    def __init__(self, data: dict[str, Any], metadata: dict[str, Any],
+                 display_id: str | None = None) -> None:
         self.data = data
         self.metadata = metadata
+        self.display_id = display_id
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
         return self.data, self.metadata
@@ -653,8 +659,17 @@ class _redirected:
             sys.stderr = stderr
         outputs = self.outputs
         if outputs is not None:
-            def keep(data: dict[str, Any], metadata: dict[str, Any], is_result: bool) -> None:
-                outputs.append(RichOutput(data, metadata))
+            def keep(event: Display | Clear) -> None:
+                """Displays kept in the order shown, updates in place, as the host would."""
+                if isinstance(event, Clear):
+                    outputs.clear()
+                elif event.update:
+                    for index, kept in enumerate(outputs):
+                        if kept.display_id == event.display_id:
+                            outputs[index] = RichOutput(event.data, event.metadata,
+                                                        event.display_id)
+                elif event.data:
+                    outputs.append(RichOutput(event.data, event.metadata, event.display_id))
 
             display._sink = keep
 

@@ -24,6 +24,7 @@ from pyrelune.wire.events import (
     INTERRUPTED,
     SYNC,
     CellError,
+    Clear,
     Display,
     Done,
     InputRequest,
@@ -94,7 +95,7 @@ class Channel:
         """Whether the calling thread may wait for the session's answers."""
         return _thread.get_ident() == self._owner
 
-    def send(self, event: Display | InputRequest | Done) -> None:
+    def send(self, event: Display | Clear | InputRequest | Done) -> None:
         """Report `event` (and any posted before it) after everything the cell wrote."""
         flush_output()
         self._write(self._queued + self._line(event))
@@ -121,7 +122,7 @@ class Channel:
         flush_output()
         self._queued += self._line(event)
 
-    def ask(self, event: Display | InputRequest) -> Command:
+    def ask(self, event: Display | Clear | InputRequest) -> Command:
         """Send `event` and wait for the session's answer.
 
         Waiting keeps the order exact: the session drains the capture pipes
@@ -148,31 +149,30 @@ class Channel:
             self._from_wire = from_wire
         return self._from_wire(line)
 
-    def publish(self, data: dict[str, Any], metadata: dict[str, Any], is_result: bool) -> None:
-        """Show a MIME bundle (a `display()` or the final expression) in its place.
+    def publish(self, event: Display | Clear) -> None:
+        """Show a MIME bundle (a `display()` or the final expression), or clear, in its place.
 
         The final expression is not waited for: only the cell's open figures
         follow it, and they are displays that wait for their own turn. It is
         posted, to go in one write with what follows (Done, usually).
         """
-        display = Display(data, metadata, is_result)
-        if is_result:
-            self.post(display)
+        if isinstance(event, Display) and event.is_result:
+            self.post(event)
         elif self.waits_here():
-            self.ask(display)
+            self.ask(event)
         else:  # another thread of the cell's: nothing to wait for (see the class docstring)
             flush_output()
-            self._write(self._line(display, wait=False))
+            self._write(self._line(event, wait=False))
 
-    def _line(self, event: Display | InputRequest | Done, wait: bool = True) -> bytes:
+    def _line(self, event: Display | Clear | InputRequest | Done, wait: bool = True) -> bytes:
         """One message to the session: a JSON line, signed, within the event limit.
 
         Text far over it is cut before it is encoded: a 300 MB display is
         not copied into a 300 MB line first.
         """
-        if isinstance(event, InputRequest) or _text_size(event) <= self._limit:
+        if isinstance(event, (InputRequest, Clear)) or _text_size(event) <= self._limit:
             line = self._signed(event, wait)
-            if len(line) <= self._limit or isinstance(event, InputRequest):
+            if len(line) <= self._limit or isinstance(event, (InputRequest, Clear)):
                 return line  # a prompt is cut by the codec that shows it
         from pyrelune.worker import bounds
 
@@ -181,7 +181,7 @@ class Channel:
             return line
         return self._signed(bounds.plain(bounded, self._cap), wait)
 
-    def _signed(self, event: Display | InputRequest | Done, wait: bool) -> bytes:
+    def _signed(self, event: Display | Clear | InputRequest | Done, wait: bool) -> bytes:
         message = to_wire(event)
         message["k"] = self._key
         if not wait:

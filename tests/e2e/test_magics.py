@@ -171,6 +171,16 @@ def test_capture_keeps_everything_the_cell_shows(run: Runner) -> None:
     assert seen.everything == "out\nshell\n7\n42\n" and seen.stderr == "err\n", seen
     seen = run("%%capture --no-stdout\nprint('shown')\n!echo shell too\n1")
     assert seen.everything == "shown\nshell too\n", seen
+    seen = run("%%capture moved\nfrom IPython.display import clear_output\n"
+               "h = display(1, display_id=True)\ndisplay(3)\nh.update(2)")
+    assert seen.displays == [], seen
+    seen = run("print([o.data['text/plain'] for o in moved.outputs])")
+    assert seen.stdout == "['2', '3']\n", seen  # updated in place, as the host would show it
+    seen = run("%%capture gone\nfrom IPython.display import clear_output\n"
+               "display(1)\nclear_output()\ndisplay(4)")
+    assert seen.displays == [], seen
+    seen = run("print([o.data['text/plain'] for o in gone.outputs])")
+    assert seen.stdout == "['4']\n", seen
 
 
 def test_accepted_magics_say_what_ipython_says(run: Runner) -> None:

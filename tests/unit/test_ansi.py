@@ -6,7 +6,7 @@ import pytest
 
 from pyrelune.supervisor.presentation import MAX_SEQUENCE, AnsiStripper, Presenter
 from pyrelune.supervisor.presentation import strip_ansi as strip
-from pyrelune.wire.events import Display, Stream
+from pyrelune.wire.events import Clear, Display, Stream
 
 
 @pytest.mark.parametrize(("text", "shown"), [
@@ -49,7 +49,7 @@ def test_streams_are_held_apart_and_what_never_ends_is_passed_on() -> None:
 
 
 def test_a_plain_presenter_takes_colours_out_before_applying_carriage_returns() -> None:
-    shown: list[Stream | Display] = []
+    shown: list[Stream | Display | Clear] = []
     screen = Presenter(shown.append, plain=True)
     for text in ("\x1b[32m10%\x1b[0m", "\r\x1b[2K\x1b[3", "2m100%\x1b[0m\n", "end\x1b["):
         screen.add(Stream("stdout", text))

@@ -5,10 +5,12 @@ from __future__ import annotations
 import base64
 import json
 import os
+import sys
 from typing import Any, ClassVar
 
 import pytest
 
+from pyrelune.wire.events import Clear
 from pyrelune.worker import display as rich
 from pyrelune.worker.display import REPR_METHODS, display, json_safe, mime_bundle, show_result
 
@@ -269,24 +271,25 @@ def test_json_nested_too_deep_is_refused_and_said(capsys: pytest.CaptureFixture[
 
 
 def test_display_sends_each_object_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
-    sent: list[tuple[dict[str, Any], dict[str, Any], bool]] = []
-    monkeypatch.setattr(rich, "_sink", lambda *bundle: sent.append(bundle))
+    events: list[Any] = []
+    monkeypatch.setattr(rich, "_sink", events.append)
     monkeypatch.setattr(rich, "_sink_pid", os.getpid())
     display(1, AllReprs(), include=["text/plain", "text/html"], metadata={"tag": "x"})
-    display({"text/markdown": "# raw", "image/png": PNG}, raw=True, display_id=True)
+    display({"text/markdown": "# raw", "image/png": PNG}, raw=True, display_id="d")
     show_result("done")
-    assert sent[0] == ({"text/plain": "1"}, {"tag": "x"}, False)
+    sent = [(e.data, e.metadata, e.is_result, e.display_id) for e in events]
+    assert sent[0] == ({"text/plain": "1"}, {"tag": "x"}, False, None)
     assert sent[1] == (
-        {"text/html": "<b>html</b>", "text/plain": "AllReprs()"}, {"tag": "x"}, False
+        {"text/html": "<b>html</b>", "text/plain": "AllReprs()"}, {"tag": "x"}, False, None
     )
-    assert sent[2][0]["text/markdown"] == "# raw"
+    assert sent[2][0]["text/markdown"] == "# raw" and sent[2][3] == "d"
     assert base64.b64decode(sent[2][0]["image/png"]) == PNG
-    assert sent[3] == ({"text/plain": "'done'"}, {}, True)
+    assert sent[3] == ({"text/plain": "'done'"}, {}, True, None)
 
 
 def test_display_of_nothing_showable_sends_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[Any] = []
-    monkeypatch.setattr(rich, "_sink", lambda *bundle: sent.append(bundle))
+    monkeypatch.setattr(rich, "_sink", sent.append)
     monkeypatch.setattr(rich, "_sink_pid", os.getpid())
     display(1, exclude=["text/plain"])
     assert sent == []
@@ -307,3 +310,55 @@ def test_pyrelune_display_is_lazy_and_is_the_engine_display() -> None:
     assert exported is display
     with pytest.raises(AttributeError):
         pyrelune.no_such_thing  # noqa: B018
+
+
+def test_text_plain_is_ipythons_pretty_text_where_it_differs_from_repr() -> None:
+    pytest.importorskip("IPython")
+    from IPython.core.formatters import PlainTextFormatter
+
+    for value in (list(range(50)), {"b", "a", "c"}, [1, 2], {"k" * 40: "v" * 40, "x": 1}):
+        assert mime_bundle(value)[0]["text/plain"] == PlainTextFormatter()(value)
+
+    class Pretty:
+        def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+            p.text("pretty text")
+
+    assert mime_bundle(Pretty())[0]["text/plain"] == "pretty text"
+
+
+def test_display_hooks_and_ipython_display_take_over(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[Any] = []
+    monkeypatch.setattr(rich, "_sink", events.append)
+    monkeypatch.setattr(rich, "_sink_pid", os.getpid())
+    hooked: list[Any] = []
+    monkeypatch.setattr(sys, "displayhook", hooked.append)
+    show_result(42)
+    assert hooked == [42] and events == []
+    monkeypatch.setattr(sys, "displayhook", sys.__displayhook__)
+
+    class Itself:
+        def _ipython_display_(self) -> None:
+            display("its own")
+
+    show_result(Itself())
+    display(Itself())
+    assert [e.data for e in events] == [{"text/plain": "'its own'"}] * 2
+
+
+def test_a_handle_updates_and_clear_output_is_an_event(monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[Any] = []
+    monkeypatch.setattr(rich, "_sink", events.append)
+    monkeypatch.setattr(rich, "_sink_pid", os.getpid())
+    # Not imported (in a worker, IPython's handle would call our display: see the e2e tests).
+    monkeypatch.delitem(sys.modules, "IPython.core.display_functions", raising=False)
+    handle = display(1, display_id=True)
+    handle.update(2)
+    rich.clear_output(wait=True)
+    with pytest.raises(TypeError, match="display_id required"):
+        display(3, update=True)
+    first, second, clear = events
+    assert first.display_id == second.display_id == handle.display_id
+    assert (first.update, second.update, second.data) == (False, True, {"text/plain": "2"})
+    assert isinstance(clear, Clear) and clear.wait

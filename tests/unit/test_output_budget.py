@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from strategies import any_text
 
 from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, utf8_size
-from pyrelune.wire.events import Display, Stream
+from pyrelune.wire.events import Clear, Display, Stream
 
 streams = st.lists(st.tuples(st.sampled_from(["stdout", "stderr"]), any_text), max_size=12)
 
@@ -100,3 +100,32 @@ def test_clip() -> None:
     assert clip("x" * 100, 10, " ") == "xxxxx [... 90 bytes omitted ...] xxxxx"
 
 
+
+
+def shown(budget: OutputBudget) -> list[str]:
+    return [item.text if isinstance(item, Stream) else str(item.data.get("text/plain"))
+            for item in budget.items() if not isinstance(item, Omitted)]
+
+
+def test_updates_replace_every_output_under_their_id_in_place() -> None:
+    budget = OutputBudget(10_000)
+    budget.apply(Display({"text/plain": "a0"}, {}, display_id="a"))
+    budget.apply(Stream("stdout", "between\n"))
+    budget.apply(Display({"text/plain": "a0 again"}, {}, display_id="a"))
+    budget.apply(Display({"text/plain": "a1"}, {}, display_id="a", update=True))
+    budget.apply(Display({"text/plain": "b1"}, {}, display_id="b", update=True))  # not shown yet
+    budget.apply(Display({"text/plain": "b2"}, {}, display_id="b", update=True))
+    assert shown(budget) == ["a1", "between\n", "a1", "b2"]
+    assert budget.kept == sum(len(text) for text in shown(budget))
+
+
+def test_a_clear_clears_now_or_when_the_next_output_comes() -> None:
+    budget = OutputBudget(10_000)
+    budget.apply(Stream("stdout", "old\n"))
+    budget.apply(Clear())
+    assert shown(budget) == []
+    budget.apply(Stream("stdout", "frame 1\n"))
+    budget.apply(Clear(wait=True))
+    assert shown(budget) == ["frame 1\n"]  # kept until something replaces it
+    budget.apply(Stream("stdout", "frame 2\n"))
+    assert shown(budget) == ["frame 2\n"]

@@ -8,7 +8,7 @@ import pytest
 
 from pyrelune.supervisor import presentation
 from pyrelune.supervisor.presentation import Presenter
-from pyrelune.wire.events import Display, Stream
+from pyrelune.wire.events import Clear, Display, Stream
 
 
 def terminal(text: str) -> str:
@@ -33,8 +33,8 @@ def terminal(text: str) -> str:
     return "".join(lines) + "".join(line)
 
 
-def present(chunks: list[str], name: str = "stdout") -> list[Stream | Display]:
-    out: list[Stream | Display] = []
+def present(chunks: list[str], name: str = "stdout") -> list[Stream | Display | Clear]:
+    out: list[Stream | Display | Clear] = []
     presenter = Presenter(out.append)
     for chunk in chunks:
         presenter.add(Stream(name, chunk))
@@ -42,7 +42,7 @@ def present(chunks: list[str], name: str = "stdout") -> list[Stream | Display]:
     return out
 
 
-def joined(items: list[Stream | Display]) -> str:
+def joined(items: list[Stream | Display | Clear]) -> str:
     return "".join(item.text for item in items if isinstance(item, Stream))
 
 
@@ -78,7 +78,7 @@ def test_a_progress_bar_ends_as_its_last_line() -> None:
 
 
 def test_finished_lines_pass_on_at_once_and_the_last_is_held_back() -> None:
-    out: list[Stream | Display] = []
+    out: list[Stream | Display | Clear] = []
     presenter = Presenter(out.append)
     presenter.add(Stream("stdout", "one\ntwo\nthr"))
     assert joined(out) == "one\ntwo\n"
@@ -89,7 +89,7 @@ def test_finished_lines_pass_on_at_once_and_the_last_is_held_back() -> None:
 
 
 def test_a_display_passes_the_held_back_text_on_first() -> None:
-    out: list[Stream | Display] = []
+    out: list[Stream | Display | Clear] = []
     presenter = Presenter(out.append)
     shown = Display({"text/plain": "1"}, {})
     presenter.add(Stream("stdout", "before "))
@@ -103,7 +103,7 @@ def test_a_display_passes_the_held_back_text_on_first() -> None:
 
 
 def test_streams_are_kept_apart() -> None:
-    out: list[Stream | Display] = []
+    out: list[Stream | Display | Clear] = []
     presenter = Presenter(out.append)
     presenter.add(Stream("stdout", "out 1\r"))
     presenter.add(Stream("stderr", "err\n"))
@@ -117,7 +117,7 @@ def test_a_line_without_end_is_passed_on_in_rows_of_bounded_size(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(presentation, "MAX_LINE", 100)
-    out: list[Stream | Display] = []
+    out: list[Stream | Display | Clear] = []
     presenter = Presenter(out.append)
     for _ in range(1000):
         presenter.add(Stream("stdout", "x" * 7))
@@ -137,7 +137,7 @@ def test_interleave_passes_a_held_line_on_when_the_other_stream_writes(
 ) -> None:
     runs: list[tuple[str, str]] = []
 
-    def sink(item: Stream | Display) -> None:
+    def sink(item: Stream | Display | Clear) -> None:
         assert isinstance(item, Stream)
         if runs and runs[-1][0] == item.name:
             runs[-1] = (item.name, runs[-1][1] + item.text)
@@ -149,3 +149,31 @@ def test_interleave_passes_a_held_line_on_when_the_other_stream_writes(
         screen.add(Stream(name, text))
     screen.flush()
     assert runs == expected
+
+
+def test_a_line_rewritten_after_the_other_stream_wrote_keeps_its_carriage_return() -> None:
+    out: list[Stream | Display | Clear] = []
+    presenter = Presenter(out.append, interleave=True)
+    for name, text in [("stderr", "\rbar 0"), ("stdout", "0\n"), ("stderr", "\rbar 1"),
+                       ("stderr", "\rbar 2"), ("stdout", "1\n"), ("stderr", "\rbar 3\n")]:
+        presenter.add(Stream(name, text))
+    presenter.flush()
+    assert joined([i for i in out if isinstance(i, Stream) and i.name == "stderr"]) == (
+        "bar 0\rbar 2\rbar 3\n")  # each state the host saw is rewritten, not appended
+    assert joined([i for i in out if isinstance(i, Stream) and i.name == "stdout"]) == "0\n1\n"
+
+
+def test_a_clear_passes_the_held_back_text_on_first() -> None:
+    out: list[Stream | Display | Clear] = []
+    presenter = Presenter(out.append)
+    presenter.add(Stream("stdout", "partial"))
+    presenter.add(Clear(wait=True))
+    assert [type(i).__name__ for i in out] == ["Stream", "Clear"]
+
+
+def test_a_line_rewritten_from_its_start_keeps_no_piece_of_an_escape_sequence() -> None:
+    out: list[Stream | Display | Clear] = []
+    presenter = Presenter(out.append, interleave=True)  # as the rpc kernel: colours kept
+    presenter.add(Stream("stdout", "\x1b[2K\r0"))
+    presenter.add(Stream("stdout", "\r\x1b[32m1\x1b[0m\n"))
+    assert joined(out) == "\x1b[32m1\x1b[0m\n"

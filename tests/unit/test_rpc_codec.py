@@ -16,6 +16,7 @@ from pyrelune.wire.events import (
     ITEM_MIME,
     JSONML_MIME,
     CellError,
+    Clear,
     Display,
     Done,
     InputRequest,
@@ -357,3 +358,37 @@ def test_fuzzed_lines_never_raise_and_every_answer_is_schema_valid(raw: bytes) -
                     guarded.knock(rpc.Guest(), raw)):
         sent(outcome)
     assert guarded.state == rpc.IDLE  # a guest never starts a cell
+
+
+def test_output_that_may_be_taken_back_is_sent_in_its_last_state() -> None:
+    kernel = rpc.RpcCodec()
+    start(kernel)
+    assert [m["data"]["text"] for m in sent(kernel.output(Stream("stdout", "live\n"), 1.0))] == [
+        "live\n"]
+    # From the first updatable display on, the cell's output waits for its last state.
+    assert sent(kernel.output(Display({"text/plain": "'0'"}, {}, display_id="p"), 1.1)) == []
+    for i in range(1, 4):
+        update = Display({"text/plain": f"'{i}'"}, {}, display_id="p", update=True)
+        assert sent(kernel.output(update, 1.2)) == []
+    assert sent(kernel.output(Stream("stdout", "dropped\n"), 1.3)) == []
+    assert sent(kernel.output(Clear(wait=True), 1.4)) == []
+    assert sent(kernel.output(Stream("stdout", "last\n"), 1.5)) == []
+    assert sent(kernel.output(Display({}, {}, display_id="empty"), 1.6)) == []  # a placeholder
+    end = sent(kernel.output(Done(), 1.7))
+    assert [(m["event"], m["data"].get("text", m["data"].get("item"))) for m in end] == [
+        ("stream", "last\n"), ("execute.done", None)]
+    late = sent(kernel.output(Display({"text/plain": "'late'"}, {}, display_id="q"), 5.0))
+    assert [m["data"]["item"] for m in late] == ["'late'"]  # between cells: sent as it comes
+    assert sent(kernel.output(Clear(), 5.1)) == []
+    start(kernel)
+    shown = sent(kernel.output(Display({"text/plain": "'x'"}, {}), 6.0))
+    assert [m["event"] for m in shown] == ["display_data"]  # a new cell streams again
+
+
+def test_display_items_of_text_only_objects_are_their_source() -> None:
+    assert rpc.display_item({"text/plain": "<IPython.core.display.Latex object>",
+                             "text/latex": "$x$"}) == "$x$"
+    assert rpc.display_item({"text/plain": "<IPython.core.display.Markdown object>",
+                             "text/markdown": "# t"}) == "# t"
+    assert rpc.display_item({"text/plain": "<IPython.core.display.JSON object>",
+                             "application/json": {"a": 1}}) == '{"a": 1}'
