@@ -1,0 +1,82 @@
+"""The cells' `__main__`: a real module, kept as IPython keeps a notebook's.
+
+`pickle` finds a function or class by its module and name, and a cell's say
+`__main__`: so that pickling them works (and with it `multiprocessing`,
+`concurrent.futures` and joblib), the cells run in the very dictionary of
+the module `sys.modules["__main__"]` holds. The final expression's value goes
+into `_` (and the one before into `__`, then `___`) until the user makes one
+of them theirs or `gettext.install()` makes `_` a builtin, as in IPython.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+_UNDERS = ("_", "__", "___")
+#: Nothing stored yet: unlike None or "", never a value of the user's.
+_NOTHING: Any = object()
+#: What this worker last put in `_`, `__` and `___`.
+_kept: list[Any] = [_NOTHING] * 3
+#: Where `drop` leaves what it drops, for the moment it takes.
+_DROPPED = "__pyrelune_dropped__"
+_DROP = compile(f"{_DROPPED}.clear()", "<cell>", "exec")
+
+
+def fresh_namespace() -> dict[str, Any]:
+    """A new, empty `__main__` module, from now on `sys.modules["__main__"]`; its globals."""
+    module = type(sys)("__main__")
+    module.__builtins__ = builtins  # type: ignore[attr-defined]
+    sys.modules["__main__"] = module
+    _kept[:] = [_NOTHING] * 3
+    return module.__dict__
+
+
+def begin_cell(namespace: dict[str, Any]) -> None:
+    """What IPython clears before each cell.
+
+    The cells share one module and their line numbers overlap: a warning
+    seen at line 1 of one cell would be hidden at line 1 of every later one.
+    A `_` that `gettext.install()` made a builtin is not hidden by a result.
+    """
+    namespace.pop("__warningregistry__", None)
+    if "_" in builtins.__dict__ and namespace.get("_", _NOTHING) is _kept[0]:
+        del namespace["_"]
+
+
+def keep_result(namespace: dict[str, Any], value: Any) -> list[Any]:
+    """Keep `value` in `_`, moving `_` to `__` and `__` to `___`, unless they are the user's.
+
+    They are once the user assigned one of them, or `_` is a builtin. Returns
+    every reference this let go of: the caller drops them as the cell (see
+    `drop`).
+    """
+    if "_" in builtins.__dict__ or any(
+        namespace.get(name, kept) is not kept for name, kept in zip(_UNDERS, _kept, strict=True)
+    ):
+        return []  # the user's: nothing kept, nothing let go of
+    released = [*_kept, *(namespace.get(name) for name in _UNDERS)]
+    _kept[:] = [value, *_kept[:2]]
+    for name, kept in zip(_UNDERS, _kept, strict=True):
+        if kept is not _NOTHING:
+            namespace[name] = kept
+    return released
+
+
+def drop(references: list[Any], namespace: dict[str, Any], filename: str, line: int) -> None:
+    """Let go of `references` while a frame of the cell's runs, at `line`.
+
+    An object that ends then and warns (a coroutine never awaited, a file
+    never closed) names the frame it ended in: this way the cell and its
+    module, `__main__`, with the filters and registry of the cell's own
+    warnings, as an object ending in the cell's code does.
+    """
+    namespace[_DROPPED] = references
+    try:
+        exec(_DROP.replace(co_filename=filename, co_firstlineno=line), namespace)
+    finally:
+        namespace.pop(_DROPPED, None)
