@@ -262,13 +262,24 @@ def test_asyncio_run_and_await_live_together(kernel: Kernel) -> None:
 
 
 def test_an_interrupt_stops_an_awaiting_cell_for_good(kernel: Kernel, tmp_path: Path) -> None:
+    kernel.run("import asyncio\ngate = asyncio.Event()")
     marker = tmp_path / "started"
-    source = (f"import asyncio\nresumed = False\nopen({str(marker)!r}, 'w').close()\n"
-              "await asyncio.sleep(600)\nresumed = True")
+    source = (f"resumed = False\nopen({str(marker)!r}, 'w').close()\n"
+              "await gate.wait()\nresumed = True")
     outcome = kernel.interrupt_when(marker, source)
     assert outcome.error is not None and "KeyboardInterrupt" in outcome.error, outcome
-    assert kernel.value("await asyncio.sleep(0.05, 'awaits again')") == "'awaits again'"
+    # The gate opens: a cell left pending would now go on.
+    awaits = "gate.set()\nfor _ in range(3):\n    await asyncio.sleep(0)\n'awaits again'"
+    assert kernel.value(awaits) == "'awaits again'"
     assert kernel.value("resumed") == "False"
+
+
+def test_a_oneshot_cell_ends_its_loop_as_asyncio_run_does(host: VixHost) -> None:
+    result = host.run_cell("async def numbers():\n    try:\n        yield 1\n"
+                           "    finally:\n        print('finalized')\n"
+                           "started = numbers()\nawait started.__anext__()")
+    assert result.ok, result
+    assert result.response["stdout"] == "finalized\n"
 
 
 # help() prints into the cell ------------------------------------------------------------
