@@ -4,7 +4,8 @@ A cell with top-level `await` runs on it until it is done; the tasks it
 started (or that a plain cell scheduled through `asyncio.get_event_loop()`)
 stay on it and go on whenever a later cell awaits. Between cells the loop
 is not running, so `asyncio.run()` in a plain cell works as in a script.
-Imported by the first cell that awaits.
+Imported by the first cell that awaits (by an rpc worker as it starts: its
+supervisor runs asyncio).
 """
 
 from __future__ import annotations
@@ -73,9 +74,37 @@ def _adopted() -> asyncio.AbstractEventLoop | None:
 
 
 def close() -> None:
-    """End the loop as a script's `asyncio.run()` would: its async generators finalized."""
-    if _loop is not None and not _loop.is_closed():
-        try:
-            _loop.run_until_complete(_loop.shutdown_asyncgens())
-        finally:
-            _loop.close()
+    """End the loop as a script's `asyncio.run()` does, at the end of a oneshot cell.
+
+    Its tasks are cancelled and awaited, its async generators finalized;
+    the cell's deadline still holds over a task that will not end.
+    """
+    loop = _loop
+    if loop is None or loop.is_closed():
+        return
+    try:
+        tasks = asyncio.all_tasks(loop)
+        for task in tasks:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()
+
+
+def discard() -> None:
+    """A kernel's reset: the cells' loop ends; the next cell that awaits gets a new one.
+
+    Its tasks are cancelled and given one turn of the loop to see it. No
+    interrupt can reach a reset, so nothing may hold it up: a task that goes
+    on awaiting after that is dropped with the loop.
+    """
+    loop = _loop
+    if loop is None or loop.is_closed():
+        return
+    try:
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.run_until_complete(asyncio.sleep(0))
+    finally:
+        loop.close()

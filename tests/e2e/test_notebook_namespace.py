@@ -111,11 +111,11 @@ def start_kernel() -> Iterator[Callable[..., Kernel]]:
         kernel.close()
 
 
-# The cells' namespace is a real `__main__` module: what they define pickles -------------
+# The cells' namespace is a real `__main__` module: what they define pickles, and is found
 
 POINT = "class Point:\n    def __init__(self, x):\n        self.x = x\n"
 SQUARE = "def square(n):\n    return n * n\n"
-PICKLING = {
+IN_MAIN = {
     "pickle": (POINT + "import pickle\nprint(pickle.loads(pickle.dumps(Point(7))).x)", "7"),
     "multiprocessing": (SQUARE + "from multiprocessing import Pool\n"
                         "with Pool(2) as pool:\n    print(pool.map(square, [1, 2, 3]))",
@@ -125,20 +125,23 @@ PICKLING = {
                 "    print(list(pool.map(square, [1, 2, 3])))",
                 "[1, 4, 9]"),
     "main": ("import sys\nprint(sys.modules['__main__'].__dict__ is globals())", "True"),
+    "type-hints": ("class Edge:\n    end: 'Node'\nclass Node:\n    pass\n"
+                   "import typing\nprint(typing.get_type_hints(Edge))",
+                   "{'end': <class '__main__.Node'>}"),
 }
 
 
-@pytest.mark.parametrize("case", sorted(PICKLING))
-def test_what_a_oneshot_cell_defines_pickles(host: VixHost, case: str) -> None:
-    source, printed = PICKLING[case]
+@pytest.mark.parametrize("case", sorted(IN_MAIN))
+def test_what_a_oneshot_cell_defines_is_found_in_main(host: VixHost, case: str) -> None:
+    source, printed = IN_MAIN[case]
     result = host.run_cell(source)
     assert result.ok, result
     assert result.response["stdout"] == f"{printed}\n"
 
 
-@pytest.mark.parametrize("case", sorted(PICKLING))
-def test_what_a_kernel_cell_defines_pickles(kernel: Kernel, case: str) -> None:
-    source, printed = PICKLING[case]
+@pytest.mark.parametrize("case", sorted(IN_MAIN))
+def test_what_a_kernel_cell_defines_is_found_in_main(kernel: Kernel, case: str) -> None:
+    source, printed = IN_MAIN[case]
     assert kernel.run(source) == (f"{printed}\n", "", None)
 
 
@@ -272,6 +275,26 @@ def test_an_interrupt_stops_an_awaiting_cell_for_good(kernel: Kernel, tmp_path: 
     awaits = "gate.set()\nfor _ in range(3):\n    await asyncio.sleep(0)\n'awaits again'"
     assert kernel.value(awaits) == "'awaits again'"
     assert kernel.value("resumed") == "False"
+
+
+def test_a_reset_stops_the_tasks_of_before(kernel: Kernel) -> None:
+    kernel.run("import asyncio, sys\nsys.ticks = []\nasync def tick():\n    try:\n"
+               "        while True:\n            sys.ticks.append(1)\n"
+               "            await asyncio.sleep(0)\n    finally:\n        sys.cancelled = True\n"
+               "task = asyncio.create_task(tick())\nawait asyncio.sleep(0)")
+    kernel.reset()
+    awaits = "import asyncio, sys\nseen = len(sys.ticks)\nfor _ in range(3):\n" \
+             "    await asyncio.sleep(0)\n(len(sys.ticks) - seen, sys.cancelled)"
+    assert kernel.value(awaits) == "(0, True)"
+
+
+def test_a_oneshot_cells_tasks_end_as_asyncio_run_ends_them(host: VixHost) -> None:
+    result = host.run_cell("import asyncio\nasync def forever():\n    try:\n"
+                           "        await asyncio.sleep(600)\n    finally:\n"
+                           "        print('cancelled')\n"
+                           "asyncio.ensure_future(forever())\nawait asyncio.sleep(0)")
+    assert result.ok, result
+    assert (result.response["stdout"], result.response["stderr"]) == ("cancelled\n", "")
 
 
 def test_a_oneshot_cell_ends_its_loop_as_asyncio_run_does(host: VixHost) -> None:
