@@ -202,9 +202,9 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
         while True:
             command = channel.receive()
             if isinstance(command, Reset):
-                eventloop = sys.modules.get("pyrelune.worker.eventloop")
-                if eventloop is not None:
-                    eventloop.discard()
+                cells_loop = sys.modules.get("pyrelune.worker.eventloop")
+                if cells_loop is not None:
+                    cells_loop.discard()
                 namespace = fresh_namespace()
                 channel.send(Done())
             elif isinstance(command, Execute):
