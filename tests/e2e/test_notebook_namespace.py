@@ -146,6 +146,7 @@ def test_what_a_kernel_cell_defines_is_found_in_main(kernel: Kernel, case: str) 
 
 
 def test_joblib_runs_a_cell_function(kernel: Kernel) -> None:
+    """joblib's own pickler sends `__main__`'s functions by value: a guard that it still works."""
     pytest.importorskip("joblib")
     kernel.run(SQUARE)
     assert kernel.value("from joblib import Parallel, delayed\n"
