@@ -44,7 +44,7 @@ def begin_cell(namespace: dict[str, Any]) -> None:
     A `_` that `gettext.install()` made a builtin is not hidden by a result.
     """
     namespace.pop("__warningregistry__", None)
-    if "_" in builtins.__dict__ and namespace.get("_", _NOTHING) is _kept[0]:
+    if "_" in builtins.__dict__ and "_" in namespace and namespace["_"] is _kept[0]:
         del namespace["_"]
 
 
@@ -70,10 +70,10 @@ def keep_result(namespace: dict[str, Any], value: Any) -> list[Any]:
 def drop(references: list[Any], namespace: dict[str, Any], filename: str, line: int) -> None:
     """Let go of `references` while a frame of the cell's runs, at `line`.
 
-    An object that ends then and warns (a coroutine never awaited, a file
-    never closed) names the frame it ended in: this way the cell and its
-    module, `__main__`, with the filters and registry of the cell's own
-    warnings, as an object ending in the cell's code does.
+    A warning raised as an object ends (a coroutine never awaited, a file
+    never closed) is located in the frame running then: a frame of the cell
+    here, so it names the cell, and meets the filters and registry of the
+    cell's own warnings (module `__main__`), not the runtime's.
     """
     namespace[_DROPPED] = references
     try:

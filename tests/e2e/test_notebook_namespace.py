@@ -181,6 +181,12 @@ def test_underscores_keep_the_last_three_results(kernel: Kernel) -> None:
     assert kernel.value("___") == "2"  # the tuple above is `_` now
 
 
+def test_gettext_installed_first_keeps_its_underscore(kernel: Kernel) -> None:
+    kernel.run("import gettext\ngettext.install('nothing-installed-here')")
+    assert kernel.value("_('hello')") == "'hello'"
+    assert kernel.value("_('again')") == "'again'"
+
+
 def test_gettext_keeps_its_underscore(kernel: Kernel) -> None:
     assert kernel.value("6 * 7") == "42"
     kernel.run("import gettext\ngettext.install('nothing-installed-here')")

@@ -64,6 +64,15 @@ def test_a_builtin_underscore_is_left_visible(namespace: dict[str, Any]) -> None
         del builtins._  # type: ignore[attr-defined]
 
 
+def test_a_builtin_underscore_before_any_result(namespace: dict[str, Any]) -> None:
+    builtins._ = str  # type: ignore[attr-defined]
+    try:
+        begin_cell(namespace)
+        assert keep_result(namespace, 1) == [] and "_" not in namespace
+    finally:
+        del builtins._  # type: ignore[attr-defined]
+
+
 def test_a_reset_forgets_the_results(namespace: dict[str, Any]) -> None:
     keep_result(namespace, 1)
     fresh = fresh_namespace()
