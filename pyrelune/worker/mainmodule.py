@@ -15,6 +15,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import CodeType
     from typing import Any
 
 _UNDERS = ("_", "__", "___")
@@ -24,7 +25,9 @@ _NOTHING: Any = object()
 _kept: list[Any] = [_NOTHING] * 3
 #: Where `drop` leaves what it drops, for the moment it takes.
 _DROPPED = "__pyrelune_dropped__"
-_DROP = compile(f"{_DROPPED}.clear()", "<cell>", "exec")
+#: Compiled on first use: a process's first compile() costs milliseconds, paid
+#: by the cell's own compile before any drop.
+_drop_code: CodeType | None = None
 
 
 def fresh_namespace() -> dict[str, Any]:
@@ -75,8 +78,11 @@ def drop(references: list[Any], namespace: dict[str, Any], filename: str, line: 
     here, so it names the cell, and meets the filters and registry of the
     cell's own warnings (module `__main__`), not the runtime's.
     """
+    global _drop_code
+    if _drop_code is None:
+        _drop_code = compile(f"{_DROPPED}.clear()", "<cell>", "exec")
     namespace[_DROPPED] = references
     try:
-        exec(_DROP.replace(co_filename=filename, co_firstlineno=line), namespace)
+        exec(_drop_code.replace(co_filename=filename, co_firstlineno=line), namespace)
     finally:
         namespace.pop(_DROPPED, None)
