@@ -64,9 +64,8 @@ def run_cell(
             if value is not None:
                 released = mainmodule.keep_result(namespace, value)
                 show_result(value)
-                released.append(value)
-                del value  # dropped as the cell, and so are the results `_` no longer keeps
-                mainmodule.drop(released, namespace, filename, source.rstrip().count("\n") + 1)
+                del value  # dropped as the cell, if `_` does not keep it
+                mainmodule.drop(released, namespace, filename, source)
         finally:
             if after is not None:
                 after()

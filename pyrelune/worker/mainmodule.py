@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from types import CodeType
     from typing import Any
 
-_UNDERS = ("_", "__", "___")
 #: Nothing stored yet: unlike None or "", never a value of the user's.
 _NOTHING: Any = object()
 #: What this worker last put in `_`, `__` and `___`.
@@ -28,6 +27,8 @@ _DROPPED = "__pyrelune_dropped__"
 #: Compiled on first use: a process's first compile() costs milliseconds, paid
 #: by the cell's own compile before any drop.
 _drop_code: CodeType | None = None
+#: Types whose end runs no code (`object`: `_NOTHING`), so nothing to drop as the cell.
+_QUIET = frozenset({int, float, complex, bool, str, bytes, type(None), object})
 
 
 def fresh_namespace() -> dict[str, Any]:
@@ -55,34 +56,43 @@ def keep_result(namespace: dict[str, Any], value: Any) -> list[Any]:
     """Keep `value` in `_`, moving `_` to `__` and `__` to `___`, unless they are the user's.
 
     They are once the user assigned one of them, or `_` is a builtin. Returns
-    every reference this let go of: the caller drops them as the cell (see
-    `drop`).
+    what this let go of (`value` itself, or what `___` held), for the caller
+    to drop as the cell (see `drop`).
     """
-    if "_" in builtins.__dict__ or any(
-        namespace.get(name, kept) is not kept for name, kept in zip(_UNDERS, _kept, strict=True)
+    get = namespace.get
+    kept, older, oldest = _kept
+    if (
+        "_" in builtins.__dict__
+        or get("_", kept) is not kept
+        or get("__", older) is not older
+        or get("___", oldest) is not oldest
     ):
-        return []  # the user's: nothing kept, nothing let go of
-    released = [*_kept, *(namespace.get(name) for name in _UNDERS)]
-    _kept[:] = [value, *_kept[:2]]
-    for name, kept in zip(_UNDERS, _kept, strict=True):
-        if kept is not _NOTHING:
-            namespace[name] = kept
-    return released
+        return [value]  # the user's: nothing kept
+    _kept[:] = value, kept, older
+    namespace["_"] = value
+    if kept is not _NOTHING:
+        namespace["__"] = kept
+    if older is not _NOTHING:
+        namespace["___"] = older
+    return [oldest]
 
 
-def drop(references: list[Any], namespace: dict[str, Any], filename: str, line: int) -> None:
-    """Let go of `references` while a frame of the cell's runs, at `line`.
+def drop(references: list[Any], namespace: dict[str, Any], filename: str, source: str) -> None:
+    """Let go of `references` while a frame of the cell's runs, at its last line.
 
     A warning raised as an object ends (a coroutine never awaited, a file
     never closed) is located in the frame running then: a frame of the cell
     here, so it names the cell, and meets the filters and registry of the
     cell's own warnings (module `__main__`), not the runtime's.
     """
+    if _QUIET.issuperset(map(type, references)):
+        return  # nothing there can warn as it ends
     global _drop_code
     if _drop_code is None:
         _drop_code = compile(f"{_DROPPED}.clear()", "<cell>", "exec")
     namespace[_DROPPED] = references
     try:
+        line = source.rstrip().count("\n") + 1
         exec(_drop_code.replace(co_filename=filename, co_firstlineno=line), namespace)
     finally:
         namespace.pop(_DROPPED, None)

@@ -39,7 +39,7 @@ def test_results_move_down_the_underscores(namespace: dict[str, Any]) -> None:
 def test_an_underscore_the_user_assigned_stops_them(namespace: dict[str, Any]) -> None:
     keep_result(namespace, 1)
     namespace["__"] = "mine"
-    assert keep_result(namespace, 2) == []
+    assert keep_result(namespace, 2) == [2]
     assert (namespace["_"], namespace["__"]) == (1, "mine")
     del namespace["__"]
     keep_result(namespace, 3)
@@ -68,7 +68,7 @@ def test_a_builtin_underscore_before_any_result(namespace: dict[str, Any]) -> No
     builtins._ = str  # type: ignore[attr-defined]
     try:
         begin_cell(namespace)
-        assert keep_result(namespace, 1) == [] and "_" not in namespace
+        assert keep_result(namespace, 1) == [1] and "_" not in namespace
     finally:
         del builtins._  # type: ignore[attr-defined]
 
@@ -94,6 +94,6 @@ class Warns:
 def test_what_is_dropped_warns_as_the_cell(namespace: dict[str, Any]) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        drop([Warns()], namespace, "<cell 9>", 3)
+        drop([Warns()], namespace, "<cell 9>", "a = 1\n\nWarns()\n")
     assert [(w.filename, w.lineno, str(w.message)) for w in caught] == [("<cell 9>", 3, "ended")]
     assert "__pyrelune_dropped__" not in namespace
