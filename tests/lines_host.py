@@ -59,10 +59,11 @@ def strict_json(line: bytes) -> dict[str, Any]:
 class Host:
     """One kernel process, driven like one notebook tab."""
 
-    def __init__(self, command: list[str] | None = None, env: dict[str, str] | None = None):
+    def __init__(self, command: list[str] | None = None, env: dict[str, str] | None = None,
+                 cwd: Path | None = None):
         self.proc = subprocess.Popen(
             command or COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=default_env() if env is None else env,
+            stderr=subprocess.PIPE, env=default_env() if env is None else env, cwd=cwd,
         )
         self.stderr = bytearray()
         self._stderr_thread = threading.Thread(target=self._drain_stderr, daemon=True)

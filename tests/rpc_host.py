@@ -145,11 +145,14 @@ def kernel_command(*args: str) -> list[str]:
 class PipeHost(Host):
     """`pyrelune --mode rpc` as a child with pipes, as an editor starts it."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(self, *args: str, env: dict[str, str] | None = None,
+                 command: list[str] | None = None, cwd: Path | None = None) -> None:
+        """`command` replaces `python -m pyrelune --mode rpc` (`args` follow it)."""
         super().__init__()
         self.process = subprocess.Popen(
-            kernel_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env={**os.environ, **(env or {})},
+            [*(command or kernel_command()), *args], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, **(env or {})},
+            cwd=cwd,
         )
         self._lines: queue.Queue[str | None] = queue.Queue()
         self.stderr = bytearray()

@@ -4,10 +4,13 @@ Runs inside the worker. A cell that is one expression is compiled as one; any
 other is parsed with the compiler's own AST flag (never the `ast` module) and
 a final bare expression becomes an assignment whose value is taken back and
 displayed. Top-level `await` is compiled in, and only a cell that uses it
-pays for `asyncio`.
+pays for `asyncio` (see `eventloop`). The namespace is a `__main__` module's
+(see `mainmodule`).
 """
 
 from __future__ import annotations
+
+import sys
 
 from pyrelune.wire.events import (
     INTERRUPTED,
@@ -16,7 +19,7 @@ from pyrelune.wire.events import (
     PYTHON_SYNTAX_ERROR,
     CellError,
 )
-from pyrelune.worker import importhooks, sources
+from pyrelune.worker import importhooks, mainmodule, sources
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -56,10 +59,13 @@ def run_cell(
         except (SyntaxError, ValueError) as exc:
             return syntax_error(exc, filename)
         try:
+            _begin(namespace)
             value = _execute(code, result, namespace)
             if value is not None:
-                namespace["_"] = value
+                released = mainmodule.keep_result(namespace, value)
                 show_result(value)
+                del value  # dropped as the cell, if `_` does not keep it
+                mainmodule.drop(released, namespace, filename, source)
         finally:
             if after is not None:
                 after()
@@ -84,6 +90,13 @@ def compile_cell(source: str, filename: str) -> tuple[CodeType, str]:
         failed = exc
     magics = importhooks.import_own("pyrelune.worker.magics")
     return magics.compile_translated(source, filename, failed, _compile)  # type: ignore[no-any-return]
+
+
+def _begin(namespace: dict[str, Any]) -> None:
+    mainmodule.begin_cell(namespace)
+    eventloop = sys.modules.get("pyrelune.worker.eventloop")
+    if eventloop is not None:  # a cell awaited before: its loop is this cell's too
+        eventloop.make_current()
 
 
 def _compile(source: str, filename: str) -> tuple[CodeType, str]:
@@ -140,24 +153,14 @@ def _followed_by_semicolon(source: str, node: Any) -> bool:
 def _execute(code: CodeType, result: str, namespace: dict[str, Any]) -> Any:
     """Run the cell; the final expression's value, or None."""
     if code.co_flags & _CO_COROUTINE:
-        value = _execute_async(code, namespace)
+        # As the runtime's own: a cell's folder may hold an `asyncio.py`.
+        eventloop = importhooks.import_own("pyrelune.worker.eventloop")
+        value = eventloop.run(eval(code, namespace))
     else:
         value = eval(code, namespace)  # runs "exec" code objects too, returning None
     if result == _EVALUATED:
         return value
     return namespace.pop(_RESULT, None) if result == _ASSIGNED else None
-
-
-def _execute_async(code: CodeType, namespace: dict[str, Any]) -> Any:
-    """Top-level await: the cell runs as a coroutine on a loop of its own."""
-    import asyncio
-
-    loop = asyncio.new_event_loop()
-    try:
-        return loop.run_until_complete(eval(code, namespace))
-    finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
 
 
 def syntax_error(exc: SyntaxError | ValueError, filename: str) -> CellError:

@@ -21,6 +21,7 @@ import sys
 from pyrelune.wire.commands import Execute, InputReply, Reset
 from pyrelune.wire.events import Done, InputRequest
 from pyrelune.worker.flushfirst import flush_first
+from pyrelune.worker.mainmodule import fresh_namespace
 from pyrelune.worker.runtime import (
     TEXT_OPTIONS,
     Cell,
@@ -28,7 +29,6 @@ from pyrelune.worker.runtime import (
     become_worker,
     binary,
     flush_stdout,
-    fresh_namespace,
     interrupt_guard,
     run,
     text_stream,
@@ -139,6 +139,18 @@ def _watch_lifeline(fd: int) -> None:
         _killpg(0, _signal.SIGKILL)
 
 
+def _current_directory_first() -> None:
+    """Modules beside where the kernel runs import, as in Jupyter: `""` leads sys.path.
+
+    It takes the place of what the interpreter put first: the folder of the
+    script that started it (pyrelune's console script, a host's wrapper),
+    the directory of `-m`, or `""` already for `-c`. With `-P` (or `-I`)
+    nothing was put there, and nothing is.
+    """
+    if not getattr(sys.flags, "safe_path", False) and sys.path:
+        sys.path[0] = ""
+
+
 class Prompter:
     """`input()` for hosts that can answer: asks the session and waits."""
 
@@ -171,6 +183,11 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control, cap, fds.key)
         interrupt_guard.interrupts = fds.interrupts
+        _current_directory_first()
+        if "asyncio" in sys.modules:  # the supervisor's (rpc): its loop is not the cells'
+            from pyrelune.worker import eventloop
+
+            eventloop.forget_inherited()
         if interactive:
             from pyrelune.worker import show
 
@@ -185,6 +202,9 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
         while True:
             command = channel.receive()
             if isinstance(command, Reset):
+                cells_loop = sys.modules.get("pyrelune.worker.eventloop")
+                if cells_loop is not None:
+                    cells_loop.discard()
                 namespace = fresh_namespace()
                 channel.send(Done())
             elif isinstance(command, Execute):

@@ -34,6 +34,7 @@ from pyrelune.wire.events import (
 from pyrelune.worker import importhooks
 from pyrelune.worker.cell import exception_error, run_cell
 from pyrelune.worker.display import connect, show_result
+from pyrelune.worker.mainmodule import fresh_namespace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -394,11 +395,6 @@ def binary(fd: int) -> io.BufferedWriter:
 TEXT_OPTIONS: dict[str, Any] = {"encoding": "utf-8", "errors": "backslashreplace"}
 
 
-def fresh_namespace() -> dict[str, Any]:
-    """The globals of a script's `__main__`."""
-    return {"__name__": "__main__", "__builtins__": builtins, "__doc__": None}
-
-
 _worker_pid = 0  # set by become_worker
 
 
@@ -421,6 +417,7 @@ def run(cell: Cell, namespace: dict[str, Any], channel: Channel, script: bool = 
             interrupt_guard.start(cell.number)
             error = run_cell(cell.source, cell.filename, namespace, show_result, _show_figures)
             if script:
+                _close_event_loop()
                 error = _join_threads(error)
         finally:
             interrupt_guard.running = False
@@ -446,6 +443,13 @@ def run_oneshot(cell: Cell, fds: WorkerFds, folders: tuple[str, ...], cap: int) 
             script=True)
     finally:
         os._exit(0)
+
+
+def _close_event_loop() -> None:
+    """A script's `asyncio.run()` ends its loop: so does a oneshot cell that awaited."""
+    eventloop = sys.modules.get("pyrelune.worker.eventloop")
+    if eventloop is not None:
+        eventloop.close()
 
 
 def _join_threads(error: CellError | None) -> CellError | None:

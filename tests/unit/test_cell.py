@@ -9,7 +9,8 @@ import pytest
 from pyrelune import fastjson
 from pyrelune.wire.events import CellError, Done, to_wire
 from pyrelune.worker.cell import run_cell
-from pyrelune.worker.runtime import _NoInput, fresh_namespace
+from pyrelune.worker.mainmodule import fresh_namespace
+from pyrelune.worker.runtime import _NoInput
 
 
 def run(source: str, namespace: dict[str, Any] | None = None) -> tuple[CellError | None, list[Any]]:
