@@ -30,8 +30,9 @@ _PROGRAM = """\
 import sys
 if not getattr(sys.flags, "safe_path", False):
     del sys.path[0]
+cold = list(sys.modules)
 from pyrelune.warm.server import main
-main(sys.argv[1:])
+main(sys.argv[1:], cold)
 """
 
 

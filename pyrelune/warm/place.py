@@ -34,14 +34,14 @@ def preload_names(setting: str) -> str:
 
 
 def name(preload: str) -> str:
-    """The socket's file name: one warm process per interpreter, version and preload list.
+    """The socket's file name: one warm process per environment, Python, pyrelune and preloads.
 
     Two environments (or two preload lists) never share a warm process. A
     64-bit FNV-1a hash of those: no hashlib import on the hot path.
     """
     from pyrelune import __version__
 
-    key = f"{sys.executable}\0{sys.version}\0{__version__}\0{preload}".encode("utf-8",
+    key = f"{sys.prefix}\0{sys.version}\0{__version__}\0{preload}".encode("utf-8",
                                                                              "surrogateescape")
     value = 0xCBF29CE484222325
     for byte in key:

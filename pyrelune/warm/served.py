@@ -43,9 +43,37 @@ _RLIMITS = tuple(n for n in ("RLIMIT_AS", "RLIMIT_CORE", "RLIMIT_CPU", "RLIMIT_D
 class Baseline:
     """What the warm process was made with: the requests it can serve warm."""
 
-    def __init__(self, environ: dict[bytes, bytes], shadowable: frozenset[str]) -> None:
+    def __init__(self, environ: dict[bytes, bytes], shadowable: frozenset[str],
+                 stamp: Stamp) -> None:
         self.environ = environ
         self.shadowable = shadowable
+        self.stamp = stamp
+
+
+class Stamp:
+    """A cheap sign of the installed packages: the mtime of every sys.path folder.
+
+    Installing, upgrading or removing a distribution adds or removes entries
+    (its `.dist-info` folder, at least) in a sys.path folder, which changes
+    that folder's mtime. A few `stat` calls per request.
+    """
+
+    def __init__(self) -> None:
+        self.folders = tuple(p for p in sys.path if p)
+        self.value = self.now()
+
+    def now(self) -> tuple[tuple[int, int] | None, ...]:
+        stamps: list[tuple[int, int] | None] = []
+        for folder in self.folders:
+            try:
+                st = os.stat(folder)
+                stamps.append((st.st_mtime_ns, st.st_ino))
+            except OSError:
+                stamps.append(None)
+        return tuple(stamps)
+
+    def changed(self) -> bool:
+        return self.now() != self.value
 
 
 def relevant(environ: dict[bytes, bytes]) -> dict[bytes, bytes]:
@@ -54,10 +82,17 @@ def relevant(environ: dict[bytes, bytes]) -> dict[bytes, bytes]:
             if k in _NAMES or k.startswith(_PREFIXES) or k.endswith(_SUFFIXES)}
 
 
-def shadowable(modules: Iterable[str]) -> frozenset[str]:
-    """Top-level names a file in a cell's folder could stand in for (builtins cannot)."""
-    return frozenset({name.partition(".")[0] for name in modules}
-                     - set(sys.builtin_module_names) - {"__main__", "__mp_main__"})
+def shadowable(modules: Iterable[str], cold: Iterable[str]) -> frozenset[str]:
+    """Top-level names a file in a cell's folders could stand in for in a cold cell.
+
+    Not those a cold runtime imported before the cell (`cold`: they are
+    taken from sys.modules then too), nor builtins (found before sys.path).
+    """
+    def top(names: Iterable[str]) -> set[str]:
+        return {name.partition(".")[0] for name in names}
+
+    return frozenset(top(modules) - top(cold) - set(sys.builtin_module_names)
+                     - {"__main__", "__mp_main__", "pyrelune"})
 
 
 def serve(conn: socket.socket, fds: list[int], peer: int, baseline: Baseline,
@@ -90,6 +125,10 @@ def _serve(conn: socket.socket, fds: list[int], peer: int, baseline: Baseline) -
             return 0  # the client gave up: it runs the cell cold
         data += chunk
     argv0, umask, environ_data, raw = sections
+    if baseline.stamp.changed():
+        conn.sendall(frames.COLD + b"installed packages changed")
+        os.kill(os.getppid(), _signal.SIGTERM)  # the warm process: its modules are stale
+        return 0
     environ = frames.environ_of(environ_data)
     reason = _adopt(fds, peer, environ, baseline) or _shadowed(raw, baseline.shadowable)
     if reason:
@@ -168,9 +207,9 @@ def _shadowed(raw: bytes, names: frozenset[str]) -> str | None:
         except (OSError, ValueError):
             continue
         for entry in entries:
-            stem = entry.partition(".")[0]
-            if stem in names and (entry != stem or os.path.isfile(
-                    os.path.join(folder, entry, "__init__.py"))):
+            stem, dot, suffix = entry.partition(".")
+            if stem in names and (suffix in ("py", "pyc") or suffix.endswith("so") if dot
+                                  else os.path.isfile(os.path.join(folder, entry, "__init__.py"))):
                 return f"{os.path.join(folder, entry)} would shadow a preloaded module"
     return None
 
