@@ -18,10 +18,10 @@ _OFF = ("", "0", "off", "no", "false")
 
 
 def main(warm: str | None = None) -> None:
-    """`warm`: the launcher's warm-start setting (`vix install --warm`), else $PYRELUNE_WARM."""
+    """`warm`: the launcher's warm-start setting (`vix install --warm`); $PYRELUNE_WARM wins."""
     if len(sys.argv) == 1:
         raw = None
-        setting = os.environ.get("PYRELUNE_WARM", "") if warm is None else warm
+        setting = os.environ.get("PYRELUNE_WARM", warm or "")
         if setting.lower() not in _OFF and not os.isatty(0):
             from pyrelune.transports.stdio import read_all
             from pyrelune.warm import client, place

@@ -421,3 +421,49 @@ def test_warm_status_and_stop_say_what_runs(warm: Warm) -> None:
     assert warm.processes() == []
     assert list(warm.folder.glob("*.sock")) == []
     assert warmhost.command("stop").stdout == "not running\n"
+
+
+def vix(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([pyrelune_command(), "vix", *args], capture_output=True, text=True,
+                          timeout=warmhost.START_WITHIN + 60)
+
+
+@pytest.fixture
+def vix_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME and Vix prefix of the test's own; the cells' PYRELUNE_WARM is the launcher's."""
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("VIX_GLOBAL_PREFIX", str(tmp_path / "vix"))
+    monkeypatch.delenv("PYRELUNE_WARM")
+    return tmp_path / "vix"
+
+
+def test_vix_install_warm_writes_a_launcher_that_serves_cells_warm(
+        warm: Warm, vix_home: Path) -> None:
+    installed = vix("install", "--warm", "--preload", PRELOAD)
+    assert installed.returncode == 0, installed
+    launcher = vix_home / "bin" / "pyrelune"
+    assert "main(warm='colorsys')" in launcher.read_text()
+    host = VixHost(command=str(launcher))
+    assert host.run_cell(WHICH).text() == "cold\n"  # first use: starts it
+    assert warmhost.wait_until(lambda: warmhost.status(PRELOAD) is not None)
+    assert host.run_cell(WHICH).text() == "warm\n"
+    assert host.run_cell(WHICH, env={"PYRELUNE_WARM": "0"}).text() == "cold\n"
+    assert vix("install").returncode == 0  # without --warm: off again
+    assert "warm=" not in launcher.read_text()
+
+
+def test_doctor_reports_warm_start_working_and_suggests_it_when_off(
+        warm: Warm, vix_home: Path) -> None:
+    assert vix("install").returncode == 0
+    off = vix("doctor")
+    assert off.returncode == 0, off
+    pytest.importorskip("numpy")
+    assert "warn warm start: off, while numpy" in off.stdout
+    assert "fix: rerun `pyrelune vix install --warm`" in off.stdout
+    assert vix("install", "--warm", "--preload", PRELOAD).returncode == 0
+    on = vix("doctor")
+    assert on.returncode == 0, on
+    (pid,) = warm.processes()
+    assert (f"ok   warm start: on (the launcher): warm process {pid} serves cells "
+            "(preloaded: colorsys;") in on.stdout
