@@ -19,6 +19,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="run every Vix Note cell through a warm process (PYRELUNE_WARM=1)")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cold_start: checks what a cold start loads (not with "
+                            "--warm, whose cells find the preloaded modules)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--warm"):
+        skip = pytest.mark.skip(reason="what a cold start loads: a warm cell differs by design")
+        for item in items:
+            if item.get_closest_marker("cold_start"):
+                item.add_marker(skip)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def warm_everywhere(request: pytest.FixtureRequest,
                     tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:

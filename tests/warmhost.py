@@ -43,9 +43,12 @@ def status(preload: str | None = None) -> dict[str, Any] | None:
     return found
 
 
-def processes(runtime_dir: Path) -> list[int]:
-    """Pids of the warm processes whose XDG_RUNTIME_DIR is `runtime_dir`."""
-    found = []
+def processes(runtime_dir: Path, children: bool = False) -> list[int]:
+    """Pids of the warm processes whose XDG_RUNTIME_DIR is `runtime_dir`.
+
+    Not the children they fork (a spare, a cell's runtime) unless `children`.
+    """
+    found: dict[int, int] = {}
     marker = f"XDG_RUNTIME_DIR={runtime_dir}".encode()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -58,9 +61,10 @@ def processes(runtime_dir: Path) -> list[int]:
             stat = Path(f"/proc/{entry}/stat").read_text()
         except OSError:
             continue
-        if marker in environ and stat.rsplit(")", 1)[1].split()[0] != "Z":
-            found.append(int(entry))
-    return found
+        fields = stat.rsplit(")", 1)[1].split()
+        if marker in environ and fields[0] != "Z":
+            found[int(entry)] = int(fields[1])
+    return [pid for pid, parent in found.items() if children or parent not in found]
 
 
 def wait_until(condition: Any, within: float = START_WITHIN) -> bool:
@@ -75,11 +79,11 @@ def wait_until(condition: Any, within: float = START_WITHIN) -> bool:
 def stop_all(runtime_dir: Path) -> None:
     """End every warm process of `runtime_dir` (SIGTERM, then SIGKILL): no test leaves one."""
     for signum in (signal.SIGTERM, signal.SIGKILL):
-        for pid in processes(runtime_dir):
+        for pid in processes(runtime_dir, children=signum == signal.SIGKILL):
             try:
                 os.kill(pid, signum)
             except ProcessLookupError:
                 pass
-        if wait_until(lambda: not processes(runtime_dir), 10):
+        if wait_until(lambda: not processes(runtime_dir, children=True), 10):
             return
     raise AssertionError(f"warm processes left running: {processes(runtime_dir)}")

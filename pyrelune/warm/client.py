@@ -139,9 +139,10 @@ def start(preload: str, lock_path: str, wait_for: int = 0) -> str:
     Whoever holds the lock is the warm process (or about to be): it takes
     the lock here, before the fork, and keeps it for its whole life, so two
     cells racing at first use start one. The process detaches (its own
-    session, stdio on /dev/null, every other inherited descriptor closed
-    before it execs) and waits for process `wait_for` (the cell that
-    started it) to end before it preloads, so that cell is not slowed down.
+    session, stdio on /dev/null, every other inherited descriptor closed)
+    and waits for process `wait_for` (the cell that started it) to end
+    before it execs: neither the interpreter's start nor the preloading
+    competes with that cell for the processors.
     """
     import fcntl  # first use only
 
@@ -171,9 +172,23 @@ def start(preload: str, lock_path: str, wait_for: int = 0) -> str:
                 os.dup2(null, fd)
             os.closerange(4, 1 << 20)
             os.chdir("/")
-            os.execv(sys.executable, [sys.executable, "-c", _PROGRAM, preload, str(wait_for)])
+            if wait_for:
+                _wait_for(wait_for)
+            os.execv(sys.executable, [sys.executable, "-c", _PROGRAM, preload])
         finally:
             os._exit(127)
     os.close(lock)
     os.waitpid(pid, 0)
     return "starting a warm process"
+
+
+def _wait_for(pid: int) -> None:
+    """Until process `pid` has ended (at most 15 s: a cell's lifetime with the host's margin)."""
+    import select
+
+    try:
+        handle = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return  # gone already (or no pidfd): nothing to wait for
+    select.select([handle], [], [], 15.0)
+    os.close(handle)

@@ -3,9 +3,9 @@
 Started detached by the first warm cell (`client.start`) or by `pyrelune
 warm start`. It holds the lock for its whole life (one warm process per
 socket), preloads, listens on a socket only its user can reach, and for each
-request of the same user forks a child that becomes the cold runtime
-(`served`). It never touches the descriptors a request brings beyond
-closing them once the child has them. It exits after an idle timeout, when
+request of the same user a child forked ahead of time becomes the cold
+runtime (`served`). It never holds the descriptors a request brings: the
+child receives them. It exits after an idle timeout, when
 the installed packages change, on `pyrelune warm stop` or SIGTERM, and
 removes its socket as it goes.
 """
@@ -44,12 +44,8 @@ OWN = ("pyrelune.modes.oneshot", "pyrelune.worker.runtime", "pyrelune.supervisor
 
 
 def main(argv: list[str], cold: Iterable[str]) -> None:
-    """`argv`: the preload names, the pid of the cell to let finish first (0: none).
-
-    `cold`: the modules loaded before this one, as a cold runtime has them.
-    """
-    preload, wait_for = argv[0], int(argv[1])
-    _wait_for(wait_for)
+    """`argv`: the preload names. `cold`: the modules loaded before this one, as in cold."""
+    preload = argv[0]
     baseline = served.relevant(dict(os.environb))
     loaded = preload_modules(preload)
     shadowable = served.shadowable(sys.modules, cold)
@@ -77,22 +73,6 @@ def idle_timeout() -> float:
     except ValueError:
         return DEFAULT_IDLE
     return value if 0 <= value < float("inf") else DEFAULT_IDLE
-
-
-def _wait_for(pid: int) -> None:
-    """Let the cell that started this process finish before preloading competes with it."""
-    if pid <= 0:
-        return
-    import select
-
-    try:
-        handle = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return  # gone already (or no pidfd): nothing to wait for
-    try:
-        select.select([handle], [], [], 15.0)
-    finally:
-        os.close(handle)
 
 
 def preload_modules(names: str) -> list[str]:
@@ -127,7 +107,17 @@ def preload_modules(names: str) -> list[str]:
 
 
 class Warm:
-    """The accept loop."""
+    """A spare child waits in accept(), forked ahead: a cell never waits for that fork.
+
+    The spare takes one connection: a cell's (it tells this process, which
+    forks the next spare, and becomes that cell's runtime), a status (it
+    answers and waits on), a stop (it tells this process to go). This
+    process itself never accepts, so it never holds a request's descriptors.
+    """
+
+    #: What a spare tells this process on the pipe between them.
+    TOOK_A_CELL = b"R"
+    STOP_ALL = b"Q"
 
     def __init__(self, listener: socket.socket, preload: str, loaded: list[str],
                  baseline: served.Baseline, idle: float) -> None:
@@ -140,55 +130,86 @@ class Warm:
         self.served = 0
 
     def serve(self) -> None:
-        while True:
-            waited = time.monotonic() - self.last
-            if self.idle and waited >= self.idle:
-                return
-            self.listener.settimeout(self.idle - waited if self.idle else None)
-            try:
-                conn, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            with conn:
-                if not self._answer(conn):
+        import select
+
+        notes, self._notify = os.pipe()
+        self._notes = notes
+        self._lifeline, self._alive = os.pipe()  # a spare dies with this process (see _spare)
+        spare, exited = self._fork_spare()
+        try:
+            while True:
+                wait = self.idle - (time.monotonic() - self.last) if self.idle else None
+                if wait is not None and wait <= 0:
                     return
-
-    def _answer(self, conn: socket.socket) -> bool:
-        """Handle one connection; False: time to go."""
-        pid, uid, _ = struct.unpack("3i", conn.getsockopt(
-            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-        if uid != os.getuid():
-            return True  # another user's: nothing is read, nothing is answered
-        conn.settimeout(2.0)
-        try:
-            kind, fds, _, _ = socket.recv_fds(conn, frames.KIND_SIZE, frames.FDS)
-        except OSError:
-            return True
-        try:
-            if kind == frames.RUN and len(fds) == frames.FDS:
-                return self._run(conn, fds, pid)
-            if kind == frames.STATUS:
-                conn.sendall(json.dumps(self.status()).encode())
-            elif kind == frames.STOP:
-                conn.sendall(b"stopping")
-                return False
-            return True
+                ready, _, _ = select.select([notes, exited], [], [], wait)
+                if notes in ready:
+                    note = os.read(notes, 1)
+                    if note == self.STOP_ALL:
+                        return
+                    self.served += 1
+                    self.last = time.monotonic()
+                elif exited not in ready:
+                    continue  # idle so far: measured again above
+                os.close(exited)  # the spare took a cell, or died: another one waits
+                spare, exited = self._fork_spare()
         finally:
-            for fd in fds:
-                os.close(fd)  # the host's pipes: the child has its copies, this process none
+            try:
+                os.kill(spare, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
-    def _run(self, conn: socket.socket, fds: list[int], pid: int) -> bool:
-        child = os.fork()
-        if child == 0:
-            served.serve(conn, fds, pid, self.baseline, (self.listener.fileno(), LOCK_FD))
-        self.served += 1
-        self.last = time.monotonic()
-        return True
+    def _fork_spare(self) -> tuple[int, int]:
+        """A new spare child, and a descriptor readable once it has exited."""
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(self._notes)
+                os.close(self._alive)
+                _die_with_parent(self._lifeline)
+                for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGCHLD):
+                    signal.signal(signum, signal.SIG_DFL)
+                self._spare()
+            finally:
+                os._exit(0)
+        return pid, os.pidfd_open(pid)
+
+    def _spare(self) -> None:
+        """In the spare: serve connections until one brings a cell (or a stop)."""
+        while True:
+            conn, _ = self.listener.accept()
+            with conn:
+                pid, uid, _ = struct.unpack("3i", conn.getsockopt(
+                    socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+                if uid != os.getuid():
+                    continue  # another user's: nothing is read, nothing is answered
+                conn.settimeout(2.0)
+                try:
+                    kind, fds, _, _ = socket.recv_fds(conn, frames.KIND_SIZE, frames.FDS)
+                except OSError:
+                    continue
+                if kind == frames.RUN and len(fds) == frames.FDS:
+                    os.write(self._notify, self.TOOK_A_CELL)
+                    os.close(self._notify)
+                    os.close(self._lifeline)  # a cell's runtime outlives a warm process that goes
+                    served.serve(conn, fds, pid, self.baseline,
+                                 (self.listener.fileno(), LOCK_FD))
+                for fd in fds:
+                    os.close(fd)
+                try:
+                    if kind == frames.STATUS:
+                        conn.sendall(json.dumps(self.status()).encode())
+                    elif kind == frames.STOP:
+                        conn.sendall(b"stopping")
+                        os.write(self._notify, self.STOP_ALL)
+                        return
+                except OSError:
+                    continue
 
     def status(self) -> dict[str, Any]:
-        memory = _memory()
+        """The warm process's status (asked in the spare, forked since the last cell)."""
+        memory = _memory(os.getppid())
         return {
-            "pid": os.getpid(), "preload": self.preload, "preloaded": self.loaded,
+            "pid": os.getppid(), "preload": self.preload, "preloaded": self.loaded,
             "python": sys.executable, "rss": memory.get("Rss", 0),
             "private": memory.get("Private_Clean", 0) + memory.get("Private_Dirty", 0),
             "idle": round(time.monotonic() - self.last, 1), "idle_timeout": self.idle,
@@ -196,11 +217,27 @@ class Warm:
         }
 
 
-def _memory() -> dict[str, int]:
-    """This process's memory in bytes, from /proc/self/smaps_rollup (Linux)."""
+def _die_with_parent(lifeline: int) -> None:
+    """SIGKILL this spare when the warm process is gone (even SIGKILLed): no orphan accepts.
+
+    `lifeline` is the read end of a pipe whose only write end the warm
+    process holds; O_ASYNC has the kernel signal this process when it closes.
+    """
+    import fcntl
+    import select
+
+    fcntl.fcntl(lifeline, fcntl.F_SETOWN, os.getpid())
+    fcntl.fcntl(lifeline, fcntl.F_SETSIG, signal.SIGKILL)
+    fcntl.fcntl(lifeline, fcntl.F_SETFL, fcntl.fcntl(lifeline, fcntl.F_GETFL) | os.O_ASYNC)
+    if select.select([lifeline], [], [], 0)[0]:
+        os._exit(0)  # gone before the signal was armed
+
+
+def _memory(pid: int) -> dict[str, int]:
+    """A process's memory in bytes, from /proc/PID/smaps_rollup (Linux)."""
     found = {}
     try:
-        with open("/proc/self/smaps_rollup", encoding="ascii") as rollup:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as rollup:
             for line in rollup:
                 key, _, rest = line.partition(":")
                 words = rest.split()
