@@ -142,7 +142,7 @@ def main() -> None:
             status = control.status(preload)
             assert status is not None
             print(f"idle warm process: {status['rss'] / 2**20:.0f} MiB resident, "
-                  f"{status['private'] / 2**20:.0f} MiB private")
+                  f"{status['private'] / 2**20:.0f} MiB its own (PSS of it and its spare child)")
             stamp = served.Stamp()
             each = min(timeit.repeat(stamp.changed, number=1000, repeat=5)) / 1000
             print(f"staleness check: {each * 1e6:.1f} us per request "

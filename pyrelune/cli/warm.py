@@ -30,7 +30,8 @@ def describe(found: dict[str, object]) -> str:
     assert isinstance(rss, int) and isinstance(private, int)
     return (f"running: pid {found['pid']} ({found['python']})\n"
             f"preloaded: {preloaded} (asked: {found['preload']})\n"
-            f"memory: {rss / mib:.0f} MiB resident, {private / mib:.0f} MiB private\n"
+            f"memory: {rss / mib:.0f} MiB resident, {private / mib:.0f} MiB its own (PSS, with "
+            "its spare child)\n"
             f"idle: {found['idle']} s (exits after {found['idle_timeout']} s idle), "
             f"cells served: {found['served']}")
 

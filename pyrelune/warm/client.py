@@ -139,7 +139,8 @@ def start(preload: str, lock_path: str, wait_for: int = 0) -> str:
     Whoever holds the lock is the warm process (or about to be): it takes
     the lock here, before the fork, and keeps it for its whole life, so two
     cells racing at first use start one. The process detaches (its own
-    session, stdio on /dev/null, every other inherited descriptor closed)
+    session, stdio on /dev/null, every other inherited descriptor closed,
+    one fork: the cell pays for no second one)
     and waits for process `wait_for` (the cell that started it) to end
     before it execs: neither the interpreter's start nor the preloading
     competes with that cell for the processors.
@@ -163,8 +164,6 @@ def start(preload: str, lock_path: str, wait_for: int = 0) -> str:
     if pid == 0:  # pragma: no cover (a child process)
         try:
             os.setsid()
-            if os.fork():
-                os._exit(0)  # the grandchild is no one's child: nothing waits for it
             os.dup2(lock, 3)
             os.set_inheritable(3, True)  # a dup2 onto itself keeps close-on-exec
             null = os.open(os.devnull, os.O_RDWR)
@@ -177,8 +176,9 @@ def start(preload: str, lock_path: str, wait_for: int = 0) -> str:
             os.execv(sys.executable, [sys.executable, "-c", _PROGRAM, preload])
         finally:
             os._exit(127)
+    # Not waited for: it outlives this process (then no one's child, so never a zombie),
+    # and this process waits only for the pids it means (its worker's).
     os.close(lock)
-    os.waitpid(pid, 0)
     return "starting a warm process"
 
 

@@ -207,11 +207,13 @@ class Warm:
 
     def status(self) -> dict[str, Any]:
         """The warm process's status (asked in the spare, forked since the last cell)."""
-        memory = _memory(os.getppid())
+        warm, spare = _memory(os.getppid()), _memory(os.getpid())
         return {
             "pid": os.getppid(), "preload": self.preload, "preloaded": self.loaded,
-            "python": sys.executable, "rss": memory.get("Rss", 0),
-            "private": memory.get("Private_Clean", 0) + memory.get("Private_Dirty", 0),
+            "python": sys.executable, "rss": warm.get("Rss", 0),
+            # What the two cost together: their own pages, and those they share counted
+            # once between them (PSS; the spare shares nearly all of the warm process's).
+            "private": warm.get("Pss", 0) + spare.get("Pss", 0),
             "idle": round(time.monotonic() - self.last, 1), "idle_timeout": self.idle,
             "uptime": round(time.monotonic() - self.started, 1), "served": self.served,
         }
