@@ -3,13 +3,60 @@ them, a raised recursion limit."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 
 import pytest
+import warmhost
 from lines_host import Host as LinesHost
 from rpc_host import PipeHost
 from vixhost import VixHost
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--warm", action="store_true",
+                     help="run every Vix Note cell through a warm process (PYRELUNE_WARM=1)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cold_start: checks what a cold start loads (not with "
+                            "--warm, whose cells find the preloaded modules)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--warm"):
+        skip = pytest.mark.skip(reason="what a cold start loads: a warm cell differs by design")
+        for item in items:
+            if item.get_closest_marker("cold_start"):
+                item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def warm_everywhere(request: pytest.FixtureRequest,
+                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """With --warm, one warm process serves the session's cells (those whose host keeps the
+    environment: the others run cold, as they must); stopped at the end, having served."""
+    if not request.config.getoption("--warm"):
+        yield
+        return
+    folder = tmp_path_factory.mktemp("runtime")
+    folder.chmod(0o700)
+    saved = {name: os.environ.get(name) for name in ("XDG_RUNTIME_DIR", "PYRELUNE_WARM")}
+    os.environ.update(XDG_RUNTIME_DIR=str(folder), PYRELUNE_WARM="1")
+    try:
+        status = warmhost.start()
+        yield
+        served = warmhost.status()
+        assert served is not None and served["pid"] == status["pid"], served
+        assert served["served"] > 0, served
+    finally:
+        warmhost.stop_all(folder)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import typer
 from pyrelune import __version__, settings
 from pyrelune.cli import rpcargs
 from pyrelune.cli.vix import app as vix_app
+from pyrelune.cli.warm import app as warm_app
 
 T = TypeVar("T")
 
@@ -158,6 +159,7 @@ def run(
 
 
 app.add_typer(vix_app, name="vix")
+app.add_typer(warm_app, name="warm")
 
 
 def run_app() -> None:

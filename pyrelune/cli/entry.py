@@ -13,13 +13,26 @@ import sys
 #: The lines kernel is started without the full command line: its host waits
 #: for the first answer, and typer alone takes about 100 ms to import.
 _LINES = {("--mode", "lines"), ("--mode=lines",)}
+#: PYRELUNE_WARM values that leave warm start off (see pyrelune.warm.place).
+_OFF = ("", "0", "off", "no", "false")
 
 
-def main() -> None:
+def main(warm: str | None = None) -> None:
+    """`warm`: the launcher's warm-start setting (`vix install --warm`); $PYRELUNE_WARM wins."""
     if len(sys.argv) == 1:
+        raw = None
+        setting = os.environ.get("PYRELUNE_WARM", warm or "")
+        if setting.lower() not in _OFF and not os.isatty(0):
+            from pyrelune.transports.stdio import read_all
+            from pyrelune.warm import client, place
+
+            raw = read_all(0)
+            served = client.run(raw, place.preload_names(setting))
+            if served is not None:
+                os._exit(served)  # answered by the warm runtime: nothing of ours to tear down
         from pyrelune.modes import oneshot
 
-        status = oneshot.main()
+        status = oneshot.main(raw=raw)
         # The response is out and the worker's group is gone: once the exit
         # begins, nothing is left to do, and the interpreter's teardown of
         # its modules (about 4 ms, a tenth of a cell's run) would only delay

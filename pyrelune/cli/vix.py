@@ -38,13 +38,13 @@ DryRun = Annotated[
 ]
 
 
-def _target(package_id: str | None) -> Target:
+def _target(package_id: str | None, warm: str = "") -> Target:
     from pyrelune.vix import descriptor, install
 
     loaded = descriptor.load()
     chosen = package_id or loaded["id"]
     descriptor.split_id(chosen)
-    return install.Target(chosen, install.interpreter(), loaded)
+    return install.Target(chosen, install.interpreter(), loaded, warm=warm)
 
 
 def _finish(plan: Plan, dry_run: bool) -> None:
@@ -66,7 +66,7 @@ def _finish(plan: Plan, dry_run: bool) -> None:
 
 def _carry_out(
     prefix: Path | None, project: Path | None, package_id: str | None, dry_run: bool,
-    make_plan: Callable[[Places, Path | None, Target], Plan],
+    make_plan: Callable[[Places, Path | None, Target], Plan], warm: str = "",
 ) -> tuple[Target, Plan]:
     """Plan under the global lock (projects need none), then apply or print the plan."""
     from pyrelune.vix import descriptor, install
@@ -74,7 +74,7 @@ def _carry_out(
 
     places = Places.from_env(prefix)
     try:
-        target = _target(package_id)
+        target = _target(package_id, warm)
         where = project.absolute() if project is not None else None
         with install.global_lock(places, dry_run) if where is None else nullcontext():
             plan = make_plan(places, where, target)
@@ -98,6 +98,14 @@ def install_command(
         "pyrelune did not write, instead of stopping.")] = False,
     enable: Annotated[bool, typer.Option(
         help="Remove the extension from Vix Note's disabled list.")] = False,
+    warm: Annotated[bool, typer.Option(
+        help="Warm start: cells are served by a process that has preloaded the data stack "
+        "(started by the first cell, gone after 10 idle minutes). $PYRELUNE_WARM=0 turns it "
+        "off again.")] = False,
+    preload: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(help="With --warm: the modules to preload, comma-separated. Default: "
+                     "those of numpy, pandas and matplotlib that are installed.")] = None,
 ) -> None:
     """Register this pyrelune (this Python environment) with Vix Note."""
     from pyrelune.vix import install
@@ -109,7 +117,10 @@ def install_command(
 
     from pyrelune.vix.discovery import RELOAD
 
-    target, plan = _carry_out(prefix, project, package_id, dry_run, make_plan)
+    if preload and not warm:
+        raise _fail(ValueError("--preload is for warm start: add --warm"))
+    setting = (preload or "1") if warm else ""
+    target, plan = _carry_out(prefix, project, package_id, dry_run, make_plan, setting)
     if not plan.changes:
         typer.echo(f"{target.package_id} {target.version} is already installed: nothing changed")
     elif not dry_run:

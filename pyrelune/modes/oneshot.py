@@ -74,12 +74,13 @@ def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
         raise vixnote.Rejected(INVALID_CONFIGURATION, str(exc)) from None
 
 
-def main(timeout: float | None = None) -> int:
-    """Run the request on stdin; the exit status is 0 whenever a response was written."""
-    if os.isatty(0):
-        sys.stderr.write(USAGE)
-        return 2
-    raw = stdio.read_all(0)
+def main(timeout: float | None = None, raw: bytes | None = None) -> int:
+    """Run the request on stdin (or `raw`, read already); the status is 0 once answered."""
+    if raw is None:
+        if os.isatty(0):
+            sys.stderr.write(USAGE)
+            return 2
+        raw = stdio.read_all(0)
     stdio.write_all(handle(raw, timeout))
     return 0
 

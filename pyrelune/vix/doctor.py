@@ -7,6 +7,7 @@ the command line only prints them and tests assert on them.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,8 +67,62 @@ def check(places: Places, package_id: str, project: Path | None = None,
         "run `pyrelune vix install --enable` (or enable it in Vix Note)"))
     checks.append(plots_check(os.environ.get("MPLBACKEND", "")))
     if launcher_check.passed:
+        checks.append(warm_check(extension, runner))
         checks.append(_round_trip(extension, runner, reinstall))
     return checks
+
+
+#: The data stack whose import a warm start saves each cell.
+DATA_STACK = ("numpy", "pandas", "matplotlib")
+
+
+def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
+    """Whether warm start is on (the launcher's `--warm`, or PYRELUNE_WARM) and serves cells.
+
+    On, and with the launcher started by this environment's Python, the
+    warm process is started (or found) and a probe must be served by it.
+    """
+    import importlib.util
+
+    from pyrelune.warm import control, place
+
+    try:
+        with open(extension.command, encoding="utf-8", errors="replace") as f:
+            text = f.read(4096)
+    except OSError:
+        text = ""
+    setting = os.environ.get("PYRELUNE_WARM", launcher.warm_of(text))
+    if setting.strip().lower() in ("", "0", "off", "no", "false"):
+        found = [name for name in DATA_STACK if importlib.util.find_spec(name) is not None]
+        if not found:
+            return Check("warm start", True, "off")
+        return Check("warm start", True, f"off, while {', '.join(found)} is installed: each "
+                     "cell that imports it pays the import again (about half a second)",
+                     "rerun `pyrelune vix install --warm` to serve cells from a preloaded "
+                     "process", warning=True)
+    where = "PYRELUNE_WARM" if "PYRELUNE_WARM" in os.environ else "the launcher"
+    preload = place.preload_names(setting)
+    interpreter = launcher.interpreter_of(text)
+    if interpreter is None or os.path.abspath(interpreter) != os.path.abspath(sys.executable):
+        return Check("warm start", True, f"on ({where}); not checked: the launcher runs "
+                     "another Python than this command")
+    try:
+        before = control.start(preload)
+    except place.Unsafe as refusal:
+        return Check("warm start", False, f"on ({where}), but refused: {refusal}",
+                     f"remove {place.folder()} (another user's, or open to others)")
+    if before is None:
+        return Check("warm start", False, f"on ({where}), but the warm process did not start",
+                     "run `pyrelune warm start` to see why")
+    runner(extension.command, host.request(PROBE, extension.id, extension.version))
+    after = control.status(preload)
+    if after is None or after["served"] <= before["served"]:
+        return Check("warm start", True, f"on ({where}), but a cell ran cold beside warm "
+                     f"process {before['pid']}", "run the launcher with PYRELUNE_WARM_DEBUG=1: "
+                     "it says on stderr why a cell runs cold", warning=True)
+    preloaded = ", ".join(after["preloaded"]) or "nothing"
+    return Check("warm start", True, f"on ({where}): warm process {after['pid']} serves cells "
+                 f"(preloaded: {preloaded}; {after['rss'] >> 20} MiB resident)")
 
 
 def plots_check(backend: str) -> Check:

@@ -73,6 +73,7 @@ class Target:
     interpreter: str
     descriptor: dict[str, Any] = field(default_factory=descriptors.load)
     version: str = descriptors.VERSION
+    warm: str = ""  # the launcher's warm-start setting (`--warm`): "" is off
 
     @property
     def command(self) -> str:
@@ -115,7 +116,7 @@ def plan_global_install(places: Places, target: Target, force: bool = False,
     """Launcher in `<prefix>/bin`, a vix.json in the package's own folder, the entry last."""
     plan = Plan()
     package_dir = places.package_dir(target.package_id)
-    _plan_launcher(plan, places.bin_dir / target.command, target.interpreter, force)
+    _plan_launcher(plan, places.bin_dir / target.command, target, force)
     manifest = descriptors.package_manifest(
         target.descriptor, target.package_id, {"command": target.command}, target.version)
     plan.write(package_dir / "vix.json", jsonfile.dumps(manifest))
@@ -174,7 +175,7 @@ def plan_project_install(project: Path, places: Places, target: Target, force: b
     folder = project_package_dir(project, name)
     plan = Plan()
     relative = f"bin/{target.command}"
-    _plan_launcher(plan, folder / relative, target.interpreter, force)
+    _plan_launcher(plan, folder / relative, target, force)
     manifest_path = folder / "vix.json"
     try:
         existing = jsonfile.read(manifest_path)
@@ -239,7 +240,7 @@ def _read_installed(plan: Plan, path: Path, force: bool) -> dict[str, Any]:
     return {"packages": []}
 
 
-def _plan_launcher(plan: Plan, path: Path, interpreter: str, force: bool) -> None:
+def _plan_launcher(plan: Plan, path: Path, target: Target, force: bool) -> None:
     try:
         existing = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
@@ -252,7 +253,7 @@ def _plan_launcher(plan: Plan, path: Path, interpreter: str, force: bool) -> Non
                 f"{path} exists and was not written by pyrelune (an earlier runtime?). Not "
                 "replacing it: remove it, or rerun with --force to move it aside.")
         plan.changes.append(Change("backup", path))
-    plan.write(path, launcher.render(interpreter).encode(), EXECUTABLE)
+    plan.write(path, launcher.render(target.interpreter, target.warm).encode(), EXECUTABLE)
 
 
 def _plan_remove_launcher(plan: Plan, path: Path) -> None:

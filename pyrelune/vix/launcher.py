@@ -31,8 +31,10 @@ import sys
 if not getattr(sys.flags, "safe_path", False):
     del sys.path[0]
 from pyrelune.cli.entry import main
-sys.exit(main())
+sys.exit(main({warm}))
 """
+#: How a warm launcher (`vix install --warm`) passes its setting: `main(warm='numpy,pandas')`.
+_WARM = "warm="
 
 
 def fits_shebang(interpreter: str) -> bool:
@@ -44,16 +46,32 @@ def fits_shebang(interpreter: str) -> bool:
     )
 
 
-def render(interpreter: str) -> str:
-    """The launcher's text for an absolute interpreter path."""
+def render(interpreter: str, warm: str = "") -> str:
+    """The launcher's text for an absolute interpreter path.
+
+    `warm` (a preload list, or "1" for the default one) turns warm start on
+    for every cell it runs, unless PYRELUNE_WARM says otherwise.
+    """
     if not interpreter.startswith("/"):
         raise ValueError(f"interpreter path must be absolute: {interpreter!r}")
+    if not all(c.isalnum() or c in "._,-" for c in warm):
+        raise ValueError(f"warm start preloads module names, not {warm!r}")
+    program = _PROGRAM.format(warm=f"{_WARM}{warm!r}" if warm else "")
     if fits_shebang(interpreter):
-        return f"#!{interpreter}\n{MARKER}\n{_PROGRAM}"
+        return f"#!{interpreter}\n{MARKER}\n{program}"
     return (
         f"#!/bin/sh\n{MARKER}\n"
-        f"exec {shlex.quote(interpreter)} -c {shlex.quote(_PROGRAM)} \"$@\"\n"
+        f"exec {shlex.quote(interpreter)} -c {shlex.quote(program)} \"$@\"\n"
     )
+
+
+def warm_of(text: str) -> str:
+    """The warm-start setting a launcher passes ("" when it has none)."""
+    at = text.find(f"main({_WARM}")
+    if not is_launcher(text) or at < 0:
+        return ""
+    quoted = text[at + len(_WARM) + 5 :].split(")", 1)[0]
+    return quoted.strip("'\"")
 
 
 def is_launcher(text: str) -> bool:

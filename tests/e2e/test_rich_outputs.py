@@ -253,6 +253,7 @@ def test_the_mime_order_is_configurable(host: VixHost) -> None:
     assert "image/png" in bad.failure  # type: ignore[operator]
 
 
+@pytest.mark.cold_start  # a warm cell finds the preloaded modules in sys.modules, by design
 def test_a_cell_that_displays_nothing_loads_no_display_machinery(host: VixHost) -> None:
     result = host.run_cell("import sys\nprint(' '.join(sorted(sys.modules)))")
     loaded = set(result.response["stdout"].split())

@@ -32,3 +32,13 @@ def test_relative_interpreter_is_refused() -> None:
 def test_other_files_are_not_launchers(text: str) -> None:
     assert not launcher.is_launcher(text)
     assert launcher.interpreter_of(text) is None
+
+
+def test_a_warm_launcher_passes_its_setting_and_says_which() -> None:
+    for interpreter in ("/venv/bin/python3", "/my venv/bin/python3"):
+        text = launcher.render(interpreter, "numpy,pandas")
+        assert launcher.warm_of(text) == "numpy,pandas"
+        assert launcher.interpreter_of(text) == interpreter
+    assert launcher.warm_of(launcher.render("/venv/bin/python3")) == ""
+    with pytest.raises(ValueError):
+        launcher.render("/venv/bin/python3", "x');import os;('")

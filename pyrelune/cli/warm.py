@@ -1,0 +1,73 @@
+"""`pyrelune warm ...`: start, inspect and stop the warm process (see pyrelune.warm)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(no_args_is_help=True, help="Warm start for oneshot cells: the preloaded "
+                  "process that serves them when PYRELUNE_WARM or `vix install --warm` is on.")
+
+Preload = Annotated[
+    Optional[str],  # noqa: UP045 (typer reads the annotation at run time on 3.10)
+    typer.Option(help="Modules it preloads, comma-separated (each list has a warm process of "
+                 "its own). Default: $PYRELUNE_WARM, else numpy,pandas,matplotlib."),
+]
+
+
+def _preload(preload: str | None) -> str:
+    from pyrelune.warm import control, place
+
+    return place.preload_names(preload) if preload else control.setting()
+
+
+def describe(found: dict[str, object]) -> str:
+    """The status as lines for a person."""
+    mib = 1 << 20
+    preloaded = ", ".join(found["preloaded"]) or "nothing"  # type: ignore[arg-type]
+    rss, private = found["rss"], found["private"]
+    assert isinstance(rss, int) and isinstance(private, int)
+    return (f"running: pid {found['pid']} ({found['python']})\n"
+            f"preloaded: {preloaded} (asked: {found['preload']})\n"
+            f"memory: {rss / mib:.0f} MiB resident, {private / mib:.0f} MiB its own (PSS, with "
+            "its spare child)\n"
+            f"idle: {found['idle']} s (exits after {found['idle_timeout']} s idle), "
+            f"cells served: {found['served']}")
+
+
+@app.command("status")
+def status_command(preload: Preload = None) -> None:
+    """Whether the warm process runs, and its pid, preloaded modules, memory and idle time."""
+    from pyrelune.warm import control
+
+    found = control.status(_preload(preload))
+    if found is None:
+        typer.echo("not running")
+        raise typer.Exit(1)
+    typer.echo(describe(found))
+
+
+@app.command("start")
+def start_command(preload: Preload = None) -> None:
+    """Start the warm process (the first warm cell does so by itself) and wait until it serves."""
+    from pyrelune.warm import control, place
+
+    try:
+        found = control.start(_preload(preload))
+    except place.Unsafe as refusal:
+        typer.echo(f"not started: {refusal}", err=True)
+        raise typer.Exit(1) from None
+    if found is None:
+        typer.echo("not started: the warm process did not answer", err=True)
+        raise typer.Exit(1)
+    typer.echo(describe(found))
+
+
+@app.command("stop")
+def stop_command(preload: Preload = None) -> None:
+    """Stop the warm process; cells run cold until the next one starts it again."""
+    from pyrelune.warm import control
+
+    pid = control.stop(_preload(preload))
+    typer.echo("not running" if pid is None else f"stopped pid {pid}")

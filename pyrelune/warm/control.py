@@ -1,0 +1,78 @@
+"""Start, ask and stop the warm process from the command line (`pyrelune warm ...`, doctor)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from typing import Any
+
+from pyrelune.warm import client, frames, place
+
+
+def setting() -> str:
+    """The preload list $PYRELUNE_WARM names, else the default one."""
+    value = os.environ.get("PYRELUNE_WARM", "")
+    return place.preload_names(value if value.lower() not in ("", "0", "off", "no", "false")
+                               else "1")
+
+
+def ask(preload: str, kind: bytes, timeout: float = 5.0) -> bytes | None:
+    """The warm process's whole answer to `kind`, or None when none answers (or it is unsafe)."""
+    socket_path, _ = place.paths(preload)
+    try:
+        place.check_folder(os.path.dirname(socket_path), create=False)
+        place.check_socket(socket_path)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(timeout)
+            conn.connect(socket_path)
+            conn.sendall(kind)
+            chunks = []
+            while chunk := conn.recv(1 << 16):
+                chunks.append(chunk)
+    except (OSError, place.Unsafe):
+        return None
+    return b"".join(chunks) or None
+
+
+def status(preload: str) -> dict[str, Any] | None:
+    """What the warm process says of itself (pid, preloaded, rss, idle...), None if not running."""
+    answer = ask(preload, frames.STATUS)
+    if answer is None:
+        return None
+    try:
+        found: dict[str, Any] = json.loads(answer)
+    except ValueError:
+        return None
+    return found
+
+
+def start(preload: str, timeout: float = 120.0) -> dict[str, Any] | None:
+    """Start the warm process unless it runs, and wait until it answers; its status."""
+    socket_path, lock_path = place.paths(preload)
+    place.check_folder(os.path.dirname(socket_path), create=True)
+    deadline = time.monotonic() + timeout
+    started = False
+    while time.monotonic() < deadline:
+        found = status(preload)
+        if found is not None:
+            return found
+        if not started:
+            started = client.start(preload, lock_path) == "starting a warm process"
+        time.sleep(0.05)
+    return None
+
+
+def stop(preload: str, timeout: float = 10.0) -> int | None:
+    """Stop the warm process; the pid it had, or None if none ran."""
+    found = status(preload)
+    if found is None:
+        return None
+    ask(preload, frames.STOP)
+    socket_path, _ = place.paths(preload)
+    deadline = time.monotonic() + timeout
+    while os.path.lexists(socket_path) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    pid: int = found["pid"]
+    return pid

@@ -1,0 +1,473 @@
+"""Warm start (PYRELUNE_WARM): served warm, cold whenever it cannot be the same, and safe.
+
+Each test has its own XDG_RUNTIME_DIR (so its own warm process, ended after
+it) and preloads `colorsys`, which a cold runtime never imports: a cell that
+prints `"colorsys" in sys.modules` says which path served it.
+PYRELUNE_WARM_DEBUG makes the launcher say on stderr why a cell ran cold.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import warmhost
+from vixhost import HostResult, VixHost, encode_request, pyrelune_command
+
+PRELOAD = "colorsys"
+WHICH = "import sys\nprint('warm' if 'colorsys' in sys.modules else 'cold')"
+
+
+class Warm:
+    """One test's warm setting: its runtime folder and the paths of its socket and lock."""
+
+    def __init__(self, runtime: Path) -> None:
+        self.runtime = runtime
+        self.folder = runtime / "pyrelune"
+        self.host = VixHost()
+
+    @property
+    def socket(self) -> Path:
+        sockets = list(self.folder.glob("*.sock"))
+        assert len(sockets) == 1, sockets
+        return sockets[0]
+
+    def lock(self) -> Path:
+        locks = list(self.folder.glob("*.lock"))
+        assert len(locks) == 1, locks
+        return locks[0]
+
+    def start(self) -> dict[str, object]:
+        return warmhost.start()
+
+    def which(self, **fields: object) -> tuple[str, HostResult]:
+        """'warm' or 'cold', and the whole result, of a cell run as Vix Note runs it."""
+        env = fields.pop("env", None)
+        result = self.host.run_cell(WHICH, env=env, **fields)  # type: ignore[arg-type]
+        return result.text().strip(), result
+
+    def processes(self) -> list[int]:
+        return warmhost.processes(self.runtime)
+
+
+@pytest.fixture
+def warm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Warm]:
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    monkeypatch.setenv("PYRELUNE_WARM", PRELOAD)
+    monkeypatch.setenv("PYRELUNE_WARM_DEBUG", "1")
+    try:
+        yield Warm(runtime)
+    finally:
+        warmhost.stop_all(runtime)
+
+
+def cold_reason(result: HostResult) -> str:
+    lines = [line for line in result.stderr.decode().splitlines()
+             if line.startswith("pyrelune warm: cold")]
+    assert len(lines) == 1, result
+    return lines[0]
+
+
+# --- served warm, as cold would -------------------------------------------------------------
+
+
+def test_a_running_warm_process_serves_the_cell_with_the_cold_answer(warm: Warm) -> None:
+    source = "x = 6\nprint(x)\nimport os, sys\nprint(sys.argv[0] == os.environ['LAUNCHER'])\nx * 7"
+    env = {"LAUNCHER": pyrelune_command()}
+    cold = VixHost().run_cell(source, env={**env, "PYRELUNE_WARM": "0"})
+    warm.start()
+    which, result = warm.which()
+    assert which == "warm", result
+    served = warm.host.run_cell(source, env=env)
+    assert served.stdout == cold.stdout  # byte for byte
+    assert served.text() == "6\nTrue\n42"
+    assert served.stderr == b""
+
+
+def test_first_use_runs_cold_and_starts_one_warm_process_that_serves_the_next(warm: Warm) -> None:
+    which, result = warm.which()
+    assert which == "cold"
+    assert cold_reason(result).endswith("(starting a warm process)")
+    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    assert warm.which()[0] == "warm"
+    assert len(warm.processes()) == 1
+
+
+def test_two_cells_racing_at_first_use_start_one_warm_process(warm: Warm) -> None:
+    results: list[tuple[str, HostResult]] = []
+    cells = [threading.Thread(target=lambda: results.append(warm.which())) for _ in range(4)]
+    for cell in cells:
+        cell.start()
+    for cell in cells:
+        cell.join()
+    assert [which for which, _ in results] == ["cold"] * 4
+    reasons = sorted(cold_reason(result) for _, result in results)
+    assert sum(reason.endswith("(starting a warm process)") for reason in reasons) == 1, reasons
+    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    time.sleep(0.5)  # any second warm process would be running by now
+    assert len(warm.processes()) == 1
+
+
+def test_the_cell_gets_the_callers_directory_environment_umask_and_limits(
+        warm: Warm, tmp_path: Path) -> None:
+    warm.start()
+    here = tmp_path / "here"
+    here.mkdir()
+    script = tmp_path / "launch"
+    script.write_text(f"#!/bin/sh\numask 027\nulimit -n 200\nexec {pyrelune_command()}\n")
+    script.chmod(0o755)
+    source = ("import os, resource, sys\n"
+              "print('colorsys' in sys.modules, os.path.basename(os.getcwd()), "
+              "os.environ['ONLY_HERE'], oct(os.umask(0)), "
+              "resource.getrlimit(resource.RLIMIT_NOFILE)[0])")
+    result = VixHost(command=str(script)).run_cell(source, cwd=here, env={"ONLY_HERE": "yes"},
+                                                   workingDirectory="")
+    assert result.text() == "True here yes 0o27 200\n"
+
+
+def test_random_state_is_fresh_in_every_warm_cell(warm: Warm) -> None:
+    pytest.importorskip("numpy")
+    os.environ["PYRELUNE_WARM"] = "numpy"
+    warm.start()
+    source = "import random, sys, numpy\nprint('numpy' in sys.modules, random.random(), " \
+             "numpy.random.random())"
+    first, second = (warm.host.run_cell(source).text().split() for _ in range(2))
+    assert first[0] == second[0] == "True"
+    assert first[1] != second[1] and first[2] != second[2]
+
+
+# --- cold whenever warm cannot be the same ----------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["PYTHONPATH", "MPLBACKEND", "OMP_NUM_THREADS", "LANG",
+                                  "LC_ALL", "TZ", "HOME", "PATH", "PYTHONHASHSEED"])
+def test_an_environment_the_preloaded_modules_read_differently_runs_cold(
+        warm: Warm, name: str) -> None:
+    warm.start()
+    value = {"PYTHONHASHSEED": "7", "PATH": os.environ["PATH"] + ":/nowhere"}.get(name, "C")
+    which, result = warm.which(env={name: value})
+    assert which == "cold"
+    assert cold_reason(result).endswith(f"(environment differs: {name})")
+    assert warm.which()[0] == "warm"  # the warm process is still there for the others
+
+
+@pytest.mark.parametrize("entry", ["colorsys.py", "colorsys/__init__.py",
+                                   "colorsys.cpython-311-x86_64-linux-gnu.so"])
+def test_a_module_in_the_working_directory_shadowing_a_preloaded_one_runs_cold(
+        warm: Warm, tmp_path: Path, entry: str) -> None:
+    warm.start()
+    project = tmp_path / "project"
+    (project / entry).parent.mkdir(parents=True, exist_ok=True)
+    (project / entry).write_text("")
+    which, result = warm.which(workingDirectory=str(project))
+    assert which == "cold"
+    assert "would shadow a preloaded module" in cold_reason(result)
+
+
+def test_a_module_beside_the_note_shadowing_a_preloaded_one_runs_cold(
+        warm: Warm, tmp_path: Path) -> None:
+    warm.start()
+    (tmp_path / ".git").mkdir()
+    notes = tmp_path / "analysis"
+    notes.mkdir()
+    (notes / "a.vixnote").write_text("")
+    (notes / "colorsys.py").write_text("")
+    which, result = warm.which(note="analysis/a.vixnote", cwd=tmp_path)
+    assert which == "cold"
+    assert "analysis/colorsys.py would shadow" in cold_reason(result)
+    (notes / "colorsys.py").unlink()
+    (notes / "colorsys").mkdir()  # a folder without __init__.py shadows nothing
+    assert warm.which(note="analysis/a.vixnote", cwd=tmp_path)[0] == "warm"
+
+
+def test_installing_or_removing_a_package_ends_the_warm_process_and_runs_cold(
+        warm: Warm) -> None:
+    import sysconfig
+
+    warm.start()
+    pid = warm.processes()
+    installed = Path(sysconfig.get_paths()["purelib"]) / "pyrelune_test_warm-0.dist-info"
+    installed.mkdir()
+    installed.rmdir()
+    which, result = warm.which()
+    assert which == "cold"
+    assert cold_reason(result).endswith("(installed packages changed)")
+    assert warmhost.wait_until(lambda: not any(p in warm.processes() for p in pid), 30)
+    assert not list(warm.folder.glob("*.sock"))
+
+
+def test_a_warm_process_that_is_gone_means_cold_and_a_new_one(warm: Warm) -> None:
+    first = warm.start()["pid"]
+    assert isinstance(first, int)
+    os.kill(first, signal.SIGKILL)  # leaves its socket behind
+    assert warmhost.wait_until(lambda: not warm.processes(), 30)
+    assert warm.which()[0] == "cold"
+    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    assert warm.which()[0] == "warm"
+
+
+def test_a_warm_process_still_starting_means_cold_and_no_second_one(warm: Warm) -> None:
+    warm.start()
+    warmhost.command("stop")
+    lock = os.open(warm.lock(), os.O_RDWR)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as a warm process does while it preloads
+        which, result = warm.which()
+        assert which == "cold"
+        assert cold_reason(result).endswith("(warm process starting)")
+        time.sleep(0.5)
+        assert warm.processes() == []
+    finally:
+        os.close(lock)
+
+
+def test_a_warm_process_that_refuses_means_cold(warm: Warm) -> None:
+    warm.start()
+    path = warm.socket
+    warmhost.command("stop")
+    refuser = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    refuser.bind(str(path))
+    refuser.listen()
+
+    def refuse() -> None:
+        conn, _ = refuser.accept()
+        conn.close()
+
+    thread = threading.Thread(target=refuse)
+    thread.start()
+    try:
+        which, result = warm.which()
+    finally:
+        thread.join()
+        refuser.close()
+    assert which == "cold"
+    assert "warm process" in cold_reason(result)
+
+
+# --- security -------------------------------------------------------------------------------
+
+
+def test_a_socket_folder_others_can_enter_is_refused(warm: Warm) -> None:
+    warm.start()
+    warm.folder.chmod(0o755)
+    which, result = warm.which()
+    assert which == "cold"
+    assert "lets others in (mode 755)" in cold_reason(result)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user takes root")
+@pytest.mark.parametrize("what", ["folder", "socket"])
+def test_a_socket_or_folder_of_another_user_is_refused(warm: Warm, what: str) -> None:
+    warm.start()
+    os.chown(warm.folder if what == "folder" else warm.socket, 65534, -1)
+    which, result = warm.which()
+    assert which == "cold"
+    assert "belongs to uid 65534, not to this user" in cold_reason(result)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="connecting as another user takes root")
+def test_another_user_can_neither_run_code_nor_read_output(
+        warm: Warm, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A runtime folder the other user can reach: the peer check alone must stop them.
+    runtime = Path(tempfile.mkdtemp(prefix="pyrelune-peer-", dir="/tmp"))
+    runtime.chmod(0o711)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    other = Warm(runtime)
+    try:
+        other.start()
+        other.folder.chmod(0o711)
+        other.socket.chmod(0o777)
+        proof = runtime / "ran"
+        request = encode_request({"source": f"open({str(proof)!r}, 'w').close()"})
+        done = subprocess.run([sys.executable, "-c", INTRUDER, str(other.socket)],
+                              input=request, capture_output=True, timeout=60)
+        assert done.returncode == 0, done
+        assert done.stdout.strip() == b"b''", done  # nothing answered, nothing to read
+        time.sleep(0.5)
+        assert not proof.exists()
+        other.folder.chmod(0o700)
+        assert other.which()[0] == "warm"
+    finally:
+        warmhost.stop_all(runtime)
+        shutil.rmtree(runtime)
+
+
+#: Another user (nobody) speaking the client's protocol to a socket it can reach.
+INTRUDER = f"""
+import os, socket, sys
+sys.path[:0] = {sys.path!r}
+from pyrelune.warm import frames
+request = sys.stdin.buffer.read()
+os.setgid(65534)
+os.setuid(65534)
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+conn.connect(sys.argv[1])
+answer = b""
+try:
+    socket.send_fds(conn, [frames.RUN], [0, 1, 2, os.open("/", os.O_RDONLY)])
+    conn.sendall(frames.pack(b"x", b"18", b"", request))
+    conn.settimeout(10)
+    while chunk := conn.recv(4096):
+        answer += chunk
+except OSError:
+    pass
+print(repr(answer))
+"""
+
+
+# --- hygiene --------------------------------------------------------------------------------
+
+
+def test_the_warm_process_holds_none_of_the_descriptors_of_the_cell_that_started_it(
+        warm: Warm) -> None:
+    """Vix Note's sockets are open in the runtime: the warm process it starts closes them."""
+    kept_r, kept_w = os.pipe()
+    proc = subprocess.Popen([pyrelune_command()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, pass_fds=(kept_w,))
+    assert proc.stdout is not None and proc.stderr is not None
+    host_pipes = {f"pipe:[{os.fstat(f).st_ino}]"
+                  for f in (kept_r, proc.stdout.fileno(), proc.stderr.fileno())}
+    out, _ = proc.communicate(encode_request({"source": WHICH}))
+    os.close(kept_w)
+    assert json.loads(out)["stdout"] == "cold\n"
+    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    os.set_blocking(kept_r, False)
+    assert os.read(kept_r, 1) == b""  # EOF: no process holds the write end any more
+    os.close(kept_r)
+    assert warm.which()[0] == "warm"
+    (pid,) = warm.processes()
+    targets = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+    assert targets & host_pipes == set(), targets
+    assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
+    assert os.getsid(pid) != os.getsid(0)  # a session of its own
+
+
+def test_the_host_reads_eof_as_soon_as_a_warm_cell_ends(warm: Warm) -> None:
+    """The warm process keeps no copy of the host's pipes (VixHost reports `hung` else)."""
+    warm.start()
+    result = warm.host.run_cell(WHICH + "\nimport subprocess\n_ = subprocess.run(['true'])")
+    assert result.text() == "warm\n"
+    assert not result.hung
+
+
+def test_sigkill_of_the_launcher_kills_the_cells_whole_process_group(
+        warm: Warm, tmp_path: Path) -> None:
+    warm.start()
+    pids = tmp_path / "pids"
+    source = ("import os, subprocess, time, sys\n"
+              "child = subprocess.Popen(['sleep', '600'])\n"
+              f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}} "
+              "{\"colorsys\" in sys.modules}')\n"
+              "time.sleep(600)")
+    proc = subprocess.Popen([pyrelune_command()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    proc.stdin.write(encode_request({"source": source}))
+    proc.stdin.close()
+    assert warmhost.wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3, 60)
+    worker, child, served_warm = pids.read_text().split()
+    assert served_warm == "True"
+    proc.kill()
+    proc.wait()
+
+    def gone(pid: str) -> bool:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return True
+        return state == "Z"
+
+    assert warmhost.wait_until(lambda: gone(worker) and gone(child), 30)
+    assert proc.stdout is not None and proc.stdout.read() == b""  # EOF: nobody holds it
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+def test_an_idle_warm_process_exits_and_leaves_no_socket(warm: Warm,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYRELUNE_WARM_IDLE", "1")
+    warm.start()
+    assert warm.which()[0] == "warm"
+    assert warmhost.wait_until(lambda: not warm.processes(), 30)
+    assert list(warm.folder.glob("*.sock")) == []
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def test_warm_status_and_stop_say_what_runs(warm: Warm) -> None:
+    assert warmhost.command("status").stdout == "not running\n"
+    pid = warm.start()["pid"]
+    warm.which()
+    shown = warmhost.command("status")
+    assert shown.returncode == 0, shown
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith(f"running: pid {pid} (")
+    assert lines[1] == "preloaded: colorsys (asked: colorsys)"
+    assert lines[2].startswith("memory: ") and "MiB resident" in lines[2]
+    assert lines[3].startswith("idle: ") and lines[3].endswith("cells served: 1")
+    assert warmhost.command("stop").stdout == f"stopped pid {pid}\n"
+    assert warm.processes() == []
+    assert list(warm.folder.glob("*.sock")) == []
+    assert warmhost.command("stop").stdout == "not running\n"
+
+
+def vix(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([pyrelune_command(), "vix", *args], capture_output=True, text=True,
+                          timeout=warmhost.START_WITHIN + 60)
+
+
+@pytest.fixture
+def vix_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME and Vix prefix of the test's own; the cells' PYRELUNE_WARM is the launcher's."""
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("VIX_GLOBAL_PREFIX", str(tmp_path / "vix"))
+    monkeypatch.delenv("PYRELUNE_WARM")
+    return tmp_path / "vix"
+
+
+def test_vix_install_warm_writes_a_launcher_that_serves_cells_warm(
+        warm: Warm, vix_home: Path) -> None:
+    installed = vix("install", "--warm", "--preload", PRELOAD)
+    assert installed.returncode == 0, installed
+    launcher = vix_home / "bin" / "pyrelune"
+    assert "main(warm='colorsys')" in launcher.read_text()
+    host = VixHost(command=str(launcher))
+    assert host.run_cell(WHICH).text() == "cold\n"  # first use: starts it
+    assert warmhost.wait_until(lambda: warmhost.status(PRELOAD) is not None)
+    assert host.run_cell(WHICH).text() == "warm\n"
+    assert host.run_cell(WHICH, env={"PYRELUNE_WARM": "0"}).text() == "cold\n"
+    assert vix("install").returncode == 0  # without --warm: off again
+    assert "warm=" not in launcher.read_text()
+
+
+def test_doctor_reports_warm_start_working_and_suggests_it_when_off(
+        warm: Warm, vix_home: Path) -> None:
+    assert vix("install").returncode == 0
+    off = vix("doctor")
+    assert off.returncode == 0, off
+    pytest.importorskip("numpy")
+    assert "warn warm start: off, while numpy" in off.stdout
+    assert "fix: rerun `pyrelune vix install --warm`" in off.stdout
+    assert vix("install", "--warm", "--preload", PRELOAD).returncode == 0
+    on = vix("doctor")
+    assert on.returncode == 0, on
+    (pid,) = warm.processes()
+    assert (f"ok   warm start: on (the launcher): warm process {pid} serves cells "
+            "(preloaded: colorsys;") in on.stdout

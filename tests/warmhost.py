@@ -1,0 +1,89 @@
+"""The warm process as tests drive it: through the `pyrelune warm` command, found in /proc."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from vixhost import pyrelune_command
+
+#: How long a warm process may take to preload and answer (a busy machine is slow).
+START_WITHIN = 120.0
+
+
+def command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([pyrelune_command(), "warm", *args], capture_output=True, text=True,
+                          env=env, timeout=START_WITHIN + 30)
+
+
+def start(preload: str | None = None) -> dict[str, Any]:
+    """Start the warm process of $PYRELUNE_WARM (or `preload`) and wait for it; its status."""
+    done = command("start", *(["--preload", preload] if preload else []))
+    assert done.returncode == 0, done
+    found = status(preload)
+    assert found is not None, done
+    return found
+
+
+def status(preload: str | None = None) -> dict[str, Any] | None:
+    """The warm process's status as it reports it, read without typer's help text."""
+    program = ("import json, sys; from pyrelune.warm import control, place; "
+               "p = sys.argv[1]; found = control.status(place.preload_names(p) if p else "
+               "control.setting()); print(json.dumps(found))")
+    python = Path(pyrelune_command()).parent / "python"
+    done = subprocess.run([str(python), "-c", program, preload or ""], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done
+    found: dict[str, Any] | None = json.loads(done.stdout)
+    return found
+
+
+def processes(runtime_dir: Path, children: bool = False) -> list[int]:
+    """Pids of the warm processes whose XDG_RUNTIME_DIR is `runtime_dir`.
+
+    Not the children they fork (a spare, a cell's runtime) unless `children`.
+    """
+    found: dict[int, int] = {}
+    marker = f"XDG_RUNTIME_DIR={runtime_dir}".encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            if b"pyrelune.warm.server" not in cmdline:
+                continue
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if marker in environ and fields[0] != "Z":
+            found[int(entry)] = int(fields[1])
+    return [pid for pid, parent in found.items() if children or parent not in found]
+
+
+def wait_until(condition: Any, within: float = START_WITHIN) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())
+
+
+def stop_all(runtime_dir: Path) -> None:
+    """End every warm process of `runtime_dir` (SIGTERM, then SIGKILL): no test leaves one."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        for pid in processes(runtime_dir, children=signum == signal.SIGKILL):
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+        if wait_until(lambda: not processes(runtime_dir, children=True), 10):
+            return
+    raise AssertionError(f"warm processes left running: {processes(runtime_dir)}")
