@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from pyrelune.wire.interrupts import Interrupts
-    from pyrelune.wire.ring import OutputRing
 
 
 _SIGINT = {_signal.SIGINT}
@@ -28,16 +27,13 @@ class WorkerFds:
 
     `lifeline` is the read end of a pipe only the session writes to: it hits
     EOF exactly when the session is gone, however it died. `interrupts`
-    (kernels only) is shared with the session (see `interrupts`), and so is
-    `ring` (the rpc kernel's stdout, see `ring`).
+    (kernels only) is shared with the session (see `interrupts`).
     """
 
-    __slots__ = ("control", "events", "interrupts", "key", "lifeline", "ring", "stderr",
-                 "stdout")
+    __slots__ = ("control", "events", "interrupts", "key", "lifeline", "stderr", "stdout")
 
     def __init__(self, stdout: int, stderr: int, events: int, control: int, lifeline: int,
-                 key: str, interrupts: Interrupts | None = None,
-                 ring: OutputRing | None = None) -> None:
+                 key: str, interrupts: Interrupts | None = None) -> None:
         self.stdout = stdout
         self.stderr = stderr
         self.events = events
@@ -45,15 +41,14 @@ class WorkerFds:
         self.lifeline = lifeline
         self.key = key  # signs every line the worker sends (see `WorkerProcess.key`)
         self.interrupts = interrupts
-        self.ring = ring
 
 
 class WorkerProcess:
     """A forked worker: its pid and the session's ends of its pipes."""
 
     def __init__(self, target: Callable[[WorkerFds], NoReturn],
-                 interrupts: Interrupts | None = None, ring: OutputRing | None = None) -> None:
-        """Fork a worker that runs `target`, sharing `interrupts` (kernels) and `ring` with it."""
+                 interrupts: Interrupts | None = None) -> None:
+        """Fork a worker that runs `target`, sharing `interrupts` with it (kernels)."""
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         ev_r, ev_w = os.pipe()
@@ -72,7 +67,7 @@ class WorkerProcess:
             _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
             raise
         if pid == 0:
-            fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r, key, interrupts, ring)
+            fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r, key, interrupts)
             _close_all_but(fds)
             target(fds)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
@@ -96,7 +91,6 @@ class WorkerProcess:
         self.exit_fd = _exit_notifier(pid)
         self.status: int | None = None
         self.interrupts = interrupts
-        self.ring = ring
 
     def widen_capture(self, size: int) -> None:
         """Let each capture pipe hold `size` bytes (Linux; else nothing changes).
@@ -154,8 +148,6 @@ class WorkerProcess:
         self.stderr.close()
         if self.interrupts is not None:
             self.interrupts.close()
-        if self.ring is not None:
-            self.ring.close()
 
 
 def _kill_group_with_lifeline(lifeline: int, pgid: int) -> None:
@@ -186,10 +178,7 @@ def _close_all_but(fds: WorkerFds) -> None:
     none of that belongs to user code.
     """
     low = 3
-    ours = [fds.stdout, fds.stderr, fds.events, fds.control, fds.lifeline]
-    if fds.ring is not None:
-        ours.append(fds.ring.doorbell)
-    for fd in sorted(ours):
+    for fd in sorted((fds.stdout, fds.stderr, fds.events, fds.control, fds.lifeline)):
         if fd >= low:
             os.closerange(low, fd)
             low = fd + 1

@@ -77,34 +77,3 @@ def _flushing_std_writes(function: Callable[..., Any],
         return function(fd, *args, **kwargs)
 
     return flushed
-
-
-def flush_before_c_calls(flush: Callable[[], None]) -> None:
-    """Calls through ctypes' libraries (`ctypes.CDLL(...).printf`, `cdll.LoadLibrary`) flush first.
-
-    C code writes to fd 1 and 2 itself. Only ctypes' calls can be seen from
-    Python; a C extension's own `printf` cannot (see the README).
-    """
-    after_import("ctypes", lambda module: _flush_before_foreign_calls(module, flush))
-
-
-def _flush_before_foreign_calls(ctypes: ModuleType, flush: Callable[[], None]) -> None:
-    """Every library loaded from now on gets functions that call `flush` first."""
-    init = ctypes.CDLL.__init__
-
-    @wraps(init)
-    def load(self: Any, *args: Any, **kwargs: Any) -> None:
-        init(self, *args, **kwargs)
-        plain = self._FuncPtr
-
-        class _FuncPtr(plain):  # type: ignore[misc, valid-type]
-            _flags_ = plain._flags_  # ctypes reads these from the class itself
-            _restype_ = plain._restype_
-
-            def __call__(self, *args: Any, **kwargs: Any) -> Any:
-                flush()
-                return plain.__call__(self, *args, **kwargs)
-
-        self._FuncPtr = _FuncPtr
-
-    ctypes.CDLL.__init__ = load

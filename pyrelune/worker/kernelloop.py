@@ -5,9 +5,8 @@ start-up pays for every module it imports; what only kernels need is here.
 A kernel's worker runs cells from the control pipe in one namespace, ends
 with its session (the lifeline), and makes sys.stdout and sys.stderr the
 way its host reads them: in one order, line by line, for a host that shows
-output live (rpc: stdout into shared memory, see `wire.ring`); stdout
-block-buffered for one that reads it when the cell ends (lines; see
-flushfirst).
+output live (rpc); stdout block-buffered for one that reads it when the
+cell ends (lines; see flushfirst).
 """
 
 from __future__ import annotations
@@ -21,15 +20,13 @@ import sys
 
 from pyrelune.wire.commands import Execute, InputReply, Reset
 from pyrelune.wire.events import Done, InputRequest
-from pyrelune.wire.ring import RingWriter
-from pyrelune.worker.flushfirst import flush_before_c_calls, flush_first
+from pyrelune.worker.flushfirst import flush_first
 from pyrelune.worker.runtime import (
     TEXT_OPTIONS,
     Cell,
     Channel,
     become_worker,
     binary,
-    flush_output,
     flush_stdout,
     fresh_namespace,
     interrupt_guard,
@@ -43,7 +40,6 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from pyrelune.supervisor.process import WorkerFds
-    from pyrelune.wire.ring import OutputRing
 
 #: The runtime's own os.killpg: a lines kernel's cells get one that flushes
 #: first (see flushfirst), and the lifeline must not wait on a cell's stream.
@@ -119,51 +115,14 @@ class _OrderedText(io.TextIOWrapper):
         return super().write(text)
 
 
-def _ordered_text(fd: int, order: _StreamOrder, ring: OutputRing) -> io.TextIOWrapper:
+def _ordered_text(fd: int, order: _StreamOrder) -> io.TextIOWrapper:
     if fd != 1:
         order.texts["stderr"] = _OrderedText(fd, order)
         return order.texts["stderr"]
-    # Line-buffered into the ring: each line is published as it is printed.
-    order.texts["stdout"] = io.TextIOWrapper(RingWriter(ring), line_buffering=True,
-                                             **TEXT_OPTIONS)
+    order.texts["stdout"] = text_stream(fd)
     if order.last != "stdout":
         order.watch_stdout()
     return order.texts["stdout"]
-
-
-class _HandOver:
-    """Before anything writes to fd 1 or 2 around sys.stdout: the ring is read first.
-
-    `os.write`, a shell, a subprocess, a fork, the process's end or a
-    signal, and a call into C through ctypes (see `flushfirst`) wait until the session has read
-    what the ring holds, so that what they write comes after it, as it was
-    printed. The cell's main thread asks the session (`Channel.sync`, one
-    round trip); its other threads watch the ring until it is read. Nothing
-    is waited for when the ring has been read already: a loop of
-    `os.write` calls costs one comparison each.
-    """
-
-    def __init__(self, ring: OutputRing, channel: Channel) -> None:
-        self._ring = ring
-        self._channel = channel
-        self._busy = False  # flushing can call ctypes (fflush), which comes back here
-
-    def __call__(self) -> None:
-        if self._busy:
-            return
-        self._busy = True
-        try:
-            flush_output()
-            self._wait()
-        finally:
-            self._busy = False
-
-    def _wait(self) -> None:
-        if self._ring.unread():
-            if self._channel.waits_here():
-                self._channel.sync()
-            else:
-                self._ring.wait_read()
 
 
 def _watch_lifeline(fd: int) -> None:
@@ -218,13 +177,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             builtins.input = Prompter(channel)
             show.install()
             order = _StreamOrder(channel.sync)
-            ring = fds.ring
-            assert ring is not None  # an interactive kernel's worker has one
-            ring.worker_side()
-            std.use(lambda fd: _ordered_text(fd, order, ring))
-            hand_over = _HandOver(ring, channel)
-            flush_first(hand_over)
-            flush_before_c_calls(hand_over)
+            std.use(lambda fd: _ordered_text(fd, order))
         elif buffered:
             std.use(lambda fd: _buffered_text_stream(fd) if fd == 1 else text_stream(fd))
             flush_first(flush_stdout)
