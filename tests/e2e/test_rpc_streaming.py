@@ -1,7 +1,10 @@
 """The rpc kernel's live output: what a host is promised about a cell's prints.
 
-stdout goes through shared memory (see `pyrelune.wire.ring`) rather than a
-write per line; these are the guarantees that must hold all the same.
+The guarantees any faster way of streaming must keep (see the README's rpc
+kernel section): a line leaves the worker as it is printed, whatever the
+cell does next; threads' prints stay whole; fd-level output keeps its place
+among prints; a dying worker loses none of its lines. Every output here
+stays under the default 1 MiB cap.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ def test_prints_from_threads_are_never_cut_into_each_other(kernel: PipeHost) -> 
     events = kernel.run(
         "import threading\n"
         "def work(n):\n"
-        "    for i in range(3000):\n"
+        "    for i in range(2000):\n"
         "        print(str(n) * 40, str(n) * 40, sep='-', end='|\\n')\n"
         "threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]\n"
         "for t in threads: t.start()\n"
@@ -61,7 +64,7 @@ def test_prints_from_threads_are_never_cut_into_each_other(kernel: PipeHost) -> 
     )
     assert events[-1]["data"]["status"] == "ok", events[-1]
     lines = stdout_of(events).splitlines()
-    assert len(lines) == 12000
+    assert len(lines) == 8000
     assert set(lines) == {f"{n * 40}-{n * 40}|" for n in "0123"}
 
 
@@ -113,7 +116,7 @@ def test_nothing_printed_before_the_worker_dies_is_lost(kernel: PipeHost, end: s
 
 def test_what_a_killed_cell_printed_is_kept(kernel: PipeHost) -> None:
     started = kernel.call("execute.cell", {"cell_id": "stubborn", "source": (
-        "import signal, re\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
         "for i in range(1000):\n    print(i)\nwhile True:\n    pass")})
     assert started["result"] == {"status": "started"}
     _first_stream(kernel)
@@ -126,12 +129,12 @@ def test_what_a_killed_cell_printed_is_kept(kernel: PipeHost) -> None:
 
 def test_a_flood_is_whole_and_in_order_with_stderr(kernel: PipeHost) -> None:
     events = kernel.run(
-        "import sys\nfor i in range(200):\n"
+        "import sys\nfor i in range(150):\n"
         "    print('x' * 5000, i)\n"
         "    if i % 50 == 0:\n        print('err', i, file=sys.stderr)\n",
     )
     runs = [(e["data"]["name"], e["data"]["text"]) for e in events if e["event"] == "stream"]
     text = "".join(t for _, t in runs)
     expected = "".join(f"{'x' * 5000} {i}\n" + (f"err {i}\n" if i % 50 == 0 else "")
-                       for i in range(200))
+                       for i in range(150))
     assert text == expected
