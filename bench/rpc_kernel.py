@@ -1,8 +1,23 @@
-"""The rpc kernel's round trips and its 100 MB print, over real pipes and a real WebSocket.
+"""The rpc kernel against its baselines, each row a ratio measured in the same run.
 
-    python bench/rpc_kernel.py [--requests N] [--megabytes M]
+    python bench/rpc_kernel.py [--requests N] [--megabytes M] [--placement one|two|both]
 
-Measures, in one run:
+The four rows of the target table, for each placement of the processes:
+both sides (this host and the kernel with its worker) pinned to one CPU,
+then the host on one CPU and the kernel on another (sched_setaffinity,
+inherited by every process spawned):
+- a cell printing M MB (default 100: `print('x' * 99)` a million times)
+  through the rpc kernel until `execute.done`, against the same loop in
+  plain Python writing to /dev/null (pinned as the kernel is), with Python's
+  defaults (target <= 1.5x), and the peak resident memory (VmHWM) of the
+  kernel process and of its worker;
+- a cell of 1,000 prints, `execute.cell` -> `execute.done`, against the
+  in-process reference server of `kernel_roundtrip.py` (target <= 2.0x);
+- `1+1` over the pipe against the lines kernel (target <= 1.2x);
+- spawn to `kernel.ready` (`--mode rpc`) against spawn to the first `pong`
+  of `--mode lines` (target <= 1.5x).
+
+Also, as before:
 - the median `execute.cell` -> `execute.done` round trip of `1+1` over the
   pipe (`pyrelune --mode rpc`) and over loopback WebSocket (`--listen`),
   the latter with a plain-socket client as lean as the pipe's (the target's
@@ -34,7 +49,7 @@ import sys
 import time
 from typing import Any
 
-from kernel_roundtrip import DEFAULTS, LinesClient
+from kernel_roundtrip import DEFAULTS, THOUSAND_PRINTS, LinesClient
 
 ONE_PLUS_ONE = "1+1"
 #: Each client is timed in this many turns, taken in rotation: this machine's
@@ -234,67 +249,161 @@ class InProcessKernel:
         self.kernel.close()
 
 
-def median_ms(client: object, count: int) -> float:
+def median_ms(client: object, count: int, source: str = ONE_PLUS_ONE) -> float:
     run = client.run  # type: ignore[attr-defined]
     for _ in range(max(20, count // 10)):
-        run(ONE_PLUS_ONE)
+        run(source)
     times = []
     for _ in range(count):
         start = time.perf_counter()
-        run(ONE_PLUS_ONE)
+        run(source)
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1000
 
 
-def big_print(megabytes: int) -> None:
+class Placement:
+    """Where the host (this process) and the kernel run: CPU numbers, inherited by children."""
+
+    def __init__(self, name: str, host: int, kernel: int) -> None:
+        self.name, self.host, self.kernel = name, host, kernel
+        os.sched_setaffinity(0, {host})
+
+    def spawn(self, make: Any) -> Any:
+        """`make()` with this process moved to the kernel's CPU meanwhile, so its children start
+        (and stay) there."""
+        os.sched_setaffinity(0, {self.kernel})
+        try:
+            return make()
+        finally:
+            os.sched_setaffinity(0, {self.host})
+
+
+def big_print(place: Placement, megabytes: int) -> None:
     lines = megabytes * 10_000
     source = f"for _ in range({lines}):\n    print('x' * 99)"
-    start = time.perf_counter()
-    with open(os.devnull, "w") as null:
-        subprocess.run([sys.executable, "-c", source], stdout=null, check=True, env=DEFAULTS)
-    plain = time.perf_counter() - start
-    client = PipeClient()
-    start = time.perf_counter()
-    received = client.run(source)
-    ours = time.perf_counter() - start
-    kernel_kib, worker_kib = client.peak_kib()
+    plain, ours = [], []
+    received = kernel_kib = worker_kib = 0
+    for _ in range(2):  # paired: the machine's speed drifts
+        with open(os.devnull, "w") as null:
+            start = time.perf_counter()
+            place.spawn(lambda: subprocess.run([sys.executable, "-c", source],
+                                               stdout=null, check=True, env=DEFAULTS))
+            plain.append(time.perf_counter() - start)
+        client = place.spawn(PipeClient)
+        start = time.perf_counter()
+        received = client.run(source)
+        ours.append(time.perf_counter() - start)
+        kernel_kib, worker_kib = client.peak_kib()
+        client.close()
+    ratio = statistics.median(o / p for o, p in zip(ours, plain, strict=True))
+    print(f"  {megabytes} MB printed: rpc kernel {min(ours):.2f} s, plain Python to /dev/null "
+          f"{min(plain):.2f} s: {ratio:.2f}x (target <= 1.5x); {received / 1e6:.2f} MB of "
+          f"messages; peak memory kernel {kernel_kib / 1024:.1f} MB + worker "
+          f"{worker_kib / 1024:.1f} MB", flush=True)
+
+
+def paired(clients: dict[str, Any], count: int,
+           source: str = ONE_PLUS_ONE) -> dict[str, list[float]]:
+    """Median round trips of each client, in `ROUNDS` turns taken in rotation."""
+    results: dict[str, list[float]] = {}
+    for turn in range(ROUNDS):
+        order = list(clients.items())
+        for name, client in order if turn % 2 == 0 else reversed(order):
+            results.setdefault(name, []).append(median_ms(client, count // ROUNDS, source))
+    return results
+
+
+def ratio(values: list[float], base: list[float]) -> float:
+    return statistics.median(v / b for v, b in zip(values, base, strict=True))
+
+
+class ReferenceServer(LinesClient):
+    """`kernel_roundtrip.py`'s in-process reference server, timed like the others (`run`)."""
+
+    def __init__(self) -> None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        super().__init__([sys.executable, os.path.join(here, "kernel_roundtrip.py"),
+                          "--serve-reference"])
+
+    def run(self, source: str) -> None:
+        self.execute(source)
+
+
+def thousand_prints(place: Placement, count: int) -> None:
+    clients = {"rpc pipe": place.spawn(PipeClient), "reference": place.spawn(ReferenceServer)}
+    results = paired(clients, count, THOUSAND_PRINTS)
+    for client in clients.values():
+        client.close()
+    ours, ref = results["rpc pipe"], results["reference"]
+    print(f"  1,000 prints: rpc pipe {statistics.median(ours) * 1000:.0f} us, in-process "
+          f"reference {statistics.median(ref) * 1000:.0f} us: {ratio(ours, ref):.2f}x "
+          f"(target <= 2.0x)", flush=True)
+
+
+def round_trips(place: Placement, count: int) -> None:
+    clients: dict[str, Any] = {"rpc pipe": place.spawn(PipeClient),
+                               "rpc WebSocket": place.spawn(WebSocketClient),
+                               "rpc WebSocket, websockets client":
+                                   place.spawn(LibraryWebSocketClient),
+                               "in-process Kernel (no protocol)": place.spawn(InProcessKernel)}
+    lines = place.spawn(lines_client)
+    if lines is not None:
+        clients["lines kernel"] = lines
+    results = paired(clients, count)
+    for client in clients.values():
+        client.close()
+    base_name = "lines kernel" if lines is not None else "in-process Kernel (no protocol)"
+    base = results[base_name]
+    print(f"  1+1 round trip (median of {ROUNDS} turns of {count // ROUNDS}), against the "
+          f"{base_name} (target: rpc pipe <= 1.2x):")
+    for name, values in results.items():
+        print(f"    {name:34s} {statistics.median(values) * 1000:8.0f} us  "
+              f"{ratio(values, base):5.2f}x")
+
+
+def _spawn_to_ready(mode: str) -> float:
+    """Seconds from spawning `--mode rpc` to its `kernel.ready`, or `--mode lines` to a `pong`."""
+    client = LinesClient([*KERNEL, mode])
+    if mode == "rpc":
+        while b"kernel.ready" not in client.read_line():
+            pass
+    else:
+        assert b"pong" in client.request(b'{"id": "p", "type": "ping"}\n')
+    took = time.perf_counter() - client.started
     client.close()
-    print(f"{megabytes} MB print: plain Python to /dev/null {plain:.2f} s, rpc kernel "
-          f"{ours:.2f} s ({ours / plain:.2f}x; target <= 1.5x), {received / 1e6:.2f} MB of "
-          f"messages received")
-    print(f"  peak memory: kernel {kernel_kib / 1024:.1f} MB + worker {worker_kib / 1024:.1f} MB "
-          f"= {(kernel_kib + worker_kib) / 1024:.1f} MB (target < 200 MB)")
+    return took
+
+
+def start_up(place: Placement, runs: int) -> None:
+    rpc, lines = [], []
+    for _ in range(runs):
+        rpc.append(place.spawn(lambda: _spawn_to_ready("rpc")))
+        lines.append(place.spawn(lambda: _spawn_to_ready("lines")))
+    print(f"  start-up: rpc to kernel.ready {statistics.median(rpc) * 1000:.0f} ms, lines to "
+          f"its first pong {statistics.median(lines) * 1000:.0f} ms: {ratio(rpc, lines):.2f}x "
+          f"(target <= 1.5x)", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--megabytes", type=int, default=100)
+    parser.add_argument("--placement", choices=("one", "two", "both"), default="both")
     args = parser.parse_args()
-
-    big_print(args.megabytes)
-    results = {}
-    clients = {"rpc pipe": PipeClient(), "rpc WebSocket": WebSocketClient(),
-               "rpc WebSocket, websockets client": LibraryWebSocketClient(),
-               "in-process Kernel (no protocol)": InProcessKernel()}
-    lines = lines_client()
-    if lines is not None:
-        clients["lines kernel"] = lines
-    for turn in range(ROUNDS):
-        order = list(clients.items())
-        for name, client in order if turn % 2 == 0 else reversed(order):
-            results.setdefault(name, []).append(median_ms(client, args.requests // ROUNDS))
-    for client in clients.values():
-        client.close()
-    base_name = "lines kernel" if lines is not None else "in-process Kernel (no protocol)"
-    base = results[base_name]
-    print(f"1+1 round trip (median of {ROUNDS} turns of {args.requests // ROUNDS}), against "
-          f"the {base_name} (ratio: median of the turns' ratios):")
-    for name, values in results.items():
-        ratio = statistics.median(v / b for v, b in zip(values, base, strict=True))
-        print(f"  {name:34s} {statistics.median(values) * 1000:8.0f} us  {ratio:5.2f}x")
-    if lines is None:
-        print("  (no lines kernel in this checkout: targets pipe <= 1.5x, WebSocket <= 3x of it)")
+    cpus = sorted(os.sched_getaffinity(0))
+    placements = []
+    if args.placement in ("one", "both"):
+        placements.append(("both sides on CPU", cpus[0], cpus[0]))
+    if args.placement in ("two", "both") and len(cpus) > 1:
+        placements.append(("host and kernel on two CPUs", cpus[0], cpus[1]))
+    for name, host, kernel in placements:
+        place = Placement(name, host, kernel)
+        print(f"{name}: host on CPU {host}, kernel on CPU {kernel}", flush=True)
+        big_print(place, args.megabytes)
+        thousand_prints(place, max(100, args.requests // 10))
+        round_trips(place, args.requests)
+        start_up(place, 15)
+    os.sched_setaffinity(0, cpus)
 
 
 if __name__ == "__main__":

@@ -103,7 +103,7 @@ class _OrderedText(io.TextIOWrapper):
     """An interactive kernel's sys.stderr."""
 
     def __init__(self, fd: int, order: _StreamOrder) -> None:
-        super().__init__(binary(fd), line_buffering=True, **TEXT_OPTIONS)
+        super().__init__(_written_through(fd), line_buffering=True, **TEXT_OPTIONS)
         self._order = order
 
     def write(self, text: str, /) -> int:
@@ -115,11 +115,24 @@ class _OrderedText(io.TextIOWrapper):
         return super().write(text)
 
 
+def _written_through(fd: int) -> io.BufferedWriter:
+    """A live host's binary stdout or stderr: what `sys.stdout.buffer.write` gets, written at once.
+
+    The text layer above it already hands on each line as it ends, in one
+    write; bytes written to the binary layer directly must not wait in it
+    either, or an `os.write` (a subprocess, C code) that follows them would
+    reach the host first. It costs a printed line nothing: the line goes
+    straight through, without a copy into the buffer.
+    """
+    return io.BufferedWriter(io.FileIO(fd, "w", closefd=False), buffer_size=1)
+
+
 def _ordered_text(fd: int, order: _StreamOrder) -> io.TextIOWrapper:
     if fd != 1:
         order.texts["stderr"] = _OrderedText(fd, order)
         return order.texts["stderr"]
-    order.texts["stdout"] = text_stream(fd)
+    order.texts["stdout"] = io.TextIOWrapper(_written_through(fd), line_buffering=True,
+                                             **TEXT_OPTIONS)
     if order.last != "stdout":
         order.watch_stdout()
     return order.texts["stdout"]
