@@ -44,8 +44,10 @@ def best(data: dict[str, Any]) -> str:
 
 
 def default_repr(text: str) -> bool:
-    """`<module.Class object at 0x...>`: a repr that only names the type."""
-    return text.startswith("<") and text.endswith(">") and " object" in text
+    """A repr that only names the type: `<module.Class object at 0x...>`, or IPython's
+    `<module.Class at 0x...>` (the worker words default reprs as IPython does)."""
+    return text.startswith("<") and text.endswith(">") and (
+        " object" in text or (" at 0x" in text and " " not in text[:text.index(" at 0x")]))
 
 
 def _html_text(html: str) -> str:

@@ -432,7 +432,8 @@ def _plain(obj: Any) -> str:
     (0.1 s), paid only for what needs it: an object with `_repr_pretty_`,
     or a builtin container whose repr would be wrapped (longer than a line),
     cut (too many items) or sorted (a set). Without IPython, containers get
-    the same text from `pretty`, and other objects their repr.
+    the same text from `pretty`, and other objects their repr, but classes
+    and default reprs, which `pretty` words as IPython does in any case.
     """
     kind = type(obj)
     if kind in _CONTAINERS:
@@ -441,10 +442,20 @@ def _plain(obj: Any) -> str:
             kind in (set, frozenset) and len(obj) > 1
         ):
             return _pretty(obj) or _wrapped(obj) or text
-        return text
+        return _wrapped(obj) or text if _names_a_default(text) else text
     if kind not in _BUILTIN_TYPES and _real_method(obj, "_repr_pretty_") is not None:
         return _pretty(obj) or _repr(obj)
-    return _repr(obj)
+    text = _repr(obj)
+    return _wrapped(obj) or text if _names_a_default(text) else text
+
+
+def _names_a_default(text: str) -> bool:
+    """A repr that holds a class's or a default repr, which IPython words otherwise.
+
+    (`int`, `<mod.Class at 0x..>`): `pretty` has its words, with no import
+    of IPython for what is in every plot cell (`[<matplotlib.lines.Line2D ...>]`).
+    """
+    return " object at 0x" in text or "<class '" in text
 
 
 def _pretty(obj: Any) -> str | None:

@@ -5,8 +5,9 @@ a line puts each item of a group that does not fit on a line of its own,
 indented by the width of each open bracket, outermost groups broken first; sets
 are sorted; a sequence stops after 1,000 items with `...`. Where IPython is
 installed its own printer is used (see `display._plain`); this gives the
-same text without it, for containers of builtin values (anything else in
-them is its `repr`, as IPython shows objects it has no printer for).
+same text without it, for containers of builtin values, classes and objects
+that keep `object`'s repr (anything else in them is its `repr`, as IPython
+shows objects it has no printer for).
 """
 
 from __future__ import annotations
@@ -31,8 +32,25 @@ def _flat(obj: Any) -> str:
     """The one-line form of `obj`."""
     opening, closing, items = _parts(obj)
     if opening is None:
-        return repr(obj)
+        return atom(obj)
     return opening + ", ".join(_items_flat(obj, items)) + closing
+
+
+def atom(obj: Any) -> str:
+    """What IPython writes for an object that is no container: its repr, but for two cases.
+
+    A class whose metaclass keeps `type`'s repr is its dotted name (`int`,
+    `collections.OrderedDict`), and an object that keeps `object`'s repr is
+    `<module.Class at 0x...>`, without the word "object".
+    """
+    kind = type(obj)
+    if isinstance(obj, type) and vars(type).get("__repr__") is getattr(kind, "__repr__", None):
+        module = getattr(obj, "__module__", None)
+        name = getattr(obj, "__qualname__", obj.__name__)
+        return name if module in (None, "builtins") else f"{module}.{name}"
+    if getattr(kind, "__repr__", None) is object.__repr__:
+        return f"<{atom(kind)} at 0x{id(obj):x}>"
+    return repr(obj)
 
 
 def _items_flat(obj: Any, items: list[Any]) -> list[str]:

@@ -225,8 +225,8 @@ def test_a_proxy_whose_getattr_raises_gets_only_its_repr() -> None:
 
 
 def test_classes_are_not_asked_for_reprs() -> None:
-    data, _ = mime_bundle(AllReprs)
-    assert data == {"text/plain": repr(AllReprs)}
+    data, _ = mime_bundle(AllReprs)  # its text/plain is IPython's: the dotted name
+    assert data == {"text/plain": f"{AllReprs.__module__}.{AllReprs.__qualname__}"}
 
 
 @pytest.mark.parametrize(

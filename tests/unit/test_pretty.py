@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import pytest
@@ -12,8 +13,14 @@ from pyrelune.worker.pretty import pretty
 
 ipython_pretty = pytest.importorskip("IPython.lib.pretty")
 
+class Plain:
+    """A class that keeps `object`'s repr: IPython words it `<module.Plain at 0x..>`."""
+
+
 leaves = st.one_of(st.integers(), st.text(max_size=40), st.none(), st.booleans(),
-                   st.floats(allow_nan=False))
+                   st.floats(allow_nan=False),
+                   st.sampled_from([int, str, Plain, OrderedDict, ValueError]),
+                   st.builds(Plain), st.builds(object))
 values = st.recursive(
     leaves,
     lambda inner: st.one_of(
@@ -39,6 +46,7 @@ def test_the_text_is_ipythons(value: Any) -> None:
     list(range(1500)), (1,), [(1,)] * 40, frozenset(range(-40, 0)), {"a": list(range(40))},
     set(range(30)),
     [list(range(12)) for _ in range(4)], {"k" * 40: "v" * 40, "x": {"y": list(range(30))}},
+    Plain(), [Plain(), Plain()], int, [int, Plain, OrderedDict], {"type": Plain},
 ])
 def test_known_shapes(value: Any) -> None:
     assert pretty(value) == ipython(value)
