@@ -21,9 +21,8 @@ are dropped, so no one without the token can keep the owner out.
 
 from __future__ import annotations
 
-import functools
+import _signal
 import os
-import signal
 import sys
 import time
 
@@ -163,19 +162,19 @@ class RpcServer:
         """
         self.client = connection
         self._send_all(self.protocol.connect())
-        connection.deliver(self._take, functools.partial(self._input_over, connection, finished))
+        connection.deliver(self._take, lambda at_end: self._input_over(connection, finished))
 
-    def _input_over(self, connection: LineConnection, finished: Callable[[], None],
-                    at_end: bool) -> None:
+    def _input_over(self, connection: LineConnection, finished: Callable[[], None]) -> None:
         self._input_ended = True
         if self.protocol.state == rpc.WAITING_INPUT:
             self.kernel.cancel_input()
-        self._when_settled = functools.partial(self._pipe_done, connection, finished)
-        self._settle()
 
-    def _pipe_done(self, connection: LineConnection, finished: Callable[[], None]) -> None:
-        self._leave(connection)
-        finished()
+        def done() -> None:
+            self._leave(connection)
+            finished()
+
+        self._when_settled = done
+        self._settle()
 
     def _settle(self) -> None:
         """Call back who waits for the kernel to settle, if it has (after this turn's writes)."""
@@ -209,7 +208,7 @@ class RpcServer:
         expiry = self.loop.call_later(self.settings.auth_timeout, self._drop, connection,
                                       POLICY_VIOLATION, "no kernel.auth in time")
         try:
-            await connection.deliver(functools.partial(self._visit, connection))
+            await connection.deliver(lambda raw: self._visit(connection, raw))
         finally:
             expiry.cancel()
             self._guests.pop(connection, None)
@@ -349,8 +348,8 @@ def _serve_pipe(settings: Settings, out_fd: int) -> None:
     reactor = Reactor()
     server = RpcServer(settings, reactor)
     try:
-        reactor.add_signal_handler(signal.SIGTERM, reactor.stop)
-        reactor.add_signal_handler(signal.SIGINT, server.interrupt_or_stop, reactor.stop)
+        reactor.add_signal_handler(_signal.SIGTERM, reactor.stop)
+        reactor.add_signal_handler(_signal.SIGINT, server.interrupt_or_stop, reactor.stop)
         connection = LineConnection(reactor, 0, out_fd, settings.max_message)
         server.serve_pipe(connection, reactor.stop)
         reactor.run()
@@ -366,8 +365,8 @@ async def _serve_websocket(settings: Settings, out_fd: int) -> None:
     loop = asyncio.get_running_loop()
     server = RpcServer(settings, loop)
     stop = asyncio.Event()
-    loop.add_signal_handler(signal.SIGTERM, stop.set)
-    loop.add_signal_handler(signal.SIGINT, server.interrupt_or_stop, stop.set)
+    loop.add_signal_handler(_signal.SIGTERM, stop.set)
+    loop.add_signal_handler(_signal.SIGINT, server.interrupt_or_stop, stop.set)
     try:
         await _listen(server, out_fd, stop)
     finally:
@@ -388,7 +387,7 @@ async def _listen(server: RpcServer, out_fd: int, stop: asyncio.Event) -> None:
         context.load_cert_chain(settings.certfile, settings.keyfile)
 
     async def handle(connection: WebSocketConnection) -> None:
-        connection.on_congestion(functools.partial(server.congestion, connection))
+        connection.on_congestion(lambda congested: server.congestion(connection, congested))
         if server.client is not None:
             for message in server.protocol.refuse():
                 connection.send(rpc.encode(message))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import stat
-from collections import deque
 
 from pyrelune import spin
 from pyrelune.transports.stdio import LineBuffer, write_all
@@ -69,7 +68,7 @@ class LineConnection:
         self._loop = loop
         self._handler: Callable[[bytes], bool] | None = None
         self._on_end: Callable[[bool], None] | None = None
-        self._unhanded: deque[bytes] = deque()  # lines read, not yet given to the handler
+        self._unhanded: list[bytes] = []  # lines read, not yet given to the handler: last first
         self._at_end = False  # the end of input was read
         self._ended = False  # `on_end` was called: no line is handed over any more
         mode = os.fstat(in_fd).st_mode
@@ -117,7 +116,7 @@ class LineConnection:
                 return
 
     def _deliver(self, chunk: bytes) -> None:
-        self._unhanded.extend(self._splitter.feed(chunk))
+        self._unhanded[:0] = reversed(self._splitter.feed(chunk))
         self._at_end = self._at_end or not chunk
         self._hand_over()
 
@@ -127,7 +126,7 @@ class LineConnection:
         The handler's own failure is not caught: it is the loop's to report.
         """
         while self._handler is not None and self._unhanded and not self._ended:
-            if not self._handler(self._unhanded.popleft()):
+            if not self._handler(self._unhanded.pop()):
                 self._end(False)
         if self._at_end and self._handler is not None and not self._ended:
             self._end(True)

@@ -15,15 +15,18 @@ is written there by `signal.set_wakeup_fd` (the handler is then a callback
 like any other, never run in the middle of one), a zero byte by
 `call_soon_threadsafe`. A callback's exception is not caught: it ends `run`,
 and with it the kernel, with its traceback.
+
+It waits with `select.poll` and imports only C modules (`selectors` alone
+would bring `collections`, which nothing else on the pipe kernel's start needs).
 """
 
 from __future__ import annotations
 
-import heapq
+import _signal
 import os
-import selectors
-import signal
-from collections import deque
+from _heapq import heappop, heappush
+from math import ceil
+from select import POLLIN, POLLNVAL, poll
 from time import monotonic
 
 TYPE_CHECKING = False
@@ -88,15 +91,16 @@ class Reactor:
     """A single-threaded loop over descriptors, timers and signals, until `stop()`."""
 
     def __init__(self) -> None:
-        self._selector = selectors.DefaultSelector()
-        self._ready: deque[Handle] = deque()
+        self._poll = poll()
+        self._readers: dict[int, Handle] = {}
+        self._ready: list[Handle] = []
         self._timers: list[Timer] = []
         self._signals: dict[int, Handle] = {}
         self._stopping = False
         self._wake_r, self._wake_w = os.pipe()
         for fd in (self._wake_r, self._wake_w):
             os.set_blocking(fd, False)
-        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._poll.register(self._wake_r, POLLIN)
 
     def time(self) -> float:
         return monotonic()
@@ -116,7 +120,7 @@ class Reactor:
 
     def call_at(self, when: float, callback: Callable[..., object], *args: Any) -> Timer:
         timer = Timer(when, callback, args)
-        heapq.heappush(self._timers, timer)
+        heappush(self._timers, timer)
         return timer
 
     def call_later(self, delay: float, callback: Callable[..., object], *args: Any) -> Timer:
@@ -126,30 +130,27 @@ class Reactor:
 
     def add_reader(self, fd: int, callback: Callable[..., object], *args: Any) -> None:
         """Call `callback(*args)` each turn `fd` is readable (or at its end, or on an error)."""
-        handle = Handle(callback, args)
-        try:
-            old = self._selector.get_key(fd).data
-        except KeyError:
-            self._selector.register(fd, selectors.EVENT_READ, handle)
-        else:
+        if (old := self._readers.get(fd)) is not None:
             old.cancel()
-            self._selector.modify(fd, selectors.EVENT_READ, handle)
+        else:
+            self._poll.register(fd, POLLIN)
+        self._readers[fd] = Handle(callback, args)
 
     def remove_reader(self, fd: int) -> bool:
         """Stop watching `fd`; a callback of this turn that has not run yet never will."""
-        try:
-            key = self._selector.unregister(fd)
-        except (KeyError, ValueError):
+        handle = self._readers.pop(fd, None)
+        if handle is None:
             return False
-        key.data.cancel()
+        handle.cancel()
+        self._poll.unregister(fd)
         return True
 
     def add_signal_handler(self, signum: int, callback: Callable[..., object],
                            *args: Any) -> None:
         """Run `callback(*args)` on the loop, between callbacks, when `signum` arrives."""
         self._signals[signum] = Handle(callback, args)
-        signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
-        signal.signal(signum, _noted)
+        _signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+        _signal.signal(signum, _noted)
 
     def _wake(self) -> None:
         try:
@@ -179,36 +180,38 @@ class Reactor:
     def run(self) -> None:
         """Turn until `stop()`: wait for a descriptor or the next timer, then run what is due."""
         self._stopping = False
-        ready, timers = self._ready, self._timers
+        timers, readers = self._timers, self._readers
         while not self._stopping:
-            if ready:
-                timeout: float | None = 0
-            elif timers:
-                timeout = max(0.0, timers[0].when() - monotonic())
+            if self._ready:
+                timeout: int | None = 0
+            elif timers:  # in whole milliseconds, rounded up: never woken just before it
+                timeout = max(0, ceil((timers[0].when() - monotonic()) * 1000))
             else:
                 timeout = None
-            for key, _ in self._selector.select(timeout):
-                if key.data is None:
+            for fd, events in self._poll.poll(timeout):
+                if fd == self._wake_r:
                     self._woken()
-                else:
-                    ready.append(key.data)
+                elif events & POLLNVAL:  # closed while watched: it is no longer there to watch
+                    self.remove_reader(fd)
+                elif (handle := readers.get(fd)) is not None:
+                    self._ready.append(handle)
             now = monotonic()
             while timers and (timers[0].cancelled or timers[0].when() <= now):
-                timer = heapq.heappop(timers)
+                timer = heappop(timers)
                 if not timer.cancelled:
-                    ready.append(timer)
-            for _ in range(len(ready)):  # what these schedule runs in the next turn
-                ready.popleft().run()
+                    self._ready.append(timer)
+            ready, self._ready = self._ready, []  # what these schedule runs in the next turn
+            for handle in ready:
+                handle.run()
 
     def close(self) -> None:
         """Give the signals back to Python's defaults' handling and free the descriptors."""
         for signum in self._signals:
-            signal.signal(signum, signal.SIG_DFL if signum != signal.SIGINT
-                          else signal.default_int_handler)
+            _signal.signal(signum, _signal.SIG_DFL if signum != _signal.SIGINT
+                           else _signal.default_int_handler)
         if self._signals:
-            signal.set_wakeup_fd(-1)
+            _signal.set_wakeup_fd(-1)
         self._signals.clear()
-        self._selector.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
 
