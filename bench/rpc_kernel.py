@@ -10,6 +10,9 @@ Measures, in one run:
 - the same for the lines kernel (`pyrelune --mode lines`, `execute` ->
   response) when this checkout has it, and always for the supervisor's own
   `Kernel` driven in-process (no protocol at all: the floor);
+- start-up: spawn to `kernel.ready` of `pyrelune --mode rpc`, and to its
+  first `1+1` `execute.done`, against spawn to the first `pong` of
+  `pyrelune --mode lines` (and its first `1+1`), in alternating pairs;
 - a cell printing M MB (`print('x' * 99)` M*10,000 times) through the rpc
   kernel until `execute.done`, against the same loop in plain Python writing
   to /dev/null, with the peak resident memory (VmHWM) of the kernel process
@@ -246,6 +249,41 @@ def median_ms(client: object, count: int) -> float:
     return statistics.median(times) * 1000
 
 
+def start_up(pairs: int) -> None:
+    """Spawn to the first answers, rpc (pipe) against lines, in turn; ratios pair by pair."""
+    ping = json.dumps({"id": "p", "type": "ping"}).encode() + b"\n"
+    times: dict[str, list[float]] = {}
+    for turn in range(pairs + 1):  # the first pair only warms the caches
+        for kind in ("rpc", "lines") if turn % 2 else ("lines", "rpc"):
+            start = time.perf_counter()
+            client: LinesClient
+            if kind == "rpc":
+                client = rpc = PipeClient()  # it has read kernel.ready
+                first = time.perf_counter() - start
+                rpc.run(ONE_PLUS_ONE)
+            else:
+                client = LinesClient([*KERNEL, "lines"])
+                assert b"pong" in client.request(ping)
+                first = time.perf_counter() - start
+                client.execute(ONE_PLUS_ONE)
+            cell = time.perf_counter() - start
+            client.close()
+            if turn:
+                times.setdefault(f"{kind} first", []).append(first)
+                times.setdefault(f"{kind} 1+1", []).append(cell)
+
+    def ratio(a: str, b: str) -> float:
+        return statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
+
+    ms = {name: statistics.median(values) * 1000 for name, values in times.items()}
+    print(f"start-up (median of {pairs} pairs): rpc to kernel.ready {ms['rpc first']:.1f} ms, "
+          f"lines to pong {ms['lines first']:.1f} ms ({ratio('rpc first', 'lines first'):.2f}x; "
+          f"target <= 1.5x)")
+    print(f"  to the first 1+1 answer: rpc {ms['rpc 1+1']:.1f} ms, lines {ms['lines 1+1']:.1f} "
+          f"ms ({ratio('rpc 1+1', 'lines 1+1'):.2f}x; against lines' pong "
+          f"{ratio('rpc 1+1', 'lines first'):.2f}x)")
+
+
 def big_print(megabytes: int) -> None:
     lines = megabytes * 10_000
     source = f"for _ in range({lines}):\n    print('x' * 99)"
@@ -270,8 +308,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--megabytes", type=int, default=100)
+    parser.add_argument("--starts", type=int, default=20, help="start-up pairs")
     args = parser.parse_args()
 
+    start_up(args.starts)
     big_print(args.megabytes)
     results = {}
     clients = {"rpc pipe": PipeClient(), "rpc WebSocket": WebSocketClient(),
