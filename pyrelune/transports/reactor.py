@@ -97,6 +97,7 @@ class Reactor:
         self._timers: list[Timer] = []
         self._signals: dict[int, Handle] = {}
         self._stopping = False
+        self._closed = False
         self._wake_r, self._wake_w = os.pipe()
         for fd in (self._wake_r, self._wake_w):
             os.set_blocking(fd, False)
@@ -153,6 +154,8 @@ class Reactor:
         _signal.signal(signum, _noted)
 
     def _wake(self) -> None:
+        if self._closed:
+            return  # a thread's last word after the end: no one is left to hear it
         try:
             os.write(self._wake_w, b"\0")
         except BlockingIOError:
@@ -212,6 +215,7 @@ class Reactor:
         if self._signals:
             _signal.set_wakeup_fd(-1)
         self._signals.clear()
+        self._closed = True
         os.close(self._wake_r)
         os.close(self._wake_w)
 
