@@ -93,7 +93,8 @@ class Reactor:
     def __init__(self) -> None:
         self._poll = poll()
         self._readers: dict[int, Handle] = {}
-        self._ready: list[Handle] = []
+        self._ready: list[Handle] = []  # replaced each turn: see `run`
+        self._from_threads: list[Handle] = []  # never replaced: other threads append to it
         self._timers: list[Timer] = []
         self._signals: dict[int, Handle] = {}
         self._stopping = False
@@ -115,7 +116,8 @@ class Reactor:
 
     def call_soon_threadsafe(self, callback: Callable[..., object], *args: Any) -> Handle:
         """`call_soon` from another thread: the loop is woken if it sleeps."""
-        handle = self.call_soon(callback, *args)
+        handle = Handle(callback, args)
+        self._from_threads.append(handle)  # before the wake-up, which then cannot miss it
         self._wake()
         return handle
 
@@ -162,17 +164,20 @@ class Reactor:
             pass  # full: it will wake anyway
 
     def _woken(self) -> None:
-        """Drain the self-pipe; each signal number in it schedules its handler."""
+        """Drain the self-pipe (each signal number in it schedules its handler), then take
+        what other threads scheduled, in order."""
         while True:
             try:
                 data = os.read(self._wake_r, 4096)
             except BlockingIOError:
-                return
+                break
             for signum in data:
                 if (handle := self._signals.get(signum)) is not None:
                     self._ready.append(Handle(handle.run, ()))
             if not data:
-                return
+                break
+        while self._from_threads:
+            self._ready.append(self._from_threads.pop(0))
 
     # -- running -------------------------------------------------------------------
 

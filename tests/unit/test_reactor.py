@@ -105,6 +105,31 @@ def test_another_thread_wakes_a_sleeping_loop(reactor: Reactor) -> None:
     assert seen == ["woken"]
 
 
+def test_nothing_another_thread_schedules_is_lost_while_the_loop_turns(
+        reactor: Reactor) -> None:
+    """The stdin thread of a kernel on a file hands over each chunk so: one lost is a hang,
+    two swapped are requests answered out of order."""
+    count = 20_000
+    seen: list[int] = []
+
+    def turning() -> None:  # a new turn, and a new list of ready callbacks, as fast as it can
+        if len(seen) < count:
+            reactor.call_soon(turning)
+        else:
+            reactor.stop()
+
+    def from_thread() -> None:
+        for number in range(count):
+            reactor.call_soon_threadsafe(seen.append, number)
+
+    reactor.call_soon(turning)
+    thread = threading.Thread(target=from_thread)
+    thread.start()
+    reactor.run()
+    thread.join()
+    assert seen == list(range(count))
+
+
 def test_a_signal_runs_its_handler_on_the_loop(reactor: Reactor) -> None:
     seen: list[int] = []
     reactor.add_signal_handler(signal.SIGUSR1, seen.append, 1)
