@@ -1,9 +1,14 @@
 """rpc kernel mode: the rpc-kernel protocol over a pipe or over WebSocket.
 
-One asyncio loop does everything: it reads the transport, hands lines to the
+One event loop does everything: it reads the transport, hands lines to the
 codec (`pyrelune.protocols.rpc`) and carries out its commands on the kernel
 (`pyrelune.supervisor.evented`, which watches the worker on the same loop and
-hands its events back as they happen). Stream text passes through the
+hands its events back as they happen). Over a pipe the loop is a
+`transports.reactor.Reactor`: the host waits for `kernel.ready`, and asyncio
+alone takes longer to import than the rest of the kernel. WebSocket needs
+asyncio (the `websockets` package runs on it); the same `RpcServer` runs on
+either loop, with callbacks only, and the coroutines around it are
+WebSocket's. Stream text passes through the
 `Presenter` first, so `\r` progress bars arrive collapsed; a timer flushes
 the codec's coalesced output.
 
@@ -16,10 +21,8 @@ are dropped, so no one without the token can keep the owner out.
 
 from __future__ import annotations
 
-import asyncio
-import functools
+import _signal
 import os
-import signal
 import sys
 import time
 
@@ -28,18 +31,20 @@ from pyrelune.protocols.streaming import DEFAULT_LIMIT
 from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.supervisor.presentation import Presenter
 from pyrelune.transports.pipe import OVERSIZED, LineConnection
+from pyrelune.transports.reactor import Reactor
 from pyrelune.wire.events import Clear, Display, InputRequest, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import asyncio
     from collections.abc import Callable
     from typing import Any, Protocol
 
+    from pyrelune.transports.reactor import Loop, TimerHandle
     from pyrelune.transports.websocket import WebSocketConnection
     from pyrelune.wire.events import Event
 
     class Connection(Protocol):
-        async def deliver(self, handler: Callable[[Any], bool]) -> bool: ...
         def send(self, data: bytes) -> None: ...
 
 #: Default largest message (a request line or a WebSocket frame), in bytes.
@@ -132,38 +137,57 @@ def check(settings: Settings) -> None:
 class RpcServer:
     """Connects the codec, the kernel and whichever client is connected."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, loop: Loop) -> None:
         self.settings = settings
-        self.loop = asyncio.get_running_loop()
+        self.loop = loop
         self.protocol = rpc.RpcCodec(settings.token, settings.max_output)
         cap = DEFAULT_LIMIT if settings.max_output is None else settings.max_output
-        self.kernel = EventedKernel(self.loop, self._on_event, cap)
+        # It asks of its loop only what `Loop` offers, though typed for asyncio's.
+        self.kernel = EventedKernel(loop, self._on_event, cap)  # type: ignore[arg-type]
         self.client: Connection | None = None  # the one served: it may see the cells
         self._guests: dict[WebSocketConnection, rpc.Guest] = {}  # oldest first
-        self._settled = asyncio.Event()  # set while no cell runs and no reset is under way
-        self._settled.set()
+        self._when_settled: Callable[[], None] | None = None  # once no cell runs, no reset
         self._input_ended = False  # the pipe's input is over: no input() can be answered
-        self._flush_timer: asyncio.TimerHandle | None = None
+        self._flush_timer: TimerHandle | None = None
         self._screen = Presenter(self._present, interleave=True)
 
     # -- connections ---------------------------------------------------------
 
-    async def serve(self, connection: Connection, finish: bool = False) -> None:
-        """Serve `connection`, which needs no token, until it closes.
+    def serve_pipe(self, connection: LineConnection, finished: Callable[[], None]) -> None:
+        """Serve the host at the other end of the pipe; `finished()` once it is done with us.
 
-        With `finish` (a pipe: the host closed our stdin but still reads our
-        stdout), the running cell ends first and its events are sent; an
-        `input()` it waits in, or calls later, gets EOFError.
+        That is when its input has ended (the host closed our stdin but
+        still reads our stdout) and the running cell has ended too, its
+        events sent; an `input()` it waits in, or calls later, gets EOFError.
         """
+        self.client = connection
+        self._send_all(self.protocol.connect())
+        connection.deliver(self._take, lambda at_end: self._input_over(connection, finished))
+
+    def _input_over(self, connection: LineConnection, finished: Callable[[], None]) -> None:
+        self._input_ended = True
+        if self.protocol.state == rpc.WAITING_INPUT:
+            self.kernel.cancel_input()
+
+        def done() -> None:
+            self._leave(connection)
+            finished()
+
+        self._when_settled = done
+        self._settle()
+
+    def _settle(self) -> None:
+        """Call back who waits for the kernel to settle, if it has (after this turn's writes)."""
+        if self._when_settled is not None and not self.protocol.busy:
+            self.loop.call_soon(self._when_settled)
+            self._when_settled = None
+
+    async def serve(self, connection: WebSocketConnection) -> None:
+        """Serve `connection`, which needs no token, until it closes."""
         self.client = connection
         try:
             self._send_all(self.protocol.connect())
             await connection.deliver(self._take)
-            if finish:
-                self._input_ended = True
-                if self.protocol.state == rpc.WAITING_INPUT:
-                    self.kernel.cancel_input()
-                await self._settled.wait()
         finally:
             self._leave(connection)
 
@@ -184,7 +208,7 @@ class RpcServer:
         expiry = self.loop.call_later(self.settings.auth_timeout, self._drop, connection,
                                       POLICY_VIOLATION, "no kernel.auth in time")
         try:
-            await connection.deliver(functools.partial(self._visit, connection))
+            await connection.deliver(lambda raw: self._visit(connection, raw))
         finally:
             expiry.cancel()
             self._guests.pop(connection, None)
@@ -277,10 +301,7 @@ class RpcServer:
             elif isinstance(command, rpc.Reset):
                 self.kernel.begin_reset()
         self._arm_flush()
-        if self.protocol.busy:
-            self._settled.clear()
-        else:
-            self._settled.set()
+        self._settle()
 
     def _arm_flush(self) -> None:
         due = self.protocol.flush_at
@@ -310,27 +331,50 @@ class RpcServer:
     def _present(self, item: Stream | Display | Clear) -> None:
         self._apply(self.protocol.output(item, time.monotonic()))
 
-    def interrupt_or_stop(self, stop: asyncio.Event) -> None:
+    def interrupt_or_stop(self, stop: Callable[[], None]) -> None:
         """SIGINT to the kernel process: interrupt the running cell; idle, stop if listening."""
         if self.protocol.state != rpc.IDLE:
             self.kernel.interrupt()
         elif self.settings.listen is not None:
-            stop.set()
+            stop()
 
     def close(self) -> None:
         self.kernel.close()
 
 
-async def _serve_pipe(server: RpcServer, out_fd: int, stop: asyncio.Event) -> None:
-    connection = LineConnection(0, out_fd, server.settings.max_message)
-    serving = asyncio.create_task(server.serve(connection, finish=True))
-    stopping = asyncio.create_task(stop.wait())
-    await asyncio.wait([serving, stopping], return_when=asyncio.FIRST_COMPLETED)
-    for task in (serving, stopping):
-        task.cancel()
+def _serve_pipe(settings: Settings, out_fd: int) -> None:
+    """Serve the host on stdin and `out_fd` until its input ends and its cell is over, or
+    SIGTERM."""
+    reactor = Reactor()
+    server = RpcServer(settings, reactor)
+    try:
+        reactor.add_signal_handler(_signal.SIGTERM, reactor.stop)
+        reactor.add_signal_handler(_signal.SIGINT, server.interrupt_or_stop, reactor.stop)
+        connection = LineConnection(reactor, 0, out_fd, settings.max_message)
+        server.serve_pipe(connection, reactor.stop)
+        reactor.run()
+    finally:
+        server.close()
+        reactor.close()
 
 
-async def _serve_websocket(server: RpcServer, out_fd: int, stop: asyncio.Event) -> None:
+async def _serve_websocket(settings: Settings, out_fd: int) -> None:
+    """Serve WebSocket clients until SIGTERM, or SIGINT while idle."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    server = RpcServer(settings, loop)
+    stop = asyncio.Event()
+    loop.add_signal_handler(_signal.SIGTERM, stop.set)
+    loop.add_signal_handler(_signal.SIGINT, server.interrupt_or_stop, stop.set)
+    try:
+        await _listen(server, out_fd, stop)
+    finally:
+        server.close()
+
+
+async def _listen(server: RpcServer, out_fd: int, stop: asyncio.Event) -> None:
+    """Accept connections and print where, until `stop`."""
     import ssl
 
     from pyrelune.transports.websocket import listen
@@ -343,7 +387,7 @@ async def _serve_websocket(server: RpcServer, out_fd: int, stop: asyncio.Event) 
         context.load_cert_chain(settings.certfile, settings.keyfile)
 
     async def handle(connection: WebSocketConnection) -> None:
-        connection.on_congestion(functools.partial(server.congestion, connection))
+        connection.on_congestion(lambda congested: server.congestion(connection, congested))
         if server.client is not None:
             for message in server.protocol.refuse():
                 connection.send(rpc.encode(message))
@@ -371,30 +415,25 @@ async def _serve_websocket(server: RpcServer, out_fd: int, stop: asyncio.Event) 
         await websocket_server.wait_closed()
 
 
-async def serve(settings: Settings) -> None:
+def serve(settings: Settings) -> None:
     """Run the kernel until its input ends and its cell is over (pipe), or SIGTERM / SIGINT while
     idle (WebSocket)."""
     # The protocol owns stdout: anything else this process prints goes to stderr.
     out_fd = os.dup(1)
     os.dup2(2, 1)
-    server = RpcServer(settings)
-    stop = asyncio.Event()
-    server.loop.add_signal_handler(signal.SIGTERM, stop.set)
-    server.loop.add_signal_handler(signal.SIGINT, server.interrupt_or_stop, stop)
-    try:
-        if settings.listen is None:
-            await _serve_pipe(server, out_fd, stop)
-        else:
-            await _serve_websocket(server, out_fd, stop)
-    finally:
-        server.close()
+    if settings.listen is None:
+        _serve_pipe(settings, out_fd)
+    else:
+        import asyncio
+
+        asyncio.run(_serve_websocket(settings, out_fd))
 
 
 def main(settings: Settings) -> int:
     """Start the rpc kernel; the exit status is 2 for settings it refuses."""
     try:
         check(settings)
-        asyncio.run(serve(settings))
+        serve(settings)
     except ConfigError as exc:
         sys.stderr.write(f"pyrelune: {exc}\n")
         return 2

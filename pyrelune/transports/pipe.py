@@ -1,8 +1,9 @@
-"""Newline-delimited messages over a pair of file descriptors, for an asyncio kernel.
+"""Newline-delimited messages over a pair of file descriptors, for an event-driven kernel.
 
 The rpc kernel over a pipe: requests arrive one per line on stdin, messages
 leave one per line on a private duplicate of stdout. A pipe or socket is read on
-the event loop; anything else (a file, a terminal) on a thread. A line longer
+the event loop (a `transports.reactor.Reactor`, or asyncio's: only the methods
+they share are used); anything else (a file, a terminal) on a thread. A line longer
 than `max_size` is reported, skipped to its end and never held in memory whole.
 Writes are plain blocking writes, in order, one per turn of the event loop:
 a host that stops reading stalls the kernel rather than making it buffer
@@ -11,11 +12,8 @@ without bound.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
-import threading
-from collections import deque
 
 from pyrelune import spin
 from pyrelune.transports.stdio import LineBuffer, write_all
@@ -23,6 +21,8 @@ from pyrelune.transports.stdio import LineBuffer, write_all
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from pyrelune.transports.reactor import Loop
 
 #: Requests answered in a row by one call of the reader (see `_readable`).
 _RUN = 16
@@ -60,16 +60,17 @@ class LineSplitter:
 class LineConnection:
     """One peer at the other end of `in_fd` and `out_fd`, for the life of the process."""
 
-    def __init__(self, in_fd: int, out_fd: int, max_size: int) -> None:
+    def __init__(self, loop: Loop, in_fd: int, out_fd: int, max_size: int) -> None:
         self._in_fd = in_fd
         self._out_fd = out_fd
         self._splitter = LineSplitter(max_size)
         self._outgoing: list[bytes] = []
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop
         self._handler: Callable[[bytes], bool] | None = None
-        self._unhanded: deque[bytes] = deque()  # lines read, not yet given to the handler
+        self._on_end: Callable[[bool], None] | None = None
+        self._unhanded: list[bytes] = []  # lines read, not yet given to the handler: last first
         self._at_end = False  # the end of input was read
-        self._ended: asyncio.Future[bool] = self._loop.create_future()
+        self._ended = False  # `on_end` was called: no line is handed over any more
         mode = os.fstat(in_fd).st_mode
         self._on_loop = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
         if self._on_loop:
@@ -77,6 +78,8 @@ class LineConnection:
             os.set_blocking(in_fd, False)
             self._loop.add_reader(in_fd, self._readable)
         else:  # a file or a terminal: the loop cannot wait on it
+            import threading  # only then: most hosts give a pipe
+
             threading.Thread(target=self._read_blocking, daemon=True,
                              name="pyrelune-stdin").start()
 
@@ -113,33 +116,37 @@ class LineConnection:
                 return
 
     def _deliver(self, chunk: bytes) -> None:
-        self._unhanded.extend(self._splitter.feed(chunk))
+        self._unhanded[:0] = reversed(self._splitter.feed(chunk))
         self._at_end = self._at_end or not chunk
         self._hand_over()
 
     def _hand_over(self) -> None:
-        """Lines to the handler, in order; at the end of input, once all are handed over, stop."""
-        while self._handler is not None and self._unhanded and not self._ended.done():
-            try:
-                accepted = self._handler(self._unhanded.popleft())
-            except BaseException as exc:  # the server's own failure: let deliver() raise it
-                self._ended.set_exception(exc)
-                return
-            if not accepted:
-                self._ended.set_result(False)
-        if self._at_end and self._handler is not None and not self._ended.done():
-            self._ended.set_result(True)
+        """Lines to the handler, in order; at the end of input, once all are handed over, stop.
 
-    async def deliver(self, handler: Callable[[bytes], bool]) -> bool:
-        """Hand each line to `handler` until the end of input (True) or a refused line (False).
+        The handler's own failure is not caught: it is the loop's to report.
+        """
+        while self._handler is not None and self._unhanded and not self._ended:
+            if not self._handler(self._unhanded.pop()):
+                self._end(False)
+        if self._at_end and self._handler is not None and not self._ended:
+            self._end(True)
+
+    def _end(self, at_end: bool) -> None:
+        self._ended = True
+        if self._on_end is not None:
+            self._on_end(at_end)
+
+    def deliver(self, handler: Callable[[bytes], bool], on_end: Callable[[bool], None]) -> None:
+        """Hand each line to `handler`, then call `on_end`: True at the end of input, False
+        once `handler` refused a line (none is handed over after it).
 
         Lines go to `handler` in the reader's own callback, not through a
         queue to a waiting coroutine: that costs a turn of the loop a request.
         A line longer than `max_size` arrives as `OVERSIZED`.
         """
         self._handler = handler
+        self._on_end = on_end
         self._hand_over()
-        return await self._ended
 
     def send(self, data: bytes) -> None:
         """Queue one message; what one turn of the loop sends leaves in one write."""

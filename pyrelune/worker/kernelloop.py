@@ -20,7 +20,6 @@ import sys
 
 from pyrelune.wire.commands import Execute, InputReply, Reset
 from pyrelune.wire.events import Done, InputRequest
-from pyrelune.worker.flushfirst import flush_first
 from pyrelune.worker.mainmodule import fresh_namespace
 from pyrelune.worker.runtime import (
     TEXT_OPTIONS,
@@ -209,6 +208,9 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             order = _StreamOrder(channel.sync)
             std.use(lambda fd: _ordered_text(fd, order))
         elif buffered:
+            # Only here: it imports functools, which an rpc worker's first answer would wait for.
+            from pyrelune.worker.flushfirst import flush_first
+
             std.use(lambda fd: _buffered_text_stream(fd) if fd == 1 else text_stream(fd))
             flush_first(flush_stdout)
         namespace = fresh_namespace()

@@ -37,6 +37,35 @@ def test_the_rpc_kernel_starts_without_typer(options: list[str]) -> None:
     assert not {"typer", "click", "pyrelune.cli.app"} & modules
 
 
+def test_the_pipe_kernel_runs_a_cell_without_asyncio() -> None:
+    """asyncio takes longer to import than the rest of the kernel: over a pipe it is not used."""
+    request = {"kind": "request", "id": "1", "method": "execute.cell",
+               "params": {"cell_id": "c", "source": "1+1"}}
+    modules, result = imported(["--mode", "rpc"], json.dumps(request).encode() + b"\n")
+    assert result.returncode == 0, result.stderr[-2000:]
+    messages = [json.loads(line) for line in result.stdout.splitlines()]
+    assert messages[-1]["event"] == "execute.done", messages
+    assert messages[-1]["data"]["status"] == "ok"
+    assert "pyrelune.transports.reactor" in modules
+    assert "asyncio" not in modules
+
+
+def test_the_rpc_worker_starts_without_functools() -> None:
+    """It is the worker's slowest import (with collections), and an rpc worker needs none of it:
+    its first answer waits for whatever it imports. Started as the console script starts it
+    (`-m` would import functools itself, for runpy)."""
+    script = "import sys\nfrom pyrelune.cli.entry import main\nsys.exit(main())"
+    source = "import sys\n[m for m in ('functools', 'asyncio') if m in sys.modules]"
+    request = {"kind": "request", "id": "1", "method": "execute.cell",
+               "params": {"cell_id": "c", "source": source}}
+    result = subprocess.run([sys.executable, "-c", script, "--mode", "rpc"],
+                            input=json.dumps(request).encode() + b"\n", capture_output=True,
+                            timeout=TIMEOUT)
+    messages = [json.loads(line) for line in result.stdout.splitlines()]
+    shown = [m["data"]["item"] for m in messages if m.get("event") == "display_data"]
+    assert shown == ["[]"], messages
+
+
 def test_a_websocket_kernel_starts_without_typer(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("secret")
@@ -56,6 +85,7 @@ def test_a_websocket_kernel_starts_without_typer(tmp_path: Path) -> None:
     modules = {line.rsplit("|", 1)[1].strip() for line in errors.decode().splitlines()
                if line.startswith("import time:")}
     assert "pyrelune.transports.websocket" in modules
+    assert "asyncio" in modules  # WebSocket's library runs on it
     assert not {"typer", "click", "pyrelune.cli.app"} & modules
 
 

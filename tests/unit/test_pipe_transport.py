@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pyrelune.transports.pipe import OVERSIZED, LineConnection, LineSplitter
+from pyrelune.transports.reactor import Reactor
 
 #: Only so that a broken build fails instead of hanging.
 PATIENCE = 60.0
@@ -54,20 +54,28 @@ def test_the_end_of_input_ends_the_last_line() -> None:
 def run(in_fd: int, out_fd: int, max_size: int,
         answer: bool = True) -> tuple[bool, list[bytes]]:
     """Deliver every line from `in_fd`, each answered by echoing it: the result and the lines."""
-    async def main() -> tuple[bool, list[bytes]]:
-        connection = LineConnection(in_fd, out_fd, max_size)
-        seen: list[bytes] = []
+    reactor = Reactor()
+    connection = LineConnection(reactor, in_fd, out_fd, max_size)
+    seen: list[bytes] = []
+    ended: list[bool] = []
 
-        def handler(line: bytes) -> bool:
-            seen.append(line)
-            connection.send(b"echo " + line)
-            return answer
+    def handler(line: bytes) -> bool:
+        seen.append(line)
+        connection.send(b"echo " + line)
+        return answer
 
-        ended = await asyncio.wait_for(connection.deliver(handler), PATIENCE)
-        await asyncio.sleep(0)  # the turn of the loop that writes what was sent
-        return ended, seen
+    def on_end(at_end: bool) -> None:
+        ended.append(at_end)
+        reactor.call_soon(reactor.stop)  # after the turn of the loop that writes what was sent
 
-    return asyncio.run(main())
+    reactor.call_later(PATIENCE, reactor.stop)
+    connection.deliver(handler, on_end)
+    try:
+        reactor.run()
+    finally:
+        reactor.close()
+    assert len(ended) == 1, "delivery did not end"
+    return ended[0], seen
 
 
 def read_all(fd: int) -> bytes:
@@ -101,16 +109,16 @@ def test_messages_sent_in_one_turn_leave_in_order(pipes: tuple[int, int, int, in
     empty_r, empty_w = os.pipe()
     os.close(empty_w)
 
-    async def main() -> None:
-        connection = LineConnection(empty_r, out_w, 100)
+    reactor = Reactor()
+    try:
+        connection = LineConnection(reactor, empty_r, out_w, 100)
         for message in (b"1", b"2", b"3"):
             connection.send(message)
         assert read_all(out_r) == b""  # queued, not yet written
-        await asyncio.sleep(0)
-
-    try:
-        asyncio.run(main())
+        reactor.call_soon(reactor.stop)
+        reactor.run()
     finally:
+        reactor.close()
         os.close(empty_r)
     assert read_all(out_r) == b"1\n2\n3\n"
 
@@ -129,15 +137,18 @@ def test_lines_from_a_file_are_read_too(pipes: tuple[int, int, int, int],
     assert read_all(out_r) == b"echo a\necho b\n"
 
 
-def test_a_handler_failure_comes_out_of_deliver(pipes: tuple[int, int, int, int]) -> None:
+def test_a_handler_failure_comes_out_of_the_loop(pipes: tuple[int, int, int, int]) -> None:
     in_r, in_w, _, out_w = pipes
     os.write(in_w, b"boom\n")
 
-    async def main() -> None:
-        def handler(line: bytes) -> bool:
-            raise RuntimeError(line.decode())
+    def handler(line: bytes) -> bool:
+        raise RuntimeError(line.decode())
 
-        await asyncio.wait_for(LineConnection(in_r, out_w, 100).deliver(handler), PATIENCE)
-
-    with pytest.raises(RuntimeError, match="boom"):
-        asyncio.run(main())
+    reactor = Reactor()
+    reactor.call_later(PATIENCE, reactor.stop)
+    LineConnection(reactor, in_r, out_w, 100).deliver(handler, lambda at_end: None)
+    try:
+        with pytest.raises(RuntimeError, match="boom"):
+            reactor.run()
+    finally:
+        reactor.close()
