@@ -21,8 +21,8 @@ display hook a library installs (`sys.displayhook`: sympy's
 `init_printing()`) shows the final expression as it chooses.
 
 Every worker imports this module (`display` is a builtin there), so it
-imports nothing up front; IPython, matplotlib, pandas and rich are hooked only if a
-cell imports them.
+imports nothing up front; IPython, matplotlib, pandas and rich are hooked
+only if a cell imports them.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 #: Where a live display keeps the id of the output that shows it.
 _LIVE_ID = "_pyrelune_display_id"
 
+
 class _Kernel:
     """What `get_ipython()` returns to pandas' question: a shell with a kernel, so no terminal."""
 
