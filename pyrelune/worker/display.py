@@ -21,8 +21,8 @@ display hook a library installs (`sys.displayhook`: sympy's
 `init_printing()`) shows the final expression as it chooses.
 
 Every worker imports this module (`display` is a builtin there), so it
-imports nothing up front; IPython and matplotlib are hooked only if a cell
-imports them.
+imports nothing up front; IPython, matplotlib, pandas and rich are hooked
+only if a cell imports them.
 """
 
 from __future__ import annotations
@@ -98,6 +98,7 @@ def connect(sink: Sink) -> None:
     importhooks.after_import("matplotlib.pyplot", _adopt_pyplot)
     importhooks.before_import("pandas.core.config_init", _pandas_asks)
     importhooks.after_import("pandas.core.config_init", _pandas_asked)
+    importhooks.after_import("rich.console", _rich_asks)
     if "IPython.display" in sys.modules:  # it re-exports `display`, already imported
         _patch_ipython(sys.modules["IPython.display"])
 
@@ -120,6 +121,13 @@ def _pandas_asked(config: ModuleType) -> None:
     from pyrelune.worker.notebooklibs import pandas_asked
 
     pandas_asked(config)
+
+
+def _rich_asks(console: ModuleType) -> None:
+    """rich learns it prints into a notebook, without widgets (see `notebooklibs`)."""
+    from pyrelune.worker.notebooklibs import rich_asks
+
+    rich_asks(console)
 
 
 def display(
