@@ -89,9 +89,11 @@ class _Rpc:
     def __init__(self) -> None:
         self.kernel = PipeHost()
         assert self.kernel.receive()["event"] == "kernel.ready"
+        self.cells = 0
 
     def __call__(self, source: str) -> Seen:
-        events = self.kernel.run(source)
+        self.cells += 1  # each cell its own id, as a notebook's cells have
+        events = self.kernel.run(source, cell_id=f"c{self.cells}")
         done = events[-1]["data"]
         error = None
         if done["status"] != "ok":

@@ -222,12 +222,38 @@ def show_result(value: Any) -> None:
     """
     hook = sys.displayhook
     if hook is not sys.__displayhook__:
-        hook(value)
+        if getattr(hook, "__module__", None) == "__main__":
+            hook(value)  # the cell's own: IPython too lets it print as it likes
+        else:
+            _hooked(hook, value)
         return
     if _displays_itself(value):
         return
     data, metadata = mime_bundle(value)
     _send(Display(data, metadata, True))
+
+
+def _hooked(hook: Callable[[Any], object], value: Any) -> None:
+    """What a library's display hook prints of the value is the cell's result, not stream text.
+
+    Such a hook stands in for the formatters the library would give IPython
+    (sympy's `init_printing()` does one or the other), whose text a notebook
+    shows as the cell's output. What the hook displays itself, or
+    writes to stderr, goes as it would; what another thread prints to stdout
+    while the hook runs joins the result.
+    """
+    import io
+
+    printed = io.StringIO()
+    saved, sys.stdout = sys.stdout, printed
+    try:
+        hook(value)
+    finally:
+        if sys.stdout is printed:
+            sys.stdout = saved
+    text = printed.getvalue()
+    if text:
+        _send(Display({"text/plain": text.removesuffix("\n")}, {}, True))
 
 
 def _displays_itself(obj: Any) -> bool:

@@ -234,13 +234,26 @@ def test_a_display_hook_formats_the_final_expression(
 ) -> None:
     sympy = pytest.importorskip("sympy")
     x = sympy.symbols("x")
-    want = sympy.pretty(sympy.sqrt(x**2 + 1) / x) + "\n"
+    want = sympy.pretty(sympy.sqrt(x**2 + 1) / x)
     assert "\n" in want.strip()  # drawn over lines, not `sqrt(x**2 + 1)/x`
-    assert host.run_cell(SYMPY).text() == want
-    assert lines_kernel.execute(SYMPY)["stdout"] == want
-    assert stdout_of(rpc_kernel.run(SYMPY)) == want
+    # What the hook prints is the cell's result, as a notebook shows it: an output, not stdout.
+    result = host.run_cell(SYMPY)
+    assert (result.response["stdout"], result.response["outputs"]) == (
+        "", [{"mime": "text/plain", "data": want}]), result
+    assert lines_kernel.execute(SYMPY)["stdout"] == want + "\n"
+    events = rpc_kernel.run(SYMPY)
+    assert stdout_of(events) == "", events
+    assert [e["data"]["item"] for e in events if e["event"] == "display_data"] == [want]
+    # A hook the cell defines prints as it likes (IPython lets it too).
     hook = "import sys\nsys.displayhook = lambda value: print('hooked', value)\n6 * 7"
-    assert host.run_cell(hook).text() == "hooked 42\n"
+    assert host.run_cell(hook).response["stdout"] == "hooked 42\n"
+    # One a library installs stands for its formatters: what it prints to stdout is the result.
+    library = ("import sys, types\nlib = types.ModuleType('lib')\n"
+               "exec('import sys\\ndef hook(value):\\n    print(\"hooked\", value, file=sys.stderr)"
+               "\\n    print(\"shown\", value)', lib.__dict__)\nsys.displayhook = lib.hook\n6 * 7")
+    result = host.run_cell(library)
+    assert (result.response["stdout"], result.response["stderr"], result.response["outputs"]) == (
+        "", "hooked 42\n", [{"mime": "text/plain", "data": "shown 42"}]), result
 
 
 def test_a_progress_bar_redrawn_after_a_print_keeps_its_carriage_return(

@@ -335,7 +335,15 @@ def test_display_hooks_and_ipython_display_take_over(
     hooked: list[Any] = []
     monkeypatch.setattr(sys, "displayhook", hooked.append)
     show_result(42)
-    assert hooked == [42] and events == []
+    assert hooked == [42] and events == []  # it printed nothing: nothing to show
+    def library_hook(value: Any) -> None:
+        print(f"<{value}>")
+
+    library_hook.__module__ = "lib"  # not the cell's own
+    monkeypatch.setattr(sys, "displayhook", library_hook)
+    show_result(42)
+    assert [(e.data, e.is_result) for e in events] == [({"text/plain": "<42>"}, True)]
+    events.clear()
     monkeypatch.setattr(sys, "displayhook", sys.__displayhook__)
 
     class Itself:
