@@ -7,8 +7,13 @@ and the caller runs the cell cold with the request bytes it already holds:
 the cell never runs twice, and never not at all. With PYRELUNE_WARM_DEBUG
 set, one line on stderr says why a cell ran cold.
 
-On first use (no warm process) it starts one in the background, detached
-and holding none of the caller's descriptors, and runs the cell cold.
+A cell that cannot gain from the preload (`gains`) runs cold without asking:
+the warm path costs more than a cold start for a cell that needs none of
+the preloaded modules.
+
+On first use (no warm process) the cell runs cold, and once its response
+is out (`Start.spawn`) a warm process starts in the background, detached
+and holding none of the caller's descriptors.
 """
 
 from __future__ import annotations
@@ -26,40 +31,74 @@ HANDSHAKE = 3.0
 #: answers them as the cold one does (see oneshot._STOPPING).
 FORWARDED = tuple(getattr(_signal, n) for n in (
     "SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM"))
+#: The lock's descriptor in the warm process (see `Start`).
+LOCK_FD = 3
+#: What a cell may hold that imports a preloaded module without naming it:
+#: any import, any IPython magic (`%pylab`, `%run script.py`).
+_IMPORTING = (b"import", b"%")
 _PROGRAM = """\
-import sys
+import os, sys
 if not getattr(sys.flags, "safe_path", False):
     del sys.path[0]
+os.chdir("/")
 cold = list(sys.modules)
 from pyrelune.warm.server import main
 main(sys.argv[1:], cold)
 """
 
 
-def run(raw: bytes, preload: str) -> int | None:
-    """The exit status once the warm runtime answered the request `raw`; None: run it cold."""
+def gains(raw: bytes, preload: str) -> bool:
+    """Whether the request `raw` may use a preloaded module, so that warm can be faster.
+
+    Yes when its bytes hold `import`, a `%` (a magic) or the name of a
+    preloaded module; a cell without any (`print(2 + 3)`) is faster cold.
+    A substring test on the request as it came: no JSON decoding, and a
+    false yes costs only the warm path.
+    """
+    names = (name.partition(".")[0].encode() for name in preload.split(","))
+    return any(word in raw for word in _IMPORTING) or any(n in raw for n in names if n)
+
+
+def run(raw: bytes, preload: str, every: bool = False) -> tuple[int | None, Start | None]:
+    """The exit status once the warm runtime answered the request `raw` (None: run it cold),
+    and the warm process to start once the cold cell has answered, if none runs.
+
+    `every`: serve the cell warm even if it cannot gain (`gains`).
+    """
     socket_path, lock_path = place.paths(preload)
     try:
         place.check_folder(os.path.dirname(socket_path), create=True)
         place.check_socket(socket_path)
-        conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     except place.Unsafe as refusal:
-        return _cold(str(refusal))
+        return _cold(str(refusal)), None
     except FileNotFoundError:
-        return _cold(start(preload, lock_path, os.getpid()))
+        return _first_use(preload, lock_path)
     except OSError as exc:
-        return _cold(f"socket: {exc}")
+        return _cold(f"socket: {exc}"), None
+    if not every and not gains(raw, preload):
+        return _cold("the cell uses no preloaded module"), None
+    try:
+        conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    except OSError as exc:
+        return _cold(f"socket: {exc}"), None
     try:
         conn.settimeout(HANDSHAKE)
         try:
             conn.connect(socket_path)
         except (ConnectionRefusedError, FileNotFoundError):  # a warm process that died
-            return _cold(start(preload, lock_path, os.getpid()))
-        return _exchange(conn, raw)
+            return _first_use(preload, lock_path)
+        return _exchange(conn, raw), None
     except OSError as exc:  # TimeoutError too
-        return _cold(f"warm process: {exc}")
+        return _cold(f"warm process: {exc}"), None
     finally:
         conn.close()
+
+
+def _first_use(preload: str, lock_path: str) -> tuple[int | None, Start | None]:
+    start = Start.reserve(preload, lock_path)
+    if isinstance(start, str):
+        return _cold(start), None
+    return _cold("starting a warm process"), start
 
 
 def _exchange(conn: _socket.socket, raw: bytes) -> int | None:
@@ -133,62 +172,61 @@ def _cold(reason: str) -> int | None:
     return None
 
 
-def start(preload: str, lock_path: str, wait_for: int = 0) -> str:
-    """Start a warm process in the background unless one is starting or running; say which.
+class Start:
+    """A warm process to start, its lock taken: whoever holds the lock is the warm process.
 
-    Whoever holds the lock is the warm process (or about to be): it takes
-    the lock here, before the fork, and keeps it for its whole life, so two
-    cells racing at first use start one. The process detaches (its own
-    session, stdio on /dev/null, every other inherited descriptor closed,
-    one fork: the cell pays for no second one)
-    and waits for process `wait_for` (the cell that started it) to end
-    before it execs: neither the interpreter's start nor the preloading
-    competes with that cell for the processors.
+    The lock is taken when the cell finds none running (`reserve`), before
+    the cold cell runs, and passed on (`spawn`) to the warm process, which
+    keeps it for its whole life: two cells racing at first use start one.
+    The spawn comes once the cell's response is out, so that nothing of it
+    (no fork of this process, no interpreter start, no preloading) competes
+    with the cell for the processors.
     """
-    import fcntl  # first use only
 
-    try:
-        lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    except OSError as exc:
-        return f"lock: {exc.strerror}"
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(lock)
-        return "warm process starting"
-    try:
-        pid = os.fork()
-    except OSError as exc:
-        os.close(lock)
-        return f"fork: {exc.strerror}"
-    if pid == 0:  # pragma: no cover (a child process)
+    def __init__(self, preload: str, lock: int) -> None:
+        self.preload = preload
+        self.lock = lock
+
+    @classmethod
+    def reserve(cls, preload: str, lock_path: str) -> Start | str:
+        """The start to make, or why none: one is starting (or running), or an error."""
+        import fcntl  # first use only
+
         try:
-            os.setsid()
-            os.dup2(lock, 3)
-            os.set_inheritable(3, True)  # a dup2 onto itself keeps close-on-exec
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd in (0, 1, 2):
-                os.dup2(null, fd)
-            os.closerange(4, 1 << 20)
-            os.chdir("/")
-            if wait_for:
-                _wait_for(wait_for)
-            os.execv(sys.executable, [sys.executable, "-c", _PROGRAM, preload])
+            lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            return f"lock: {exc.strerror}"
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if lock <= LOCK_FD:  # kept apart from the descriptors the spawn sets up
+                moved = fcntl.fcntl(lock, fcntl.F_DUPFD_CLOEXEC, LOCK_FD + 1)
+                os.close(lock)
+                lock = moved
+        except OSError:
+            os.close(lock)
+            return "warm process starting"
+        return cls(preload, lock)
+
+    def spawn(self) -> str:
+        """Start the warm process, detached; say how it went.
+
+        posix_spawn (no fork of this process): its own session, stdio on
+        /dev/null, the lock as LOCK_FD and every other descriptor this
+        process has closed (Vix Note's server sockets are open in it). Not
+        waited for: it outlives this process (then no one's child, so never
+        a zombie).
+        """
+        actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),
+            (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2),
+            (os.POSIX_SPAWN_DUP2, self.lock, LOCK_FD)]
+        try:
+            actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in map(int, os.listdir("/proc/self/fd"))
+                        if fd > LOCK_FD]
+            os.posix_spawn(sys.executable, [sys.executable, "-c", _PROGRAM, self.preload],
+                           os.environ, file_actions=actions, setsid=True)
+        except (OSError, NotImplementedError) as exc:
+            return f"spawn: {exc}"
         finally:
-            os._exit(127)
-    # Not waited for: it outlives this process (then no one's child, so never a zombie),
-    # and this process waits only for the pids it means (its worker's).
-    os.close(lock)
-    return "starting a warm process"
-
-
-def _wait_for(pid: int) -> None:
-    """Until process `pid` has ended (at most 15 s: a cell's lifetime with the host's margin)."""
-    import select
-
-    try:
-        handle = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return  # gone already (or no pidfd): nothing to wait for
-    select.select([handle], [], [], 15.0)
-    os.close(handle)
+            os.close(self.lock)
+        return "starting a warm process"

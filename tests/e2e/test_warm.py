@@ -122,6 +122,38 @@ def test_two_cells_racing_at_first_use_start_one_warm_process(warm: Warm) -> Non
     assert len(warm.processes()) == 1
 
 
+@pytest.mark.parametrize("source", ["print(2 + 3)", "x = [1, 2]\nx * 2", "1 / 0"])
+def test_a_cell_that_uses_no_preloaded_module_runs_cold_with_the_same_answer(
+        warm: Warm, source: str) -> None:
+    cold = VixHost().run_cell(source, env={"PYRELUNE_WARM": "0"})
+    warm.start()
+    routed = warm.host.run_cell(source)
+    assert cold_reason(routed).endswith("(the cell uses no preloaded module)")
+    assert routed.stdout == cold.stdout
+    served = warm.host.run_cell(source, env={"PYRELUNE_WARM_EVERY": "1"})
+    assert b"pyrelune warm: cold" not in served.stderr, served  # served warm, on request
+    assert served.stdout == cold.stdout
+
+
+@pytest.mark.parametrize("source", ["print(repr(colorsys))", "print('%d' % 5)",
+                                    "print(__import__('sys').version_info[0])"])
+def test_a_cell_that_names_a_preloaded_module_or_imports_is_served_warm(
+        warm: Warm, source: str) -> None:
+    cold = VixHost().run_cell(source, env={"PYRELUNE_WARM": "0"})
+    warm.start()
+    served = warm.host.run_cell(source)
+    assert b"pyrelune warm: cold" not in served.stderr, served
+    assert served.stdout == cold.stdout
+
+
+def test_a_cell_that_uses_no_preloaded_module_still_starts_the_warm_process(warm: Warm) -> None:
+    result = warm.host.run_cell("print(2 + 3)")
+    assert result.text() == "5\n"
+    assert cold_reason(result).endswith("(starting a warm process)")
+    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    assert warm.which()[0] == "warm"
+
+
 def test_the_cell_gets_the_callers_directory_environment_umask_and_limits(
         warm: Warm, tmp_path: Path) -> None:
     warm.start()
@@ -458,7 +490,9 @@ def test_vix_install_warm_writes_a_launcher_that_serves_cells_warm(
 
 
 def test_doctor_reports_warm_start_working_and_suggests_it_when_off(
-        warm: Warm, vix_home: Path) -> None:
+        warm: Warm, vix_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its round trip (`print(6 * 7)`) runs cold by choice, which the debug line would say.
+    monkeypatch.delenv("PYRELUNE_WARM_DEBUG")
     assert vix("install").returncode == 0
     off = vix("doctor")
     assert off.returncode == 0, off
