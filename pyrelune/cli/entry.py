@@ -24,11 +24,11 @@ def main(warm: str | None = None) -> None:
         setting = os.environ.get("PYRELUNE_WARM", warm or "")
         if setting.lower() not in _OFF and not os.isatty(0):
             from pyrelune.transports.stdio import read_all
-            from pyrelune.warm import client, place
+            from pyrelune.warm import place, route
 
             raw = read_all(0)
             every = os.environ.get("PYRELUNE_WARM_EVERY", "").lower() not in _OFF
-            served, start = client.run(raw, place.preload_names(setting), every)
+            served, start = route.run(raw, place.preload_names(setting), every)
             if served is not None:
                 os._exit(served)  # answered by the warm runtime: nothing of ours to tear down
         from pyrelune.modes import oneshot

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyrelune.warm.client import gains
 from pyrelune.warm.place import DEFAULT_PRELOAD
+from pyrelune.warm.route import gains
 
 
 @pytest.mark.parametrize("source", [
