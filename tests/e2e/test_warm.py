@@ -107,6 +107,16 @@ def test_first_use_runs_cold_and_starts_one_warm_process_that_serves_the_next(wa
     assert len(warm.processes()) == 1
 
 
+def test_first_use_starts_the_warm_process_only_once_the_cell_has_answered(warm: Warm) -> None:
+    """While the cold cell runs, its runtime has one child (the worker), no starter beside it."""
+    cell = ("import os\nrt = os.getppid()\n"
+            "print(open(f'/proc/{rt}/task/{rt}/children').read().split() == [str(os.getpid())])")
+    result = warm.host.run_cell(cell)
+    assert result.text() == "True\n", result
+    assert cold_reason(result).endswith("(starting a warm process)")
+    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+
+
 def test_two_cells_racing_at_first_use_start_one_warm_process(warm: Warm) -> None:
     results: list[tuple[str, HostResult]] = []
     cells = [threading.Thread(target=lambda: results.append(warm.which())) for _ in range(4)]
