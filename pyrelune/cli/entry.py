@@ -20,14 +20,15 @@ _OFF = ("", "0", "off", "no", "false")
 def main(warm: str | None = None) -> None:
     """`warm`: the launcher's warm-start setting (`vix install --warm`); $PYRELUNE_WARM wins."""
     if len(sys.argv) == 1:
-        raw = None
+        raw = start = None
         setting = os.environ.get("PYRELUNE_WARM", warm or "")
         if setting.lower() not in _OFF and not os.isatty(0):
             from pyrelune.transports.stdio import read_all
-            from pyrelune.warm import client, place
+            from pyrelune.warm import place, route
 
             raw = read_all(0)
-            served = client.run(raw, place.preload_names(setting))
+            every = os.environ.get("PYRELUNE_WARM_EVERY", "").lower() not in _OFF
+            served, start = route.run(raw, place.preload_names(setting), every)
             if served is not None:
                 os._exit(served)  # answered by the warm runtime: nothing of ours to tear down
         from pyrelune.modes import oneshot
@@ -39,6 +40,8 @@ def main(warm: str | None = None) -> None:
         # the host's EOF. The std streams are flushed first, as it would.
         sys.stdout.flush()
         sys.stderr.flush()
+        if start is not None:
+            start.spawn()  # first use: the cell has answered, so nothing competes with it
         atexit.register(os._exit, status)
         sys.exit(status)
     if tuple(sys.argv[1:]) in _LINES:

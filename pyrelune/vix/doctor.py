@@ -18,6 +18,8 @@ from pyrelune.vix.places import Places, project_package_dir
 
 PROBE = "print(6 * 7)"
 EXPECTED = "42\n"
+#: The warm check's cell: one that imports, as only such a cell is served warm.
+WARM_PROBE = "import sys\nprint(6 * 7)"
 
 
 #: matplotlib's backends that draw without a window: pyrelune shows their figures.
@@ -114,7 +116,7 @@ def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
     if before is None:
         return Check("warm start", False, f"on ({where}), but the warm process did not start",
                      "run `pyrelune warm start` to see why")
-    runner(extension.command, host.request(PROBE, extension.id, extension.version))
+    runner(extension.command, host.request(WARM_PROBE, extension.id, extension.version))
     after = control.status(preload)
     if after is None or after["served"] <= before["served"]:
         return Check("warm start", True, f"on ({where}), but a cell ran cold beside warm "

@@ -8,7 +8,7 @@ import socket
 import time
 from typing import Any
 
-from pyrelune.warm import client, frames, place
+from pyrelune.warm import frames, place, route
 
 
 def setting() -> str:
@@ -59,7 +59,8 @@ def start(preload: str, timeout: float = 120.0) -> dict[str, Any] | None:
         if found is not None:
             return found
         if not started:
-            started = client.start(preload, lock_path) == "starting a warm process"
+            start = route.Start.reserve(preload, lock_path)
+            started = not isinstance(start, str) and start.spawn() == "starting a warm process"
         time.sleep(0.05)
     return None
 

@@ -1,6 +1,6 @@
 """The warm process: the data stack imported once, then one forked oneshot runtime per cell.
 
-Started detached by the first warm cell (`client.start`) or by `pyrelune
+Started detached once the first warm cell has answered (`route.Start`) or by `pyrelune
 warm start`. It holds the lock for its whole life (one warm process per
 socket), preloads, listens on a socket only its user can reach, and for each
 request of the same user a child forked ahead of time becomes the cold
@@ -24,9 +24,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from pyrelune.warm import frames, place, served
+from pyrelune.warm.route import LOCK_FD
 
-#: The lock's descriptor, as `client.start` passes it.
-LOCK_FD = 3
 DEFAULT_IDLE = 600.0
 #: What each preload name imports: the modules a first cell would otherwise load lazily too.
 EXTRA = {

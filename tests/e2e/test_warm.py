@@ -107,6 +107,16 @@ def test_first_use_runs_cold_and_starts_one_warm_process_that_serves_the_next(wa
     assert len(warm.processes()) == 1
 
 
+def test_first_use_starts_the_warm_process_only_once_the_cell_has_answered(warm: Warm) -> None:
+    """While the cold cell runs, its runtime has one child (the worker), no starter beside it."""
+    cell = ("import os\nrt = os.getppid()\n"
+            "print(open(f'/proc/{rt}/task/{rt}/children').read().split() == [str(os.getpid())])")
+    result = warm.host.run_cell(cell)
+    assert result.text() == "True\n", result
+    assert cold_reason(result).endswith("(starting a warm process)")
+    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+
+
 def test_two_cells_racing_at_first_use_start_one_warm_process(warm: Warm) -> None:
     results: list[tuple[str, HostResult]] = []
     cells = [threading.Thread(target=lambda: results.append(warm.which())) for _ in range(4)]
@@ -120,6 +130,38 @@ def test_two_cells_racing_at_first_use_start_one_warm_process(warm: Warm) -> Non
     assert warmhost.wait_until(lambda: warmhost.status() is not None)
     time.sleep(0.5)  # any second warm process would be running by now
     assert len(warm.processes()) == 1
+
+
+@pytest.mark.parametrize("source", ["print(2 + 3)", "x = [1, 2]\nx * 2", "1 / 0"])
+def test_a_cell_that_uses_no_preloaded_module_runs_cold_with_the_same_answer(
+        warm: Warm, source: str) -> None:
+    cold = VixHost().run_cell(source, env={"PYRELUNE_WARM": "0"})
+    warm.start()
+    routed = warm.host.run_cell(source)
+    assert cold_reason(routed).endswith("(the cell uses no preloaded module)")
+    assert routed.stdout == cold.stdout
+    served = warm.host.run_cell(source, env={"PYRELUNE_WARM_EVERY": "1"})
+    assert b"pyrelune warm: cold" not in served.stderr, served  # served warm, on request
+    assert served.stdout == cold.stdout
+
+
+@pytest.mark.parametrize("source", ["print(repr(colorsys))", "print('%d' % 5)",
+                                    "print(__import__('sys').version_info[0])"])
+def test_a_cell_that_names_a_preloaded_module_or_imports_is_served_warm(
+        warm: Warm, source: str) -> None:
+    cold = VixHost().run_cell(source, env={"PYRELUNE_WARM": "0"})
+    warm.start()
+    served = warm.host.run_cell(source)
+    assert b"pyrelune warm: cold" not in served.stderr, served
+    assert served.stdout == cold.stdout
+
+
+def test_a_cell_that_uses_no_preloaded_module_still_starts_the_warm_process(warm: Warm) -> None:
+    result = warm.host.run_cell("print(2 + 3)")
+    assert result.text() == "5\n"
+    assert cold_reason(result).endswith("(starting a warm process)")
+    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    assert warm.which()[0] == "warm"
 
 
 def test_the_cell_gets_the_callers_directory_environment_umask_and_limits(
@@ -458,7 +500,9 @@ def test_vix_install_warm_writes_a_launcher_that_serves_cells_warm(
 
 
 def test_doctor_reports_warm_start_working_and_suggests_it_when_off(
-        warm: Warm, vix_home: Path) -> None:
+        warm: Warm, vix_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its round trip (`print(6 * 7)`) runs cold by choice, which the debug line would say.
+    monkeypatch.delenv("PYRELUNE_WARM_DEBUG")
     assert vix("install").returncode == 0
     off = vix("doctor")
     assert off.returncode == 0, off

@@ -1,0 +1,145 @@
+"""Which way a cell goes: to the warm process, or cold; and the start of one at first use.
+
+Runs in the process Vix Note execs, before every warm-enabled cell, so it
+imports nothing. A cell that cannot gain from the preload (`gains`) runs
+cold without asking: for a cell that needs none of the preloaded modules the
+warm path costs more than a cold start. On first use (no warm process) the
+cell runs cold, and once its response is out (`Start.spawn`) a warm process
+starts in the background, detached and holding none of the caller's
+descriptors. With PYRELUNE_WARM_DEBUG set, one line on stderr says why a
+cell ran cold.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from pyrelune.warm import place
+
+#: The lock's descriptor in the warm process (see `Start`).
+LOCK_FD = 3
+#: What a cell may hold that imports a preloaded module without naming it:
+#: any import, any IPython magic (`%pylab`, `%run script.py`).
+_IMPORTING = (b"import", b"%")
+_PROGRAM = """\
+import os, sys
+if not getattr(sys.flags, "safe_path", False):
+    del sys.path[0]
+os.chdir("/")
+cold = list(sys.modules)
+from pyrelune.warm.server import main
+main(sys.argv[1:], cold)
+"""
+
+
+def gains(raw: bytes, preload: str) -> bool:
+    """Whether the request `raw` may use a preloaded module, so that warm can be faster.
+
+    Yes when its bytes hold `import`, a `%` (a magic) or the name of a
+    preloaded module; a cell without any (`print(2 + 3)`) is faster cold.
+    A substring test on the request as it came: no JSON decoding, and a
+    false yes costs only the warm path.
+    """
+    names = (name.partition(".")[0].encode() for name in preload.split(","))
+    return any(word in raw for word in _IMPORTING) or any(n in raw for n in names if n)
+
+
+def run(raw: bytes, preload: str, every: bool = False) -> tuple[int | None, Start | None]:
+    """The exit status once the warm runtime answered the request `raw` (None: run it cold),
+    and the warm process to start once the cold cell has answered, if none runs.
+
+    `every`: hand the cell to the warm process even if it cannot gain (`gains`).
+    """
+    socket_path, lock_path = place.paths(preload)
+    try:
+        place.check_folder(os.path.dirname(socket_path), create=True)
+        place.check_socket(socket_path)
+    except place.Unsafe as refusal:
+        return cold(str(refusal)), None
+    except FileNotFoundError:
+        return _first_use(preload, lock_path)
+    except OSError as exc:
+        return cold(f"socket: {exc}"), None
+    if not every and not gains(raw, preload):
+        return cold("the cell uses no preloaded module"), None
+    from pyrelune.warm import client
+
+    try:
+        return client.run(raw, socket_path), None
+    except (ConnectionRefusedError, FileNotFoundError):  # a warm process that died
+        return _first_use(preload, lock_path)
+
+
+def _first_use(preload: str, lock_path: str) -> tuple[int | None, Start | None]:
+    start = Start.reserve(preload, lock_path)
+    if isinstance(start, str):
+        return cold(start), None
+    return cold("starting a warm process"), start
+
+
+def cold(reason: str) -> int | None:
+    """None (run it cold), said on stderr with PYRELUNE_WARM_DEBUG."""
+    if os.environ.get("PYRELUNE_WARM_DEBUG"):
+        os.write(2, f"pyrelune warm: cold ({reason})\n".encode("utf-8", "replace"))
+    return None
+
+
+class Start:
+    """A warm process to start, its lock taken: whoever holds the lock is the warm process.
+
+    The lock is taken when the cell finds none running (`reserve`), before
+    the cold cell runs, and passed on (`spawn`) to the warm process, which
+    keeps it for its whole life: two cells racing at first use start one.
+    The spawn comes once the cell's response is out, so that nothing of it
+    (no fork of this process, no interpreter start, no preloading) competes
+    with the cell for the processors.
+    """
+
+    def __init__(self, preload: str, lock: int) -> None:
+        self.preload = preload
+        self.lock = lock
+
+    @classmethod
+    def reserve(cls, preload: str, lock_path: str) -> Start | str:
+        """The start to make, or why none: one is starting (or running), or an error."""
+        import fcntl  # first use only
+
+        try:
+            lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            return f"lock: {exc.strerror}"
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if lock <= LOCK_FD:  # kept apart from the descriptors the spawn sets up
+                moved = fcntl.fcntl(lock, fcntl.F_DUPFD_CLOEXEC, LOCK_FD + 1)
+                os.close(lock)
+                lock = moved
+        except OSError:
+            os.close(lock)
+            return "warm process starting"
+        return cls(preload, lock)
+
+    def spawn(self) -> str:
+        """Start the warm process, detached; say how it went.
+
+        posix_spawn (no fork of this process): its own session, stdio on
+        /dev/null, the lock as LOCK_FD and every other descriptor this
+        process has closed (Vix Note's server sockets are open in it). Not
+        waited for: it outlives this process (then no one's child, so never
+        a zombie).
+        """
+        actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
+            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),
+            (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2),
+            (os.POSIX_SPAWN_DUP2, self.lock, LOCK_FD)]
+        try:
+            actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in map(int, os.listdir("/proc/self/fd"))
+                        if fd > LOCK_FD]
+            os.posix_spawn(sys.executable, [sys.executable, "-c", _PROGRAM, self.preload],
+                           os.environ, file_actions=actions, setsid=True)
+        except (OSError, NotImplementedError) as exc:
+            return f"spawn: {exc}"
+        finally:
+            os.close(self.lock)
+        return "starting a warm process"
