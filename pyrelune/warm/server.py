@@ -78,14 +78,16 @@ def preload_modules(names: str) -> list[str]:
     """Import each named module (with what its first use loads), skipping missing ones.
 
     matplotlib is imported with pyrelune's backend selected as a cold worker
-    selects it (`display.connect`), unless MPLBACKEND chose another.
+    selects it (`display.connect`), unless MPLBACKEND chose another, and
+    pandas with the worker's import hooks (`display.watch_imports`).
     """
     import importlib
 
-    from pyrelune.worker.display import MATPLOTLIB_BACKEND
+    from pyrelune.worker.display import MATPLOTLIB_BACKEND, watch_imports
 
     for module in OWN:
         importlib.import_module(module)
+    watch_imports()  # pandas then answers as it does in a cold cell
     chose = "MPLBACKEND" in os.environ and os.environ["MPLBACKEND"] != ""
     if not chose:
         os.environ["MPLBACKEND"] = MATPLOTLIB_BACKEND

@@ -96,11 +96,20 @@ def connect(sink: Sink) -> None:
     for name in _IPYTHON_MODULES:
         importhooks.after_import(name, _patch_ipython)
     importhooks.after_import("matplotlib.pyplot", _adopt_pyplot)
-    importhooks.before_import("pandas.core.config_init", _pandas_asks)
-    importhooks.after_import("pandas.core.config_init", _pandas_asked)
+    watch_imports()
     importhooks.after_import("rich.console", _rich_asks)
     if "IPython.display" in sys.modules:  # it re-exports `display`, already imported
         _patch_ipython(sys.modules["IPython.display"])
+
+
+def watch_imports() -> None:
+    """What must be in place while a library is imported, not only after: pandas' question.
+
+    `connect` does it; so does a warm process before it preloads pandas
+    (`pyrelune.warm.server`), as a cold worker would have before the cell's import.
+    """
+    importhooks.before_import("pandas.core.config_init", _pandas_asks)
+    importhooks.after_import("pandas.core.config_init", _pandas_asked)
 
 
 def _adopt_pyplot(pyplot: ModuleType) -> None:

@@ -228,6 +228,7 @@ def test_a_real_syntax_error_beside_a_magic_keeps_its_line(run: Runner) -> None:
         assert seen.error.startswith("SyntaxError: '(' was never closed (line 3"), seen
 
 
+@pytest.mark.cold_start  # a warm cell finds the preloaded modules (re among them) loaded
 def test_a_plain_cell_never_loads_the_translator(run: Runner) -> None:
     seen = run("import sys\n'pyrelune.worker.magics' in sys.modules")
     assert seen.everything == "False\n", seen
