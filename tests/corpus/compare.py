@@ -20,8 +20,9 @@ normalization (below):
 Normalization, on both sides: ANSI control sequences taken out, `\\r` and
 `\\b` applied as a terminal applies them, memory addresses, cell file names
 (`/tmp/ipykernel_1/2.py`, `<cell 3>`), the notebook's folder, timings
-(`%time`, `%timeit`, tqdm's rates) replaced by placeholders, trailing
-whitespace dropped.
+(`%time`, `%timeit`, tqdm's rates) replaced by placeholders, IPython's
+warnings about itself (a missing optional package) and trailing whitespace
+dropped.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ _TIMINGS = (
     (re.compile(r"[\d.]+ \S+ ± [\d.]+ \S+ per loop \(mean ± std\. dev\. of [^)]*\)"), "<timeit>"),
     (re.compile(r"The slowest run took [^\n]*\n?"), ""),
     (re.compile(r"\[\d\d:\d\d<[^\]]*\]"), "[<elapsed>]"),
+    # IPython's own warnings about itself (IPython 8 on 3.10: %cd wants `pickleshare`)
+    (re.compile(r"[^\n]*/IPython/[^\n]*: \w*Warning: [^\n]*(?:\n  [^\n]*)?\n?"), ""),
 )
 
 
