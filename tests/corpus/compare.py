@@ -238,8 +238,8 @@ def _text_matches(text: str, bundle: dict[str, Any], norm: Callable[[str], str])
     """The text is the bundle's text/plain, or stands in for it (`stand_ins`; HTML: any text)."""
     if norm(text) == norm(bundle.get("text/plain", "")):
         return True
-    return bool(stand_ins(bundle)) and ("text/html" in bundle or norm(text) in [
-        norm(other) for other in stand_ins(bundle)])
+    others = stand_ins(bundle)
+    return bool(others) and ("text/html" in bundle or norm(text) in map(norm, others))
 
 
 def _chosen(seen: str, parts: list[list[str]], norm: Callable[[str], str]) -> str:
