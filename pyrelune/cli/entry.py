@@ -13,8 +13,9 @@ import sys
 #: The lines kernel is started without the full command line: its host waits
 #: for the first answer, and typer alone takes about 100 ms to import.
 _LINES = {("--mode", "lines"), ("--mode=lines",)}
-#: PYRELUNE_WARM values that leave warm start off (see pyrelune.warm.place).
-_OFF = ("", "0", "off", "no", "false")
+#: PYRELUNE_WARM values that leave warm start off (see pyrelune.warm.place); here, where
+#: a cold start reads it before it imports anything of warm start's.
+WARM_OFF = ("", "0", "off", "no", "false")
 
 
 def main(warm: str | None = None) -> None:
@@ -22,12 +23,12 @@ def main(warm: str | None = None) -> None:
     if len(sys.argv) == 1:
         raw = start = None
         setting = os.environ.get("PYRELUNE_WARM", warm or "")
-        if setting.lower() not in _OFF and not os.isatty(0):
+        if setting.lower() not in WARM_OFF and not os.isatty(0):
             from pyrelune.transports.stdio import read_all
             from pyrelune.warm import place, route
 
             raw = read_all(0)
-            every = os.environ.get("PYRELUNE_WARM_EVERY", "").lower() not in _OFF
+            every = os.environ.get("PYRELUNE_WARM_EVERY", "").lower() not in WARM_OFF
             served, start = route.run(raw, place.preload_names(setting), every)
             if served is not None:
                 os._exit(served)  # answered by the warm runtime: nothing of ours to tear down

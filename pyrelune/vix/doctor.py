@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyrelune.cli.entry import WARM_OFF
 from pyrelune.vix import descriptor as descriptors
 from pyrelune.vix import discovery, host, jsonfile, launcher
 from pyrelune.vix.places import Places, project_package_dir
@@ -94,7 +95,7 @@ def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
     except OSError:
         text = ""
     setting = os.environ.get("PYRELUNE_WARM", launcher.warm_of(text))
-    if setting.strip().lower() in ("", "0", "off", "no", "false"):
+    if setting.strip().lower() in WARM_OFF:
         found = [name for name in DATA_STACK if importlib.util.find_spec(name) is not None]
         if not found:
             return Check("warm start", True, "off")

@@ -8,14 +8,14 @@ import socket
 import time
 from typing import Any
 
+from pyrelune.cli.entry import WARM_OFF
 from pyrelune.warm import frames, place, route
 
 
 def setting() -> str:
     """The preload list $PYRELUNE_WARM names, else the default one."""
     value = os.environ.get("PYRELUNE_WARM", "")
-    return place.preload_names(value if value.lower() not in ("", "0", "off", "no", "false")
-                               else "1")
+    return place.preload_names(value if value.lower() not in WARM_OFF else "1")
 
 
 def ask(preload: str, kind: bytes, timeout: float = 5.0) -> bytes | None:
