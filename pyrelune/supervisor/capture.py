@@ -1,4 +1,4 @@
-"""The session's end of the capture pipes: bytes from fds 1 and 2 become text.
+"""The session's end of the capture pipes (and of the rpc worker's stdout ring): bytes become text.
 
 Decoding is incremental, so a multi-byte UTF-8 character split across two
 reads stays whole; invalid bytes become U+FFFD instead of failing.
@@ -10,6 +10,10 @@ import codecs
 import os
 
 from pyrelune.wire.events import Stream
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pyrelune.wire.ring import OutputRing
 
 _CHUNK = 1 << 16
 #: One call returns at most this much, so a flood cannot pile up in memory.
@@ -51,3 +55,19 @@ class CapturedStream:
         if not self.closed:
             self.closed = True
             os.close(self.fd)
+
+
+class CapturedRing:
+    """The rpc worker's stdout ring (see `wire.ring`), read as `stdout` text."""
+
+    name = "stdout"
+
+    def __init__(self, ring: OutputRing) -> None:
+        self.ring = ring
+        self.fd = ring.doorbell_r
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def read(self, upto: int) -> Stream | None:
+        """What the worker published up to `upto` (`ring.written()`, read before the pipes)."""
+        text = self._decoder.decode(self.ring.take(upto))
+        return Stream(self.name, text) if text else None

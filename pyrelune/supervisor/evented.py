@@ -29,6 +29,12 @@ if TYPE_CHECKING:
 
 #: Without a pidfd to say the worker exited, look this often.
 _EXIT_POLL = 0.1
+#: A running cell's stdout ring (see `wire.ring`) is looked at this soon
+#: after it held output, and then ever less often, down to `_RING_IDLE`: a
+#: line printed after a silence is seen within that, a flood is read in
+#: rounds of a few milliseconds' worth, and the worker never pays to wake us.
+_RING_SOON = COALESCE
+_RING_IDLE = 0.025
 
 
 class EventedKernel:
@@ -44,6 +50,8 @@ class EventedKernel:
         self._held = False  # no descriptor is read: see `hold`
         self._resume_timer: asyncio.TimerHandle | None = None
         self._poll_timer: asyncio.TimerHandle | None = None
+        self._ring_timer: asyncio.TimerHandle | None = None
+        self._ring_wait = _RING_SOON
         self._watch()
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
@@ -116,6 +124,8 @@ class EventedKernel:
         self._watched = wanted
         if link.worker.exit_fd < 0 and self._poll_timer is None:
             self._poll_timer = self.loop.call_later(_EXIT_POLL, self._poll)
+        if link.ring_fd >= 0 and not link.session.finished and self._ring_timer is None:
+            self._ring_timer = self.loop.call_later(self._ring_wait, self._look_at_ring)
 
     def _unwatch(self) -> None:
         """Stop watching the worker about to be replaced: its descriptor numbers will be reused."""
@@ -123,9 +133,10 @@ class EventedKernel:
             self.loop.remove_reader(fd)
         self._watched = set()
         self._paused = set()
-        if self._resume_timer is not None:
-            self._resume_timer.cancel()
-            self._resume_timer = None
+        for timer in (self._resume_timer, self._ring_timer):
+            if timer is not None:
+                timer.cancel()
+        self._resume_timer = self._ring_timer = None
 
     def _unwatch_if_lost(self) -> None:
         """Stop watching a worker that has ended, before the kernel replaces it."""
@@ -138,6 +149,19 @@ class EventedKernel:
             self._watch()  # look again later
         else:
             self._readable(-1)
+
+    def _look_at_ring(self) -> None:
+        """Read what the running cell printed into the ring since the last look (see `_RING_SOON`)."""
+        self._ring_timer = None
+        link = self._kernel.link
+        if link.session.finished:
+            return
+        if link.ring_fd in self._watched and link.ring_unread():
+            self._ring_wait = _RING_SOON
+            self._readable(link.ring_fd)  # which looks again (`_watch`)
+            return
+        self._ring_wait = min(self._ring_wait * 2, _RING_IDLE)
+        self._watch()
 
     def _readable(self, fd: int) -> None:
         link = self._kernel.link

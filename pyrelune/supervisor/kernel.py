@@ -18,6 +18,7 @@ from pyrelune.supervisor.session import PATIENCE
 from pyrelune.wire.commands import CancelInput, Execute, InputReply, Reset, to_wire
 from pyrelune.wire.events import WORKER_DIED, CellError, Done, Stream
 from pyrelune.wire.interrupts import Interrupts
+from pyrelune.wire.ring import OutputRing
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -78,7 +79,9 @@ class Kernel:
 
     def _spawn(self) -> WorkerLink:
         interactive, cap = self._interactive, self._cap
-        worker = WorkerProcess(lambda fds: _serve(fds, interactive, cap), Interrupts())
+        # A live host's stdout goes through shared memory (see `wire.ring`).
+        ring = OutputRing() if interactive else None
+        worker = WorkerProcess(lambda fds: _serve(fds, interactive, cap), Interrupts(), ring)
         worker.widen_capture(CAPTURE_PIPE_SIZE)
         return WorkerLink(worker, cap)
 

@@ -20,6 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
+    from pyrelune.supervisor.capture import CapturedRing
     from pyrelune.supervisor.process import WorkerProcess
     from pyrelune.wire.events import Event, Stream
 
@@ -33,6 +34,11 @@ class WorkerLink:
         self.worker = worker
         self.session = Session(message_limit(cap), worker.key)
         self._closed = False
+        self._ring: CapturedRing | None = None
+        if worker.ring is not None:
+            from pyrelune.supervisor.capture import CapturedRing
+
+            self._ring = CapturedRing(worker.ring)
         os.set_blocking(worker.event_fd, False)
         # interrupt() writes here so that a driver's wait notices it at once,
         # even when called from a signal handler or another thread.
@@ -41,9 +47,11 @@ class WorkerLink:
         os.set_blocking(self._wake_w, False)
 
     def fds(self) -> list[int]:
-        """What to wait on: capture pipes, event pipe, exit notifier."""
+        """What to wait on: capture pipes (and ring), event pipe, exit notifier."""
         w = self.worker
         fds = [s.fd for s in (w.stdout, w.stderr) if not s.closed]
+        if self._ring is not None:
+            fds.append(self._ring.fd)
         if self.session.events_open:
             fds.append(w.event_fd)
         if w.exit_fd >= 0:
@@ -51,7 +59,32 @@ class WorkerLink:
         return fds
 
     def capture_fds(self) -> set[int]:
-        return {self.worker.stdout.fd, self.worker.stderr.fd}
+        fds = {self.worker.stdout.fd, self.worker.stderr.fd}
+        if self._ring is not None:
+            fds.add(self._ring.fd)
+        return fds
+
+    @property
+    def ring_fd(self) -> int:
+        """The ring's doorbell (-1: no ring): reading it as ready reads the ring."""
+        return self._ring.fd if self._ring is not None else -1
+
+    def ring_unread(self) -> bool:
+        """Whether the worker's ring holds output not read yet."""
+        return self._ring is not None and self._ring.ring.unread()
+
+    def _written(self) -> int:
+        """How far the ring was written before the pipes are read: only that part may follow them.
+
+        Whatever reached the pipes before a print was there when the ring was
+        looked at; what reaches them after it waited for the ring to be read
+        first (see `worker.liveprint`).
+        """
+        return self._ring.ring.written() if self._ring is not None else 0
+
+    def _from_ring(self, upto: int) -> Iterator[Stream]:
+        if self._ring is not None and (chunk := self._ring.read(upto)) is not None:
+            yield chunk
 
     def heard(self) -> bool:
         """Whether the cell raised the KeyboardInterrupt it was sent (kernels say so)."""
@@ -64,21 +97,26 @@ class WorkerLink:
         One select asks both pipes: most events come with no output pending,
         and a read that finds nothing costs a syscall and an exception each.
         """
+        upto = self._written()
         streams = [s for s in (self.worker.stdout, self.worker.stderr) if not s.closed]
-        if not streams or not (ready := select.select(streams, [], [], 0)[0]):
-            return
-        for stream in streams:
-            if stream in ready:
-                while (chunk := stream.read_available()) is not None:
-                    yield chunk
+        if streams and (ready := select.select(streams, [], [], 0)[0]):
+            for stream in streams:
+                if stream in ready:
+                    while (chunk := stream.read_available()) is not None:
+                        yield chunk
+        yield from self._from_ring(upto)
 
     def read(self, ready: Iterable[int]) -> Iterator[Event]:
         """Turn whatever `ready` says is readable into events, never blocking."""
         ready = set(ready)
         w = self.worker
+        upto = self._written()
         for stream in (w.stdout, w.stderr):
             if stream.fd in ready and (chunk := stream.read_available()) is not None:
                 yield chunk
+        if self._ring is not None and self._ring.fd in ready:
+            self._ring.ring.hear()
+            yield from self._from_ring(upto)
         exited = w.exit_fd in ready or (w.exit_fd < 0 and w.reap(block=False) is not None)
         if w.event_fd in ready or exited:
             # After an exit, read the event pipe first: a Done may still sit in it.

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from pyrelune.wire.interrupts import Interrupts
+    from pyrelune.wire.ring import OutputRing
 
 
 _SIGINT = {_signal.SIGINT}
@@ -27,13 +28,16 @@ class WorkerFds:
 
     `lifeline` is the read end of a pipe only the session writes to: it hits
     EOF exactly when the session is gone, however it died. `interrupts`
-    (kernels only) is shared with the session (see `interrupts`).
+    (kernels only) is shared with the session (see `interrupts`), and so is
+    `ring` (the rpc kernel's stdout, see `wire.ring`).
     """
 
-    __slots__ = ("control", "events", "interrupts", "key", "lifeline", "stderr", "stdout")
+    __slots__ = ("control", "events", "interrupts", "key", "lifeline", "ring", "stderr",
+                 "stdout")
 
     def __init__(self, stdout: int, stderr: int, events: int, control: int, lifeline: int,
-                 key: str, interrupts: Interrupts | None = None) -> None:
+                 key: str, interrupts: Interrupts | None = None,
+                 ring: OutputRing | None = None) -> None:
         self.stdout = stdout
         self.stderr = stderr
         self.events = events
@@ -41,14 +45,15 @@ class WorkerFds:
         self.lifeline = lifeline
         self.key = key  # signs every line the worker sends (see `WorkerProcess.key`)
         self.interrupts = interrupts
+        self.ring = ring
 
 
 class WorkerProcess:
     """A forked worker: its pid and the session's ends of its pipes."""
 
     def __init__(self, target: Callable[[WorkerFds], NoReturn],
-                 interrupts: Interrupts | None = None) -> None:
-        """Fork a worker that runs `target`, sharing `interrupts` with it (kernels)."""
+                 interrupts: Interrupts | None = None, ring: OutputRing | None = None) -> None:
+        """Fork a worker that runs `target`, sharing `interrupts` (kernels) and `ring` with it."""
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         ev_r, ev_w = os.pipe()
@@ -67,7 +72,7 @@ class WorkerProcess:
             _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
             raise
         if pid == 0:
-            fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r, key, interrupts)
+            fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r, key, interrupts, ring)
             _close_all_but(fds)
             target(fds)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
@@ -91,6 +96,7 @@ class WorkerProcess:
         self.exit_fd = _exit_notifier(pid)
         self.status: int | None = None
         self.interrupts = interrupts
+        self.ring = ring
 
     def widen_capture(self, size: int) -> None:
         """Let each capture pipe hold `size` bytes (Linux; else nothing changes).
@@ -148,6 +154,8 @@ class WorkerProcess:
         self.stderr.close()
         if self.interrupts is not None:
             self.interrupts.close()
+        if self.ring is not None:
+            self.ring.close()
 
 
 def _kill_group_with_lifeline(lifeline: int, pgid: int) -> None:
@@ -178,7 +186,11 @@ def _close_all_but(fds: WorkerFds) -> None:
     none of that belongs to user code.
     """
     low = 3
-    for fd in sorted((fds.stdout, fds.stderr, fds.events, fds.control, fds.lifeline)):
+    ours = [fds.stdout, fds.stderr, fds.events, fds.control, fds.lifeline]
+    if fds.ring is not None:
+        ours.append(fds.ring.doorbell)
+        fds.ring.doorbell_r = -1  # closed here: the session's to read
+    for fd in sorted(ours):
         if fd >= low:
             os.closerange(low, fd)
             low = fd + 1

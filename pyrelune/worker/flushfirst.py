@@ -1,5 +1,9 @@
 """Flush a cell's buffered stdout before anything that writes around it.
 
+(The rpc kernel's worker uses the same hooks for another kind of flush: its
+stdout is a shared ring that the session must have read first, see
+`liveprint`.)
+
 The lines kernel sends a cell's output in one response, when the cell ends:
 no one watches it live. So its worker's stdout is block-buffered, because a
 line-buffered stream costs about 2 µs a line in CPython's io stack (the
@@ -17,7 +21,6 @@ keeps every line written at once.
 from __future__ import annotations
 
 import os
-from functools import wraps
 
 from pyrelune.worker.importhooks import after_import
 
@@ -60,20 +63,62 @@ def _flush_before_spawn(subprocess: ModuleType, flush: Callable[[], None]) -> No
 
 
 def _flushing(function: Callable[..., Any], flush: Callable[[], None]) -> Callable[..., Any]:
-    @wraps(function)
     def flushed(*args: Any, **kwargs: Any) -> Any:
         flush()
         return function(*args, **kwargs)
 
-    return flushed
+    return _named_as(flushed, function)
 
 
 def _flushing_std_writes(function: Callable[..., Any],
                          flush: Callable[[], None]) -> Callable[..., Any]:
-    @wraps(function)
     def flushed(fd: Any, /, *args: Any, **kwargs: Any) -> Any:
         if fd == 1 or fd == 2:
             flush()
         return function(fd, *args, **kwargs)
 
-    return flushed
+    return _named_as(flushed, function)
+
+
+def _named_as(wrapper: Callable[..., Any], function: Callable[..., Any]) -> Callable[..., Any]:
+    """`wrapper` under `function`'s name, as `functools.wraps` would make it.
+
+    Not functools itself: an rpc worker's first answer would wait for its import.
+    """
+    for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, name, getattr(function, name))
+        except AttributeError:
+            pass
+    wrapper.__wrapped__ = function  # type: ignore[attr-defined]
+    return wrapper
+
+
+def flush_before_c_calls(flush: Callable[[], None]) -> None:
+    """Calls through ctypes' libraries (`ctypes.CDLL(None).printf`, `cdll.LoadLibrary`) flush first.
+
+    C code writes to fd 1 and 2 itself. Only calls through ctypes can be seen
+    from Python; a C extension's own `printf` cannot (see the README).
+    """
+    after_import("ctypes", lambda module: _flush_before_foreign_calls(module, flush))
+
+
+def _flush_before_foreign_calls(ctypes: ModuleType, flush: Callable[[], None]) -> None:
+    """Every library loaded from now on gets functions that call `flush` first."""
+    init = ctypes.CDLL.__init__
+
+    def load(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        plain = self._FuncPtr
+
+        class _FuncPtr(plain):  # type: ignore[misc, valid-type]
+            _flags_ = plain._flags_  # ctypes reads these from the class itself
+            _restype_ = plain._restype_
+
+            def __call__(self, *args: Any, **kwargs: Any) -> Any:
+                flush()
+                return plain.__call__(self, *args, **kwargs)
+
+        self._FuncPtr = _FuncPtr
+
+    ctypes.CDLL.__init__ = _named_as(load, init)

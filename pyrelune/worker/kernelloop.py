@@ -4,9 +4,10 @@ The worker process itself (worker.py) is shared with oneshot mode, whose
 start-up pays for every module it imports; what only kernels need is here.
 A kernel's worker runs cells from the control pipe in one namespace, ends
 with its session (the lifeline), and makes sys.stdout and sys.stderr the
-way its host reads them: in one order, line by line, for a host that shows
-output live (rpc); stdout block-buffered for one that reads it when the
-cell ends (lines; see flushfirst).
+way its host reads them: in one order, as it is printed, for a host that
+shows output live (rpc: stdout into shared memory, see `liveprint`); stdout
+block-buffered for one that reads it when the cell ends (lines; see
+flushfirst).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from pyrelune.supervisor.process import WorkerFds
+    from pyrelune.wire.ring import RingWriter
+    from pyrelune.worker.liveprint import LivePrint
 
 #: The runtime's own os.killpg: a lines kernel's cells get one that flushes
 #: first (see flushfirst), and the lifeline must not wait on a cell's stream.
@@ -61,12 +64,14 @@ class _StreamOrder:
     line. stderr is watched where text enters it (so that even a partial
     line on stdout goes out before a warning). stdout is watched only when
     a switch to it is due: its next write finds a hook in the instance (which
-    `print` looks up before the class's method) and takes it away, so a flood
-    of prints runs at the plain stream's speed.
+    the builtin `print` looks up before the class's method) and takes it
+    away, so a flood of prints runs at the plain stream's speed. The worker's
+    own `print` (`liveprint`) is told of the switch due, and switches too.
     """
 
-    def __init__(self, sync: Callable[[], None]) -> None:
+    def __init__(self, sync: Callable[[], None], printing: LivePrint) -> None:
         self._sync = sync  # returns once the session has read all output so far
+        self._printing = printing
         self.last: str | None = None
         self.texts: dict[str, io.TextIOWrapper] = {}
 
@@ -90,11 +95,16 @@ class _StreamOrder:
         if text is None or "write" in vars(text):
             return
 
-        def switch_then_write(data: str, /) -> int:
+        def switch() -> None:
             vars(text).pop("write", None)  # back to the stream's own method (once, if threads race)
+            self._printing.aim(text)
             self.switch_to("stdout")
+
+        def switch_then_write(data: str, /) -> int:
+            switch()
             return text.write(data)
 
+        self._printing.aim(text, switch)
         setattr(text, "write", switch_then_write)  # noqa: B010 (an instance attribute, on purpose)
 
 
@@ -126,15 +136,18 @@ def _written_through(fd: int) -> io.BufferedWriter:
     return io.BufferedWriter(io.FileIO(fd, "w", closefd=False), buffer_size=1)
 
 
-def _ordered_text(fd: int, order: _StreamOrder) -> io.TextIOWrapper:
+def _ordered_text(fd: int, order: _StreamOrder, printing: LivePrint,
+                  writer: RingWriter) -> io.TextIOWrapper:
     if fd != 1:
         order.texts["stderr"] = _OrderedText(fd, order)
         return order.texts["stderr"]
-    order.texts["stdout"] = io.TextIOWrapper(_written_through(fd), line_buffering=True,
-                                             **TEXT_OPTIONS)
+    from pyrelune.worker.liveprint import ring_text
+
+    text = order.texts["stdout"] = ring_text(writer)
+    printing.aim(text)
     if order.last != "stdout":
         order.watch_stdout()
-    return order.texts["stdout"]
+    return text
 
 
 def _watch_lifeline(fd: int) -> None:
@@ -201,14 +214,23 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
 
             eventloop.forget_inherited()
         if interactive:
+            from pyrelune.wire.ring import RingWriter
             from pyrelune.worker import show
+            from pyrelune.worker.flushfirst import flush_before_c_calls, flush_first
+            from pyrelune.worker.liveprint import HandOver, LivePrint
 
             builtins.input = Prompter(channel)
             show.install()
-            order = _StreamOrder(channel.sync)
-            std.use(lambda fd: _ordered_text(fd, order))
+            assert fds.ring is not None  # an interactive kernel's worker has one
+            writer = RingWriter(fds.ring)
+            printing = LivePrint(writer)
+            printing.install()
+            order = _StreamOrder(channel.sync, printing)
+            std.use(lambda fd: _ordered_text(fd, order, printing, writer))
+            hand_over = HandOver(writer, channel)
+            flush_first(hand_over)
+            flush_before_c_calls(hand_over)
         elif buffered:
-            # Only here: it imports functools, which an rpc worker's first answer would wait for.
             from pyrelune.worker.flushfirst import flush_first
 
             std.use(lambda fd: _buffered_text_stream(fd) if fd == 1 else text_stream(fd))

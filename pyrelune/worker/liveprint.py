@@ -1,0 +1,181 @@
+"""An rpc worker's stdout: everything printed goes into the shared ring at once.
+
+The rpc kernel's host shows output as it is printed (see `wire.ring` for
+why shared memory). What makes it cheap is the number of steps per line:
+CPython's `print` hands each piece (the text, the separator, the end) to
+`sys.stdout.write` on its own, and a text stream that passes each on costs
+about 1.5 us a line by itself. So in an rpc worker `print` is this module's,
+which joins the pieces as the builtin would and copies the line into the
+ring in one step, with the same output, errors and effects: any other
+`file`, `sep` or `end` than a plain stream and strings goes to the builtin.
+One copy per `print` also keeps a line whole when threads print at once.
+
+sys.stdout itself is a text stream over the ring (`RingRaw`), written
+through, so `sys.stdout.write` and `sys.stdout.buffer.write` keep their
+place among prints. Bytes that reach fd 1 or 2 without it (`os.write`,
+subprocesses, forks, C code called through ctypes) go through the capture
+pipes, after the ring has been read (`HandOver`, installed by `flushfirst`),
+and the session reads the pipes before the ring: both kinds keep the order
+they were written in.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import sys
+
+from pyrelune.wire.ring import RingWriter
+from pyrelune.worker.runtime import TEXT_OPTIONS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from _typeshed import ReadableBuffer
+
+    from pyrelune.worker.runtime import Channel
+
+
+class RingRaw(io.RawIOBase):
+    """sys.stdout.buffer of an rpc worker: writes go to the ring; fd 1 stays the capture pipe."""
+
+    def __init__(self, writer: RingWriter) -> None:
+        super().__init__()
+        self._put = writer.put
+        self.name = "<stdout>"
+
+    def write(self, data: ReadableBuffer, /) -> int:
+        chunk = bytes(data)
+        self._put(chunk)
+        return len(chunk)
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return 1  # what a subprocess given sys.stdout writes to: the capture pipe
+
+    def isatty(self) -> bool:
+        return False
+
+
+def ring_text(writer: RingWriter) -> io.TextIOWrapper:
+    """sys.stdout of an rpc worker: text written through to the ring, nothing held back."""
+    return io.TextIOWrapper(RingRaw(writer), write_through=True, **TEXT_OPTIONS)
+
+
+class LivePrint:
+    """The worker's `print`: one copy into the ring for a print to its stdout.
+
+    `aim(stream)` names the stream whose prints go straight into the ring
+    (sys.stdout as the worker made it); `aim(stream, then)` says that a
+    switch from stderr to it is due (see `kernelloop`): the next print to it
+    calls `then` first, which aims it again.
+    """
+
+    def __init__(self, writer: RingWriter) -> None:
+        builtin = builtins.print
+        copy, put, spill = writer.ring.data.write, writer.put, writer.spill
+        fast: Any = None
+        stdout: Any = None  # the stream last aimed at
+        due: Any = None  # the stream a switch is due to, and what switches
+        switch: Callable[[], None] = int
+        forked = False
+
+        def print(*args: object, sep: str | None = None, end: str | None = None,
+                  file: Any = None, flush: bool = False) -> None:
+            if file is None:
+                file = sys.stdout
+            if file is not fast:
+                if file is not due:
+                    return builtin(*args, sep=sep, end=end, file=file, flush=flush)
+                switch()  # aims here again
+            if (sep is not None and type(sep) is not str) or (end is not None
+                                                               and type(end) is not str):
+                return builtin(*args, sep=sep, end=end, file=file, flush=flush)
+            if len(args) == 1:
+                text = args[0]
+                if type(text) is not str:
+                    text = str(text)
+            else:
+                text = _joined(args, " " if sep is None else sep, put)
+            text += "\n" if end is None else end
+            try:
+                data = text.encode()
+            except UnicodeEncodeError:  # a lone surrogate: as the streams write it
+                data = text.encode("utf-8", "backslashreplace")
+            if 0 in data:  # a NUL (an int test: a bytes one is much slower)
+                put(data)  # which says how far it wrote (see `wire.ring`)
+                return None
+            try:
+                copy(data)
+            except ValueError:  # no room before the end of this lap
+                spill(data)
+            return None
+
+        def aim(stream: Any, then: Callable[[], None] | None = None) -> None:
+            """Print straight to `stream`; or, with `then`, call it first (a switch is due)."""
+            nonlocal fast, stdout, due, switch
+            stdout = stream
+            if not forked:
+                fast, due = (None, stream) if then else (stream, None)
+                switch = then or int
+
+        def in_child() -> None:
+            """A process the cell forked writes each line to fd 1 itself, in one write.
+
+            Its order with the worker's output is not kept (nor waited for), so
+            its prints need no switching between the streams either.
+            """
+            nonlocal copy, fast, due, forked
+            copy = writer.put
+            fast, due, forked = stdout, None, True
+
+        self.print = print
+        self.aim = aim
+        print.__doc__ = builtin.__doc__
+        os.register_at_fork(after_in_child=in_child)  # after the writer's (registered first)
+
+    def install(self) -> None:
+        builtins.print = self.print
+
+
+def _joined(args: tuple[object, ...], sep: str, put: Callable[[bytes], None]) -> str:
+    """The pieces as the builtin writes them; what it would have written before a failing one."""
+    pieces = []
+    try:
+        for arg in args:
+            pieces.append(arg if type(arg) is str else str(arg))
+    except BaseException:
+        if pieces:
+            put((sep.join(pieces) + sep).encode("utf-8", "backslashreplace"))
+        raise
+    return sep.join(pieces)
+
+
+class HandOver:
+    """Before anything writes to fd 1 or 2 around sys.stdout: the ring is read first.
+
+    `os.write`, a shell, a subprocess, a fork, and a call into C through
+    ctypes (see `flushfirst`) wait until the session has read what the ring
+    holds, so that what they write comes after it, as it was printed. The
+    cell's main thread asks the session (`Channel.sync`, one round trip);
+    its other threads watch the ring until it is read. Nothing is waited for
+    when the ring has been read already: a loop of `os.write` calls costs a
+    comparison each.
+    """
+
+    def __init__(self, writer: RingWriter, channel: Channel) -> None:
+        self._writer = writer
+        self._channel = channel
+
+    def __call__(self) -> None:
+        writer = self._writer
+        if writer.unread():
+            if self._channel.waits_here():
+                self._channel.sync()
+            else:
+                writer.wait_read()
