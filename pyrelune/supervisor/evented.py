@@ -151,7 +151,7 @@ class EventedKernel:
             self._readable(-1)
 
     def _look_at_ring(self) -> None:
-        """Read what the running cell printed into the ring since the last look (see `_RING_SOON`)."""
+        """Read what the running cell printed into the ring since the last look (`_RING_SOON`)."""
         self._ring_timer = None
         link = self._kernel.link
         if link.session.finished:

@@ -110,13 +110,13 @@ class WorkerLink:
         """Turn whatever `ready` says is readable into events, never blocking."""
         ready = set(ready)
         w = self.worker
-        upto = self._written()
-        for stream in (w.stdout, w.stderr):
-            if stream.fd in ready and (chunk := stream.read_available()) is not None:
-                yield chunk
         if self._ring is not None and self._ring.fd in ready:
             self._ring.ring.hear()
-            yield from self._from_ring(upto)
+            yield from self.drain()  # the pipes too: what they hold came before
+        else:
+            for stream in (w.stdout, w.stderr):
+                if stream.fd in ready and (chunk := stream.read_available()) is not None:
+                    yield chunk
         exited = w.exit_fd in ready or (w.exit_fd < 0 and w.reap(block=False) is not None)
         if w.event_fd in ready or exited:
             # After an exit, read the event pipe first: a Done may still sit in it.

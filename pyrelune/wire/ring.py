@@ -137,7 +137,8 @@ class RingWriter:
         self.lap = 0
         self.lock = _thread.RLock()
         self._end: int | None = None  # where the lap ended, until the next one starts
-        self._wrapping = False  # while waiting for the lap to be read
+        self._wrapping = False  # from the end of a lap to the start of the next
+        self._held: list[bytes] = []  # what a signal handler printed meanwhile
         self._zeros = memoryview(bytes(ring.size))
         self.forked = False  # in a child the cell forked: it writes to fd 1 itself
         os.register_at_fork(after_in_child=self._in_child)
@@ -175,8 +176,8 @@ class RingWriter:
         """
         memory, view = self.ring.data, memoryview(data)
         with self.lock:
-            if self._wrapping:  # a signal handler's print, while its thread waits for a lap
-                _write_all(1, data)
+            if self._wrapping:  # a signal handler's print, while its thread starts a lap
+                self._held.append(bytes(data))
                 return
             while view:
                 room = self.size - memory.tell()
@@ -188,26 +189,38 @@ class RingWriter:
                     self._next_lap()
 
     def _next_lap(self) -> None:
-        """Wait until the session has read this lap, then zero it and start the next one."""
+        """Wait until the session has read this lap, then zero it and start the next one.
+
+        From the first step to the last, no write can land in the lap (the
+        position is at its end): what a signal handler prints meanwhile is
+        held (see `spill`), and written first in the next lap.
+        """
         memory = self.ring.data
-        if self._end is None:
-            # One step that ends the lap for every writer (threads' writes
-            # fail from now on and wait for the lock): its end is where it was.
-            self._end = self.size - len(memory.read())
-        end = self._end
         self._wrapping = True
+        started = False
         try:
+            if self._end is None:
+                # One step that ends the lap for every writer (threads' writes
+                # fail from now on and wait for the lock): its end is where it was.
+                self._end = self.size - len(memory.read())
+            end = self._end
             self._wait_read(self.lap + end)  # an interrupt here leaves the lap ended
+            memory[:end] = self._zeros[:end]
+            self.lap += end
+            self.words[LAP] = self.lap  # after the zeros, before the next lap's bytes
+            with _thread.allocate_lock():
+                pass  # its atomic operations order the stores, on any processor
+            self._end = None
+            memory.seek(0)
+            started = True
         finally:
             self._wrapping = False
-        memory.seek(0)
-        memory.write(self._zeros[:end])
-        self.lap += end
-        self.words[LAP] = self.lap  # after the zeros, before the next lap's bytes
-        with _thread.allocate_lock():
-            pass  # its atomic operations order the stores, on any processor
-        memory.seek(0)
-        self._end = None
+            held, self._held = self._held, []
+            for data in held:  # in the new lap; or, interrupted, where nothing waits
+                if started:
+                    self.spill(data)
+                else:
+                    _write_all(1, data)
 
     def _total(self) -> int:
         """The total written so far."""

@@ -117,7 +117,6 @@ class _OrderedText(io.TextIOWrapper):
 
     def write(self, text: str, /) -> int:
         order = self._order
-        order.flush("stdout")  # a partial line printed before this goes out first
         if order.last != "stderr":
             order.switch_to("stderr")
             order.watch_stdout()
@@ -125,7 +124,7 @@ class _OrderedText(io.TextIOWrapper):
 
 
 def _written_through(fd: int) -> io.BufferedWriter:
-    """A live host's binary stdout or stderr: what `sys.stdout.buffer.write` gets, written at once.
+    """A live host's binary stderr: what `sys.stderr.buffer.write` gets, written at once.
 
     The text layer above it already hands on each line as it ends, in one
     write; bytes written to the binary layer directly must not wait in it

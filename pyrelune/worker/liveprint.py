@@ -78,11 +78,12 @@ class LivePrint:
 
     def __init__(self, writer: RingWriter) -> None:
         builtin = builtins.print
-        copy, put, spill = writer.ring.data.write, writer.put, writer.spill
+        copy: Callable[[bytes], object] = writer.ring.data.write
+        put, spill = writer.put, writer.spill
         fast: Any = None
         stdout: Any = None  # the stream last aimed at
         due: Any = None  # the stream a switch is due to, and what switches
-        switch: Callable[[], None] = int
+        switch: Callable[[], object] = int
         forked = False
 
         def print(*args: object, sep: str | None = None, end: str | None = None,
@@ -116,7 +117,7 @@ class LivePrint:
                 spill(data)
             return None
 
-        def aim(stream: Any, then: Callable[[], None] | None = None) -> None:
+        def aim(stream: Any, then: Callable[[], object] | None = None) -> None:
             """Print straight to `stream`; or, with `then`, call it first (a switch is due)."""
             nonlocal fast, stdout, due, switch
             stdout = stream

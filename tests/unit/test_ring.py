@@ -1,0 +1,165 @@
+"""The rpc worker's stdout ring: both ends in one process, the reader on a thread where it must."""
+
+from __future__ import annotations
+
+import os
+import select
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pyrelune.wire.ring import ARMED, READ, OutputRing, RingWriter
+
+#: Small laps, so that a test crosses many of them.
+LAP = 4096
+
+
+@pytest.fixture
+def ring() -> Iterator[OutputRing]:
+    made = OutputRing(LAP)
+    yield made
+    made.close()
+
+
+def take_all(ring: OutputRing) -> bytes:
+    return ring.take(ring.written())
+
+
+class Reader:
+    """The session's end, reading on a thread as the session's timer would."""
+
+    def __init__(self, ring: OutputRing) -> None:
+        self.ring = ring
+        self.chunks: list[bytes] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.chunks.append(take_all(self.ring))
+            time.sleep(0.0002)
+
+    def stop(self) -> bytes:
+        self._stop.set()
+        self._thread.join()
+        self.chunks.append(take_all(self.ring))
+        return b"".join(self.chunks)
+
+
+def test_written_bytes_are_read_once_and_in_order(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    assert not ring.unread()
+    writer.put(b"one\n")
+    writer.put(b"two\n")
+    assert ring.unread() and writer.unread()
+    assert take_all(ring) == b"one\ntwo\n"
+    assert not ring.unread() and not writer.unread()
+    assert take_all(ring) == b""
+
+
+def test_the_end_of_what_was_written_is_found_without_being_told(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    ring.data.write(b"copied in, nothing else\n")  # what a print does (see liveprint)
+    assert take_all(ring) == b"copied in, nothing else\n"
+    assert writer.unread() is False
+
+
+def test_text_with_nul_bytes_comes_through_whole(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    writer.put(b"a\0b\0\n")
+    writer.put(b"after\n")
+    writer.put(b"\0")
+    assert take_all(ring) == b"a\0b\0\nafter\n\0"
+
+
+def test_a_part_read_while_written_is_followed_by_the_rest(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    writer.put(b"first ")
+    upto = ring.written()
+    writer.put(b"second\n")
+    assert ring.take(upto) == b"first "
+    assert take_all(ring) == b"second\n"
+
+
+def test_laps_wait_for_the_reader_and_lose_nothing(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    lines = [b"%d %s\n" % (i, b"x" * (i % 97)) for i in range(3000)]
+    reader = Reader(ring)
+    for line in lines:
+        writer.put(line)
+    assert reader.stop() == b"".join(lines)
+    assert writer.lap > 10 * LAP
+
+
+def test_a_write_bigger_than_a_lap_goes_on_in_laps(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    big = bytes(range(1, 256)) * 100  # no NUL: found by the zero after it
+    reader = Reader(ring)
+    writer.put(b"before\n")
+    writer.put(big)
+    writer.put(b"after\n")
+    assert reader.stop() == b"before\n" + big + b"after\n"
+
+
+def test_a_line_that_does_not_fit_starts_the_next_lap_whole(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    reader = Reader(ring)
+    writer.put(b"a" * (LAP - 10))
+    writer.put(b"b" * 100 + b"\n")  # not cut at the lap's end
+    reader.stop()
+    assert writer.lap == LAP - 10
+    assert ring.data[:101] == b"b" * 100 + b"\n"
+
+
+def test_threads_writes_never_mix(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    reader = Reader(ring)
+
+    def work(n: int) -> None:
+        for i in range(2000):
+            writer.put(b"%d:%s\n" % (n, b"%d" % n * (i % 50)))
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    lines = reader.stop().splitlines()
+    assert len(lines) == 8000
+    for line in lines:
+        n, _, rest = line.partition(b":")
+        assert set(rest) <= set(n)
+
+
+def test_a_waiting_writer_rings_once_asked(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    writer.put(b"x" * (LAP - 1))
+    assert ring.words[ARMED] == 1  # as made: the session asks to be woken
+    waiting = threading.Thread(target=writer.put, args=(b"yy",))
+    waiting.start()
+    assert select.select([ring.doorbell_r], [], [], 60)[0]
+    assert os.read(ring.doorbell_r, 16) == b"!"
+    assert ring.words[ARMED] == 0  # once, until asked again
+    assert take_all(ring) == b"x" * (LAP - 1)
+    waiting.join(60)
+    assert not waiting.is_alive()
+    assert take_all(ring) == b"yy"
+    assert ring.words[READ] == LAP + 1
+
+
+def test_a_forked_child_writes_to_fd_1_not_into_the_ring(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    out_r, out_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.dup2(out_w, 1)
+        writer.put(b"from the child\n")
+        os._exit(0)
+    os.close(out_w)
+    os.waitpid(pid, 0)
+    with os.fdopen(out_r, "rb") as pipe:
+        assert pipe.read() == b"from the child\n"
+    assert not ring.unread()
