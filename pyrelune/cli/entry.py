@@ -10,12 +10,19 @@ import atexit
 import os
 import sys
 
+from pyrelune import __version__
+
 #: The lines kernel is started without the full command line: its host waits
 #: for the first answer, and typer alone takes about 100 ms to import.
 _LINES = {("--mode", "lines"), ("--mode=lines",)}
-#: PYRELUNE_WARM values that leave warm start off (see pyrelune.warm.place); here, where
-#: a cold start reads it before it imports anything of warm start's.
+#: PYRELUNE_WARM values that leave warm start off; here, where a cold start reads it
+#: before it imports anything of warm start's.
 WARM_OFF = ("", "0", "off", "no", "false")
+#: What PYRELUNE_WARM=1 (or a bare `--warm`) preloads: as much of these as is installed.
+DEFAULT_PRELOAD = "numpy,pandas,matplotlib"
+#: What a cell may hold that imports a preloaded module without naming it:
+#: any import, any IPython magic (`%pylab`, `%run script.py`).
+_IMPORTING = (b"import", b"%")
 
 
 def main(warm: str | None = None) -> None:
@@ -25,11 +32,12 @@ def main(warm: str | None = None) -> None:
         setting = os.environ.get("PYRELUNE_WARM", warm or "")
         if setting.lower() not in WARM_OFF and not os.isatty(0):
             from pyrelune.transports.stdio import read_all
-            from pyrelune.warm import place, route
+            from pyrelune.warm import route
 
             raw = read_all(0)
+            preload = preload_names(setting)
             every = os.environ.get("PYRELUNE_WARM_EVERY", "").lower() not in WARM_OFF
-            served, start = route.run(raw, place.preload_names(setting), every)
+            served, start = route.run(raw, preload, every or gains(raw, preload))
             if served is not None:
                 os._exit(served)  # answered by the warm runtime: nothing of ours to tear down
         from pyrelune.modes import oneshot
@@ -63,3 +71,47 @@ def main(warm: str | None = None) -> None:
     from pyrelune.cli.app import run_app
 
     run_app()
+
+
+def preload_names(setting: str) -> str:
+    """The comma-separated module names a setting (PYRELUNE_WARM, the launcher's) preloads."""
+    return DEFAULT_PRELOAD if setting.strip().lower() in ("1", "on", "yes", "true") else ",".join(
+        name.strip() for name in setting.split(",") if name.strip())
+
+
+def gains(raw: bytes, preload: str) -> bool:
+    """Whether the request `raw` may use a preloaded module, so that warm can be faster.
+
+    Yes when its bytes hold `import`, a `%` (a magic) or the name of a
+    preloaded module; a cell without any (`print(2 + 3)`) is faster cold.
+    A substring test on the request as it came: no JSON decoding, and a
+    false yes costs only the warm path.
+    """
+    names = (name.partition(".")[0].encode() for name in preload.split(","))
+    return any(word in raw for word in _IMPORTING) or any(n in raw for n in names if n)
+
+
+def warm_folder() -> str:
+    """Where warm sockets live: $XDG_RUNTIME_DIR/pyrelune, else /tmp/pyrelune-<uid>.
+
+    Created 0700 when missing, and checked before use, by pyrelune.warm.place.
+    """
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime.startswith("/"):
+        return os.path.join(runtime, "pyrelune")
+    return f"/tmp/pyrelune-{os.getuid()}"
+
+
+def warm_paths(preload: str) -> tuple[str, str]:
+    """The warm process's socket and lock: one per environment, Python, pyrelune and preloads.
+
+    Two environments (or two preload lists) never share a warm process. Named
+    by a 64-bit FNV-1a hash of those: no hashlib import on the hot path.
+    """
+    key = f"{sys.prefix}\0{sys.version}\0{__version__}\0{preload}".encode("utf-8",
+                                                                             "surrogateescape")
+    value = 0xCBF29CE484222325
+    for byte in key:
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    base = os.path.join(warm_folder(), f"warm-{value:016x}")
+    return base + ".sock", base + ".lock"
