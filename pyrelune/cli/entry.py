@@ -12,6 +12,10 @@ import sys
 
 from pyrelune import __version__
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pyrelune.warm.route import Start
+
 #: The lines kernel is started without the full command line: its host waits
 #: for the first answer, and typer alone takes about 100 ms to import.
 _LINES = {("--mode", "lines"), ("--mode=lines",)}
@@ -32,12 +36,9 @@ def main(warm: str | None = None) -> None:
         setting = os.environ.get("PYRELUNE_WARM", warm or "")
         if setting.lower() not in WARM_OFF and not os.isatty(0):
             from pyrelune.transports.stdio import read_all
-            from pyrelune.warm import route
 
             raw = read_all(0)
-            preload = preload_names(setting)
-            every = os.environ.get("PYRELUNE_WARM_EVERY", "").lower() not in WARM_OFF
-            served, start = route.run(raw, preload, every or gains(raw, preload))
+            served, start = _warm(raw, preload_names(setting))
             if served is not None:
                 os._exit(served)  # answered by the warm runtime: nothing of ours to tear down
         from pyrelune.modes import oneshot
@@ -71,6 +72,32 @@ def main(warm: str | None = None) -> None:
     from pyrelune.cli.app import run_app
 
     run_app()
+
+
+# Warm start's front door. A cell that cannot gain from the preload runs cold,
+# and when a warm process runs, that is decided here, before anything of
+# pyrelune.warm is imported: such a cell (`print(2 + 3)`) costs what a cold
+# start costs. Everything else goes on to pyrelune.warm.route.
+
+
+def _warm(raw: bytes, preload: str) -> tuple[int | None, Start | None]:
+    """What `route.run` answers for the request `raw`; a cell that cannot gain (`gains`)
+    with the warm process's socket in place is cold without asking it.
+
+    PYRELUNE_WARM_EVERY hands every cell to the warm process; with
+    PYRELUNE_WARM_DEBUG, route makes all its checks, to say why a cell ran cold.
+    """
+    handed = (os.environ.get("PYRELUNE_WARM_EVERY", "").lower() not in WARM_OFF
+              or gains(raw, preload))
+    if not handed and not os.environ.get("PYRELUNE_WARM_DEBUG"):
+        try:
+            os.lstat(warm_paths(preload)[0])
+            return None, None  # a warm process's (or one route refuses): nothing to start
+        except OSError:
+            pass  # none there (first use), or an error: route starts one, or says why not
+    from pyrelune.warm import route
+
+    return route.run(raw, preload, handed)
 
 
 def preload_names(setting: str) -> str:
