@@ -24,8 +24,9 @@ import tempfile
 import time
 import timeit
 
+from pyrelune.cli.entry import preload_names, warm_paths
 from pyrelune.vix import launcher
-from pyrelune.warm import control, place, served
+from pyrelune.warm import control, served
 
 CELLS = {
     "pandas": 'import pandas as pd; pd.DataFrame({"a": [1]})',
@@ -116,8 +117,8 @@ def main() -> None:
             with open(path, "w") as f:
                 f.write(launcher.render(sys.executable, setting))
             os.chmod(path, 0o755)
-        preload = place.preload_names("1")
-        lock_path = place.paths(preload)[1]
+        preload = preload_names("1")
+        lock_path = warm_paths(preload)[1]
         try:
             started = control.start(preload)
             assert started is not None, "the warm process did not start"

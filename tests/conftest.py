@@ -44,7 +44,7 @@ def warm_everywhere(request: pytest.FixtureRequest,
     folder.chmod(0o700)
     saved = {name: os.environ.get(name)
              for name in ("XDG_RUNTIME_DIR", "PYRELUNE_WARM", "PYRELUNE_WARM_EVERY")}
-    # Every cell, even one that would run cold for speed (no import: see client.gains).
+    # Every cell, even one that would run cold for speed (no import: see entry.gains).
     os.environ.update(XDG_RUNTIME_DIR=str(folder), PYRELUNE_WARM="1", PYRELUNE_WARM_EVERY="1")
     try:
         status = warmhost.start()

@@ -32,8 +32,9 @@ def start(preload: str | None = None) -> dict[str, Any]:
 
 def status(preload: str | None = None) -> dict[str, Any] | None:
     """The warm process's status as it reports it, read without typer's help text."""
-    program = ("import json, sys; from pyrelune.warm import control, place; "
-               "p = sys.argv[1]; found = control.status(place.preload_names(p) if p else "
+    program = ("import json, sys; from pyrelune.cli.entry import preload_names; "
+               "from pyrelune.warm import control; "
+               "p = sys.argv[1]; found = control.status(preload_names(p) if p else "
                "control.setting()); print(json.dumps(found))")
     python = Path(pyrelune_command()).parent / "python"
     done = subprocess.run([str(python), "-c", program, preload or ""], capture_output=True,

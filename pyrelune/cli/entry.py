@@ -10,12 +10,23 @@ import atexit
 import os
 import sys
 
+from pyrelune import __version__
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pyrelune.warm.route import Start
+
 #: The lines kernel is started without the full command line: its host waits
 #: for the first answer, and typer alone takes about 100 ms to import.
 _LINES = {("--mode", "lines"), ("--mode=lines",)}
-#: PYRELUNE_WARM values that leave warm start off (see pyrelune.warm.place); here, where
-#: a cold start reads it before it imports anything of warm start's.
+#: PYRELUNE_WARM values that leave warm start off; here, where a cold start reads it
+#: before it imports anything of warm start's.
 WARM_OFF = ("", "0", "off", "no", "false")
+#: What PYRELUNE_WARM=1 (or a bare `--warm`) preloads: as much of these as is installed.
+DEFAULT_PRELOAD = "numpy,pandas,matplotlib"
+#: What a cell may hold that imports a preloaded module without naming it:
+#: any import, any IPython magic (`%pylab`, `%run script.py`).
+_IMPORTING = (b"import", b"%")
 
 
 def main(warm: str | None = None) -> None:
@@ -25,11 +36,9 @@ def main(warm: str | None = None) -> None:
         setting = os.environ.get("PYRELUNE_WARM", warm or "")
         if setting.lower() not in WARM_OFF and not os.isatty(0):
             from pyrelune.transports.stdio import read_all
-            from pyrelune.warm import place, route
 
             raw = read_all(0)
-            every = os.environ.get("PYRELUNE_WARM_EVERY", "").lower() not in WARM_OFF
-            served, start = route.run(raw, place.preload_names(setting), every)
+            served, start = _warm(raw, preload_names(setting))
             if served is not None:
                 os._exit(served)  # answered by the warm runtime: nothing of ours to tear down
         from pyrelune.modes import oneshot
@@ -63,3 +72,73 @@ def main(warm: str | None = None) -> None:
     from pyrelune.cli.app import run_app
 
     run_app()
+
+
+# Warm start's front door. A cell that cannot gain from the preload runs cold,
+# and when a warm process runs, that is decided here, before anything of
+# pyrelune.warm is imported: such a cell (`print(2 + 3)`) costs what a cold
+# start costs. Everything else goes on to pyrelune.warm.route.
+
+
+def _warm(raw: bytes, preload: str) -> tuple[int | None, Start | None]:
+    """What `route.run` answers for the request `raw`; a cell that cannot gain (`gains`)
+    with the warm process's socket in place is cold without asking it.
+
+    PYRELUNE_WARM_EVERY hands every cell to the warm process; with
+    PYRELUNE_WARM_DEBUG, route makes all its checks, to say why a cell ran cold.
+    """
+    handed = (os.environ.get("PYRELUNE_WARM_EVERY", "").lower() not in WARM_OFF
+              or gains(raw, preload))
+    if not handed and not os.environ.get("PYRELUNE_WARM_DEBUG"):
+        try:
+            os.lstat(warm_paths(preload)[0])
+            return None, None  # a warm process's (or one route refuses): nothing to start
+        except OSError:
+            pass  # none there (first use), or an error: route starts one, or says why not
+    from pyrelune.warm import route
+
+    return route.run(raw, preload, handed)
+
+
+def preload_names(setting: str) -> str:
+    """The comma-separated module names a setting (PYRELUNE_WARM, the launcher's) preloads."""
+    return DEFAULT_PRELOAD if setting.strip().lower() in ("1", "on", "yes", "true") else ",".join(
+        name.strip() for name in setting.split(",") if name.strip())
+
+
+def gains(raw: bytes, preload: str) -> bool:
+    """Whether the request `raw` may use a preloaded module, so that warm can be faster.
+
+    Yes when its bytes hold `import`, a `%` (a magic) or the name of a
+    preloaded module; a cell without any (`print(2 + 3)`) is faster cold.
+    A substring test on the request as it came: no JSON decoding, and a
+    false yes costs only the warm path.
+    """
+    names = (name.partition(".")[0].encode() for name in preload.split(","))
+    return any(word in raw for word in _IMPORTING) or any(n in raw for n in names if n)
+
+
+def warm_folder() -> str:
+    """Where warm sockets live: $XDG_RUNTIME_DIR/pyrelune, else /tmp/pyrelune-<uid>.
+
+    Created 0700 when missing, and checked before use, by pyrelune.warm.place.
+    """
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if runtime.startswith("/"):
+        return os.path.join(runtime, "pyrelune")
+    return f"/tmp/pyrelune-{os.getuid()}"
+
+
+def warm_paths(preload: str) -> tuple[str, str]:
+    """The warm process's socket and lock: one per environment, Python, pyrelune and preloads.
+
+    Two environments (or two preload lists) never share a warm process. Named
+    by a 64-bit FNV-1a hash of those: no hashlib import on the hot path.
+    """
+    key = f"{sys.prefix}\0{sys.version}\0{__version__}\0{preload}".encode("utf-8",
+                                                                             "surrogateescape")
+    value = 0xCBF29CE484222325
+    for byte in key:
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    base = os.path.join(warm_folder(), f"warm-{value:016x}")
+    return base + ".sock", base + ".lock"

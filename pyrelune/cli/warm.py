@@ -17,9 +17,10 @@ Preload = Annotated[
 
 
 def _preload(preload: str | None) -> str:
-    from pyrelune.warm import control, place
+    from pyrelune.cli.entry import preload_names
+    from pyrelune.warm import control
 
-    return place.preload_names(preload) if preload else control.setting()
+    return preload_names(preload) if preload else control.setting()
 
 
 def describe(found: dict[str, object]) -> str:

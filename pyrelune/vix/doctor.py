@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyrelune.cli.entry import WARM_OFF
+from pyrelune.cli.entry import WARM_OFF, preload_names, warm_folder
 from pyrelune.vix import descriptor as descriptors
 from pyrelune.vix import discovery, host, jsonfile, launcher
 from pyrelune.vix.places import Places, project_package_dir
@@ -104,7 +104,7 @@ def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
                      "rerun `pyrelune vix install --warm` to serve cells from a preloaded "
                      "process", warning=True)
     where = "PYRELUNE_WARM" if "PYRELUNE_WARM" in os.environ else "the launcher"
-    preload = place.preload_names(setting)
+    preload = preload_names(setting)
     interpreter = launcher.interpreter_of(text)
     if interpreter is None or os.path.abspath(interpreter) != os.path.abspath(sys.executable):
         return Check("warm start", True, f"on ({where}); not checked: the launcher runs "
@@ -113,7 +113,7 @@ def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
         before = control.start(preload)
     except place.Unsafe as refusal:
         return Check("warm start", False, f"on ({where}), but refused: {refusal}",
-                     f"remove {place.folder()} (another user's, or open to others)")
+                     f"remove {warm_folder()} (another user's, or open to others)")
     if before is None:
         return Check("warm start", False, f"on ({where}), but the warm process did not start",
                      "run `pyrelune warm start` to see why")

@@ -8,19 +8,19 @@ import socket
 import time
 from typing import Any
 
-from pyrelune.cli.entry import WARM_OFF
+from pyrelune.cli.entry import WARM_OFF, preload_names, warm_paths
 from pyrelune.warm import frames, place, route
 
 
 def setting() -> str:
     """The preload list $PYRELUNE_WARM names, else the default one."""
     value = os.environ.get("PYRELUNE_WARM", "")
-    return place.preload_names(value if value.lower() not in WARM_OFF else "1")
+    return preload_names(value if value.lower() not in WARM_OFF else "1")
 
 
 def ask(preload: str, kind: bytes, timeout: float = 5.0) -> bytes | None:
     """The warm process's whole answer to `kind`, or None when none answers (or it is unsafe)."""
-    socket_path, _ = place.paths(preload)
+    socket_path, _ = warm_paths(preload)
     try:
         place.check_folder(os.path.dirname(socket_path), create=False)
         place.check_socket(socket_path)
@@ -50,7 +50,7 @@ def status(preload: str) -> dict[str, Any] | None:
 
 def start(preload: str, timeout: float = 120.0) -> dict[str, Any] | None:
     """Start the warm process unless it runs, and wait until it answers; its status."""
-    socket_path, lock_path = place.paths(preload)
+    socket_path, lock_path = warm_paths(preload)
     place.check_folder(os.path.dirname(socket_path), create=True)
     deadline = time.monotonic() + timeout
     started = False
@@ -71,7 +71,7 @@ def stop(preload: str, timeout: float = 10.0) -> int | None:
     if found is None:
         return None
     ask(preload, frames.STOP)
-    socket_path, _ = place.paths(preload)
+    socket_path, _ = warm_paths(preload)
     deadline = time.monotonic() + timeout
     while os.path.lexists(socket_path) and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -1,13 +1,14 @@
 """Which way a cell goes: to the warm process, or cold; and the start of one at first use.
 
 Runs in the process Vix Note execs, before every warm-enabled cell, so it
-imports nothing. A cell that cannot gain from the preload (`gains`) runs
-cold without asking: for a cell that needs none of the preloaded modules the
-warm path costs more than a cold start. On first use (no warm process) the
-cell runs cold, and once its response is out (`Start.spawn`) a warm process
-starts in the background, detached and holding none of the caller's
-descriptors. With PYRELUNE_WARM_DEBUG set, one line on stderr says why a
-cell ran cold.
+imports nothing. A cell that cannot gain from the preload (`entry.gains`)
+runs cold without asking: for a cell that needs none of the preloaded
+modules the warm path costs more than a cold start (when a warm process
+runs, `pyrelune.cli.entry` decides so before this module is imported). On
+first use (no warm process) the cell runs cold, and once its response is
+out (`Start.spawn`) a warm process starts in the background, detached and
+holding none of the caller's descriptors. With PYRELUNE_WARM_DEBUG set,
+one line on stderr says why a cell ran cold.
 """
 
 from __future__ import annotations
@@ -15,13 +16,11 @@ from __future__ import annotations
 import os
 import sys
 
+from pyrelune.cli.entry import warm_paths
 from pyrelune.warm import place
 
 #: The lock's descriptor in the warm process (see `Start`).
 LOCK_FD = 3
-#: What a cell may hold that imports a preloaded module without naming it:
-#: any import, any IPython magic (`%pylab`, `%run script.py`).
-_IMPORTING = (b"import", b"%")
 _PROGRAM = """\
 import os, sys
 if not getattr(sys.flags, "safe_path", False):
@@ -33,25 +32,14 @@ main(sys.argv[1:], cold)
 """
 
 
-def gains(raw: bytes, preload: str) -> bool:
-    """Whether the request `raw` may use a preloaded module, so that warm can be faster.
-
-    Yes when its bytes hold `import`, a `%` (a magic) or the name of a
-    preloaded module; a cell without any (`print(2 + 3)`) is faster cold.
-    A substring test on the request as it came: no JSON decoding, and a
-    false yes costs only the warm path.
-    """
-    names = (name.partition(".")[0].encode() for name in preload.split(","))
-    return any(word in raw for word in _IMPORTING) or any(n in raw for n in names if n)
-
-
-def run(raw: bytes, preload: str, every: bool = False) -> tuple[int | None, Start | None]:
+def run(raw: bytes, preload: str, handed: bool) -> tuple[int | None, Start | None]:
     """The exit status once the warm runtime answered the request `raw` (None: run it cold),
     and the warm process to start once the cold cell has answered, if none runs.
 
-    `every`: hand the cell to the warm process even if it cannot gain (`gains`).
+    `handed`: the cell goes to the warm process if one serves (it may gain
+    from the preload: `entry.gains`, or every cell does); else it runs cold.
     """
-    socket_path, lock_path = place.paths(preload)
+    socket_path, lock_path = warm_paths(preload)
     try:
         place.check_folder(os.path.dirname(socket_path), create=True)
         place.check_socket(socket_path)
@@ -61,7 +49,7 @@ def run(raw: bytes, preload: str, every: bool = False) -> tuple[int | None, Star
         return _first_use(preload, lock_path)
     except OSError as exc:
         return cold(f"socket: {exc}"), None
-    if not every and not gains(raw, preload):
+    if not handed:
         return cold("the cell uses no preloaded module"), None
     from pyrelune.warm import client
 

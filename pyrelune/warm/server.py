@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from pyrelune.cli.entry import warm_paths
 from pyrelune.warm import frames, place, served
 from pyrelune.warm.route import LOCK_FD
 
@@ -50,7 +51,7 @@ def main(argv: list[str], cold: Iterable[str]) -> None:
     shadowable = served.shadowable(sys.modules, cold)
     gc.collect()
     gc.freeze()  # the children's garbage collections leave the preloaded objects' pages shared
-    socket_path, _ = place.paths(preload)
+    socket_path, _ = warm_paths(preload)
     place.check_folder(os.path.dirname(socket_path), create=True)
     listener, identity = _listen(socket_path)
     warm = Warm(listener, preload, loaded,

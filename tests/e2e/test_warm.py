@@ -164,6 +164,40 @@ def test_a_cell_that_uses_no_preloaded_module_still_starts_the_warm_process(warm
     assert warm.which()[0] == "warm"
 
 
+def test_without_debug_too_a_cell_that_uses_no_preloaded_module_starts_the_warm_process(
+        warm: Warm, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher's short way to cold (no PYRELUNE_WARM_DEBUG) still notices first use."""
+    monkeypatch.delenv("PYRELUNE_WARM_DEBUG")
+    result = warm.host.run_cell("print(2 + 3)")
+    assert result.text() == "5\n"
+    assert result.stderr == b""
+    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    assert warm.which()[0] == "warm"
+
+
+def imported(result: HostResult) -> set[str]:
+    """The modules the launcher's process imported, as PYTHONPROFILEIMPORTTIME lists them."""
+    lines = result.stderr.decode().splitlines()
+    names = {line.rpartition("|")[2].strip() for line in lines if line.startswith("import time:")}
+    names.discard("package")  # the header line
+    assert "pyrelune.modes.oneshot" in names, result
+    return names
+
+
+def test_a_cell_that_uses_no_preloaded_module_imports_what_a_cold_start_imports(
+        warm: Warm, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a warm process running, the launcher decides before importing any of warm start."""
+    monkeypatch.delenv("PYRELUNE_WARM_DEBUG")
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    warm.start()
+    cold = VixHost().run_cell("print(2 + 3)", env={"PYRELUNE_WARM": "0"})
+    routed = warm.host.run_cell("print(2 + 3)")
+    assert routed.stdout == cold.stdout
+    assert not {name for name in imported(routed) if name.startswith("pyrelune.warm")}
+    assert imported(routed) == imported(cold)
+    assert warmhost.status() is not None  # running all along: the socket was there
+
+
 def test_the_cell_gets_the_callers_directory_environment_umask_and_limits(
         warm: Warm, tmp_path: Path) -> None:
     warm.start()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyrelune.warm.place import DEFAULT_PRELOAD
-from pyrelune.warm.route import gains
+from pyrelune.cli.entry import DEFAULT_PRELOAD, gains
 
 
 @pytest.mark.parametrize("source", [
