@@ -3,7 +3,9 @@
 A cell printing in a tight loop must not become one event per line: text is
 held for at most `INTERVAL` seconds, so each stream gets about one event per
 interval, and is let out at once before anything that must come after it
-(a display, an input prompt, the end of the cell). Runs of stdout and stderr
+(a display, an input prompt, the end of the cell), or once `MAX_HELD`
+characters wait (a flood: the transport, not this, is where it waits for a
+slow client). Runs of stdout and stderr
 stay in the order they were read.
 
 A cell printing 100 MB must not become 100 MB of events, nor 100 MB of
@@ -19,6 +21,8 @@ from pyrelune.wire.events import Stream
 
 #: The longest a piece of text waits before it is sent.
 INTERVAL = 0.05
+#: Characters held at most: more is let out before its time.
+MAX_HELD = 1 << 18
 #: Bytes of stream text sent per cell before only the most recent are kept.
 DEFAULT_LIMIT = 1 << 20
 
@@ -30,6 +34,7 @@ class Coalescer:
         self.interval = interval
         self.flush_at: float | None = None  # when pending text is due; None when none is
         self._runs: list[tuple[str, list[str]]] = []
+        self._held = 0  # characters in _runs
         self._last = float("-inf")
 
     def add(self, stream: Stream, now: float) -> list[Stream]:
@@ -38,8 +43,12 @@ class Coalescer:
             self._runs[-1][1].append(stream.text)
         else:
             self._runs.append((stream.name, [stream.text]))
+        self._held += len(stream.text)
         if self.flush_at is None:
             self.flush_at = max(now, self._last + self.interval)
+        if self._held >= MAX_HELD:
+            self._last = now
+            return self.flush()
         return self.due(now)
 
     def due(self, now: float) -> list[Stream]:
@@ -53,6 +62,7 @@ class Coalescer:
         """Everything held, now: something that must follow it is about to be sent."""
         out = [Stream(name, "".join(parts)) for name, parts in self._runs]
         self._runs = []
+        self._held = 0
         self.flush_at = None
         return out
 

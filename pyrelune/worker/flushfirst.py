@@ -1,9 +1,5 @@
 """Flush a cell's buffered stdout before anything that writes around it.
 
-(The rpc kernel's worker uses the same hooks for another kind of flush: its
-stdout is a shared ring that the session must have read first, see
-`liveprint`.)
-
 The lines kernel sends a cell's output in one response, when the cell ends:
 no one watches it live. So its worker's stdout is block-buffered, because a
 line-buffered stream costs about 2 µs a line in CPython's io stack (the
@@ -16,6 +12,10 @@ What it cannot keep is the last few KiB printed by a worker killed by a
 signal it never sees (a segfault, the OOM killer, an escalated interrupt).
 The kernel says so in that error, and PYTHONUNBUFFERED=1 (or `python -u`)
 keeps every line written at once.
+
+The rpc kernel's worker uses the same hooks for its own kind of flush: its
+stdout is shared memory that the session must have read first (see
+`liveprint`), and there calls through ctypes wait for it too.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import any_text
 
-from pyrelune.protocols.streaming import Cap, Coalescer
+from pyrelune.protocols.streaming import MAX_HELD, Cap, Coalescer
 from pyrelune.supervisor.limits import utf8_size
 from pyrelune.wire.events import Stream
 
@@ -67,6 +67,18 @@ def test_flush_lets_everything_out_before_its_time() -> None:
     coalescer.add(Stream("stdout", "b"), now=0.01)
     assert pairs(coalescer.flush()) == [("stdout", "b")]
     assert coalescer.flush_at is None and coalescer.due(1.0) == []
+
+
+def test_a_flood_is_let_out_before_its_time_once_enough_waits() -> None:
+    coalescer = Coalescer(0.05)
+    coalescer.add(Stream("stdout", "a"), now=0.0)
+    line = "x" * 1000
+    held = [coalescer.add(Stream("stdout", line), now=0.01) for _ in range(MAX_HELD // 1000)]
+    assert all(out == [] for out in held)
+    assert pairs(coalescer.add(Stream("stderr", line), now=0.01)) == [
+        ("stdout", line * (MAX_HELD // 1000)), ("stderr", line)]
+    assert coalescer.flush_at is None
+    assert coalescer.add(Stream("stdout", "b"), now=0.02) == []  # held again, for its time
 
 
 def test_text_after_a_quiet_spell_goes_out_at_once() -> None:
