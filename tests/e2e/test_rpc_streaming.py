@@ -148,42 +148,40 @@ def roomy_kernel() -> Iterator[PipeHost]:
     assert host.close() == 0
 
 
-def test_lines_longer_than_the_ring_and_nul_bytes_arrive_whole(roomy_kernel: PipeHost) -> None:
-    events = roomy_kernel.run(
-        "print('a\\0b', '\\0')\n"
-        "for n in range(3):\n"
-        "    print(str(n) * 2_500_000)\n"
-        "print('end')\n")
+def printed(kernel: PipeHost, source: str) -> str:
+    """The stdout of a cell that must succeed."""
+    events = kernel.run(source)
     assert events[-1]["data"]["status"] == "ok", events[-1]
-    expected = "a\0b \0\n" + "".join(str(n) * 2_500_000 + "\n" for n in range(3)) + "end\n"
-    assert stdout_of(events) == expected
+    return stdout_of(events)
+
+
+def test_lines_longer_than_the_ring_and_nul_bytes_arrive_whole(roomy_kernel: PipeHost) -> None:
+    out = printed(roomy_kernel, "print('a\\0b', '\\0')\n"
+                                "for n in range(3):\n    print(str(n) * 2_500_000)\n"
+                                "print('end')\n")
+    assert out == "a\0b \0\n" + "".join(str(n) * 2_500_000 + "\n" for n in range(3)) + "end\n"
 
 
 def test_threads_lines_stay_whole_across_many_laps(roomy_kernel: PipeHost) -> None:
-    events = roomy_kernel.run(
-        "import threading\n"
-        "def work(n):\n"
-        "    for i in range(5000):\n"
-        "        print(str(n) * (i % 600), i, sep=':')\n"
-        "threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]\n"
-        "for t in threads: t.start()\n"
-        "for t in threads: t.join()\n")
-    assert events[-1]["data"]["status"] == "ok", events[-1]
-    lines = stdout_of(events).splitlines()
+    lines = printed(roomy_kernel, "import threading\n"
+                                  "def work(n):\n"
+                                  "    for i in range(5000):\n"
+                                  "        print(str(n) * (i % 600), i, sep=':')\n"
+                                  "threads = [threading.Thread(target=work, args=(n,))"
+                                  " for n in range(4)]\n"
+                                  "for t in threads: t.start()\n"
+                                  "for t in threads: t.join()\n").splitlines()
     assert sorted(lines) == sorted(f"{str(n) * (i % 600)}:{i}" for n in range(4)
                                    for i in range(5000))
 
 
 def test_a_signal_handler_printing_in_a_flood_loses_no_line(roomy_kernel: PipeHost) -> None:
-    events = roomy_kernel.run(
-        "import signal\n"
-        "signal.signal(signal.SIGALRM, lambda *_: print('tick'))\n"
-        "signal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0005)\n"
-        "for i in range(200_000):\n"
-        "    print('x' * 90, i)\n"
-        "signal.setitimer(signal.ITIMER_REAL, 0)\n")
-    assert events[-1]["data"]["status"] == "ok", events[-1]
-    lines = stdout_of(events).splitlines()
-    printed = [line for line in lines if line != "tick"]
-    assert printed == [f"{'x' * 90} {i}" for i in range(200_000)]
-    assert len(lines) > len(printed)
+    lines = printed(roomy_kernel, "import signal\n"
+                                  "signal.signal(signal.SIGALRM, lambda *_: print('tick'))\n"
+                                  "signal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0005)\n"
+                                  "for i in range(200_000):\n"
+                                  "    print('x' * 90, i)\n"
+                                  "signal.setitimer(signal.ITIMER_REAL, 0)\n").splitlines()
+    lines_printed = [line for line in lines if line != "tick"]
+    assert lines_printed == [f"{'x' * 90} {i}" for i in range(200_000)]
+    assert len(lines) > len(lines_printed)
