@@ -24,6 +24,7 @@ import sys
 from pyrelune import __version__, fastjson
 from pyrelune.protocols import Rejected, Wording, read_object, textform
 from pyrelune.protocols.streaming import Cap, Coalescer
+from pyrelune.protocols.validation import certainly_valid
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget
 from pyrelune.wire import events
@@ -70,6 +71,8 @@ METHODS = (
     "kernel.info", "kernel.auth", "execute.cell", "execute.interrupt", "kernel.reset",
     "execute.input_reply",
 )
+#: The schema of each method's requests (`schemas/<name>.json`).
+_SCHEMAS = {method: f"rpc-kernel.request.{method}" for method in METHODS}
 CAPABILITIES = ("stream", "display_data", "input_request", "interrupt", "reset", "inputs",
                 "show", "plot")
 WORDING = Wording(
@@ -97,21 +100,17 @@ def parse(raw: bytes | str) -> Request:
 
 
 def check(message: Message) -> Request:
-    """A JSON object as a request of a known method, its params as the method's schema has them."""
+    """A JSON object as a request of a known method, its params as the method's schema has them.
+
+    A request its method's schema accepts at once needs no other check (each
+    method's schema holds the envelope's too); anything else goes through them
+    in order, the envelope first, so that the error is the first one found.
+    """
     request_id = request_id_of(message)
     method = message.get("method")
-    problems = schema_errors(message, "rpc-kernel.request")
-    if problems or request_id is None:  # the schema requires a string or integer id
-        problem = problems[0] if problems else f"id: {message.get('id')!r} is not usable"
-        raise Rejected(events.INVALID_REQUEST, f"Invalid request: {problem}",
-                       request_id=request_id)
-    if method not in METHODS:
-        raise Rejected(events.UNKNOWN_METHOD, f"Method not found: {str(method)[:100]!r}",
-                       request_id=request_id)
-    problems = schema_errors(message, f"rpc-kernel.request.{method}")
-    if problems:
-        raise Rejected(events.INVALID_REQUEST, f"Invalid {method} request: {problems[0]}",
-                       request_id=request_id)
+    if request_id is None or method not in METHODS or not certainly_valid(
+            message, _SCHEMAS[method]):
+        _check_in_order(message, request_id, method)
     params: dict[str, Any] = message.get("params", {})
     for name in params.get("inputs", {}) if method == "execute.cell" else ():
         if not name.isidentifier() or keyword.iskeyword(name):
@@ -122,6 +121,23 @@ def check(message: Message) -> Request:
                 request_id=request_id,
             )
     return Request(request_id, method, params)
+
+
+def _check_in_order(message: Message, request_id: str | int | None, method: Any) -> None:
+    """The envelope, the method, then the method's params; raises `Rejected` at the first
+    that is wrong."""
+    problems = schema_errors(message, "rpc-kernel.request")
+    if problems or request_id is None:  # the schema requires a string or integer id
+        problem = problems[0] if problems else f"id: {message.get('id')!r} is not usable"
+        raise Rejected(events.INVALID_REQUEST, f"Invalid request: {problem}",
+                       request_id=request_id)
+    if method not in METHODS:
+        raise Rejected(events.UNKNOWN_METHOD, f"Method not found: {str(method)[:100]!r}",
+                       request_id=request_id)
+    problems = schema_errors(message, _SCHEMAS[method])
+    if problems:
+        raise Rejected(events.INVALID_REQUEST, f"Invalid {method} request: {problems[0]}",
+                       request_id=request_id)
 
 
 def request_id_of(message: Message) -> str | int | None:

@@ -48,12 +48,17 @@ def schema(name: str) -> dict[str, Any]:
 
 def errors(instance: Any, name: str) -> list[str]:
     """Why `instance` does not match schema `name`: empty when it does."""
+    if certainly_valid(instance, name):
+        return []
+    return authoritative_errors(instance, schema(name))
+
+
+def certainly_valid(instance: Any, name: str) -> bool:
+    """The quick check alone against schema `name`: True only if `instance` matches it."""
     check = _checks.get(name)
     if check is None:
         check = _checks[name] = compile_check(schema(name))
-    if check(instance):
-        return []
-    return authoritative_errors(instance, schema(name))
+    return check(instance)
 
 
 def authoritative_errors(instance: Any, spec: dict[str, Any]) -> list[str]:
