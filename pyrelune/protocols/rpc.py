@@ -110,7 +110,7 @@ def check(message: Message) -> Request:
     method = message.get("method")
     if request_id is None or method not in METHODS or not certainly_valid(
             message, _SCHEMAS[method]):
-        _check_in_order(message, request_id, method)
+        request_id, method = _checked_in_order(message, request_id, method)
     params: dict[str, Any] = message.get("params", {})
     for name in params.get("inputs", {}) if method == "execute.cell" else ():
         if not name.isidentifier() or keyword.iskeyword(name):
@@ -123,9 +123,10 @@ def check(message: Message) -> Request:
     return Request(request_id, method, params)
 
 
-def _check_in_order(message: Message, request_id: str | int | None, method: Any) -> None:
+def _checked_in_order(message: Message, request_id: str | int | None,
+                      method: Any) -> tuple[str | int, str]:
     """The envelope, the method, then the method's params; raises `Rejected` at the first
-    that is wrong."""
+    that is wrong, else gives back the id and the method."""
     problems = schema_errors(message, "rpc-kernel.request")
     if problems or request_id is None:  # the schema requires a string or integer id
         problem = problems[0] if problems else f"id: {message.get('id')!r} is not usable"
@@ -138,6 +139,7 @@ def _check_in_order(message: Message, request_id: str | int | None, method: Any)
     if problems:
         raise Rejected(events.INVALID_REQUEST, f"Invalid {method} request: {problems[0]}",
                        request_id=request_id)
+    return request_id, method
 
 
 def request_id_of(message: Message) -> str | int | None:
@@ -547,7 +549,10 @@ class RpcCodec:
         return due if self._served else self._held.hold(due)
 
     def _flush(self) -> list[Message]:
-        return self._streams([*self._coalescer.flush(), *self._cap.release()])
+        # Before each display and at each end: usually nothing is held (no `flush_at`).
+        streams = self._coalescer.flush() if self._coalescer.flush_at is not None else []
+        streams += self._cap.release()
+        return self._streams(streams) if streams else []
 
     def _streams(self, streams: list[Stream]) -> list[Message]:
         return [event("stream", {"cell_id": self.cell_id, "name": s.name, "text": s.text})
