@@ -290,7 +290,8 @@ class RpcServer:
 
     def _apply(self, outcome: rpc.Outcome) -> None:
         """Send the messages to the served client, carry out the commands on the kernel."""
-        self._send_all(outcome.messages)
+        for message in outcome.messages:
+            self._send(message)
         for command in outcome.commands:
             if isinstance(command, rpc.Execute):
                 self.kernel.execute(command.source, command.filename, command.inputs)
@@ -300,7 +301,8 @@ class RpcServer:
                 self.kernel.reply_input(command.value)
             elif isinstance(command, rpc.Reset):
                 self.kernel.begin_reset()
-        self._arm_flush()
+        if self.protocol.flush_at is not None:
+            self._arm_flush()
         self._settle()
 
     def _arm_flush(self) -> None:
