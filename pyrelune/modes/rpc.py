@@ -322,12 +322,12 @@ class RpcServer:
 
     def _on_event(self, event: Event) -> None:
         """One event of the running cell (or reset), in order, as the kernel reads it."""
-        if isinstance(event, (Stream, Display, Clear)):
+        if isinstance(event, Stream):
             self._screen.add(event)  # \r and \b applied; on to _present
             return
         if isinstance(event, InputRequest) and self._input_ended:
             self.kernel.cancel_input()
-        self._screen.flush()
+        self._screen.flush()  # the lines held back go first, as `Presenter.add` has a display
         self._apply(self.protocol.output(event, time.monotonic()))
 
     def _present(self, item: Stream | Display | Clear) -> None:

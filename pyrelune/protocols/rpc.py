@@ -71,8 +71,9 @@ METHODS = (
     "kernel.info", "kernel.auth", "execute.cell", "execute.interrupt", "kernel.reset",
     "execute.input_reply",
 )
-#: The schema of each method's requests (`schemas/<name>.json`).
+#: The schema of each method's requests (`schemas/<name>.json`), and its `RpcCodec` method.
 _SCHEMAS = {method: f"rpc-kernel.request.{method}" for method in METHODS}
+_HANDLERS = {method: "_on_" + method.replace(".", "_") for method in METHODS}
 CAPABILITIES = ("stream", "display_data", "input_request", "interrupt", "reset", "inputs",
                 "show", "plot")
 WORDING = Wording(
@@ -366,7 +367,7 @@ class RpcCodec:
             request = parse(raw)
         except Rejected as exc:
             return Outcome([reject(exc)])
-        outcome: Outcome = getattr(self, "_on_" + request.method.replace(".", "_"))(request)
+        outcome: Outcome = getattr(self, _HANDLERS[request.method])(request)
         return outcome
 
     def knock(self, guest: Guest, raw: bytes | str) -> Outcome:
