@@ -290,7 +290,8 @@ class RpcServer:
 
     def _apply(self, outcome: rpc.Outcome) -> None:
         """Send the messages to the served client, carry out the commands on the kernel."""
-        self._send_all(outcome.messages)
+        for message in outcome.messages:
+            self._send(message)
         for command in outcome.commands:
             if isinstance(command, rpc.Execute):
                 self.kernel.execute(command.source, command.filename, command.inputs)
@@ -300,7 +301,8 @@ class RpcServer:
                 self.kernel.reply_input(command.value)
             elif isinstance(command, rpc.Reset):
                 self.kernel.begin_reset()
-        self._arm_flush()
+        if self.protocol.flush_at is not None:
+            self._arm_flush()
         self._settle()
 
     def _arm_flush(self) -> None:
@@ -320,12 +322,12 @@ class RpcServer:
 
     def _on_event(self, event: Event) -> None:
         """One event of the running cell (or reset), in order, as the kernel reads it."""
-        if isinstance(event, (Stream, Display, Clear)):
+        if isinstance(event, Stream):
             self._screen.add(event)  # \r and \b applied; on to _present
             return
         if isinstance(event, InputRequest) and self._input_ended:
             self.kernel.cancel_input()
-        self._screen.flush()
+        self._screen.flush()  # the lines held back go first, as `Presenter.add` has a display
         self._apply(self.protocol.output(event, time.monotonic()))
 
     def _present(self, item: Stream | Display | Clear) -> None:

@@ -24,6 +24,7 @@ import sys
 from pyrelune import __version__, fastjson
 from pyrelune.protocols import Rejected, Wording, read_object, textform
 from pyrelune.protocols.streaming import Cap, Coalescer
+from pyrelune.protocols.validation import certainly_valid
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget
 from pyrelune.wire import events
@@ -70,6 +71,9 @@ METHODS = (
     "kernel.info", "kernel.auth", "execute.cell", "execute.interrupt", "kernel.reset",
     "execute.input_reply",
 )
+#: The schema of each method's requests (`schemas/<name>.json`), and its `RpcCodec` method.
+_SCHEMAS = {method: f"rpc-kernel.request.{method}" for method in METHODS}
+_HANDLERS = {method: "_on_" + method.replace(".", "_") for method in METHODS}
 CAPABILITIES = ("stream", "display_data", "input_request", "interrupt", "reset", "inputs",
                 "show", "plot")
 WORDING = Wording(
@@ -97,21 +101,17 @@ def parse(raw: bytes | str) -> Request:
 
 
 def check(message: Message) -> Request:
-    """A JSON object as a request of a known method, its params as the method's schema has them."""
+    """A JSON object as a request of a known method, its params as the method's schema has them.
+
+    A request its method's schema accepts at once needs no other check (each
+    method's schema holds the envelope's too); anything else goes through them
+    in order, the envelope first, so that the error is the first one found.
+    """
     request_id = request_id_of(message)
     method = message.get("method")
-    problems = schema_errors(message, "rpc-kernel.request")
-    if problems or request_id is None:  # the schema requires a string or integer id
-        problem = problems[0] if problems else f"id: {message.get('id')!r} is not usable"
-        raise Rejected(events.INVALID_REQUEST, f"Invalid request: {problem}",
-                       request_id=request_id)
-    if method not in METHODS:
-        raise Rejected(events.UNKNOWN_METHOD, f"Method not found: {str(method)[:100]!r}",
-                       request_id=request_id)
-    problems = schema_errors(message, f"rpc-kernel.request.{method}")
-    if problems:
-        raise Rejected(events.INVALID_REQUEST, f"Invalid {method} request: {problems[0]}",
-                       request_id=request_id)
+    if request_id is None or method not in METHODS or not certainly_valid(
+            message, _SCHEMAS[method]):
+        request_id, method = _checked_in_order(message, request_id, method)
     params: dict[str, Any] = message.get("params", {})
     for name in params.get("inputs", {}) if method == "execute.cell" else ():
         if not name.isidentifier() or keyword.iskeyword(name):
@@ -122,6 +122,25 @@ def check(message: Message) -> Request:
                 request_id=request_id,
             )
     return Request(request_id, method, params)
+
+
+def _checked_in_order(message: Message, request_id: str | int | None,
+                      method: Any) -> tuple[str | int, str]:
+    """The envelope, the method, then the method's params; raises `Rejected` at the first
+    that is wrong, else gives back the id and the method."""
+    problems = schema_errors(message, "rpc-kernel.request")
+    if problems or request_id is None:  # the schema requires a string or integer id
+        problem = problems[0] if problems else f"id: {message.get('id')!r} is not usable"
+        raise Rejected(events.INVALID_REQUEST, f"Invalid request: {problem}",
+                       request_id=request_id)
+    if method not in METHODS:
+        raise Rejected(events.UNKNOWN_METHOD, f"Method not found: {str(method)[:100]!r}",
+                       request_id=request_id)
+    problems = schema_errors(message, _SCHEMAS[method])
+    if problems:
+        raise Rejected(events.INVALID_REQUEST, f"Invalid {method} request: {problems[0]}",
+                       request_id=request_id)
+    return request_id, method
 
 
 def request_id_of(message: Message) -> str | int | None:
@@ -348,7 +367,7 @@ class RpcCodec:
             request = parse(raw)
         except Rejected as exc:
             return Outcome([reject(exc)])
-        outcome: Outcome = getattr(self, "_on_" + request.method.replace(".", "_"))(request)
+        outcome: Outcome = getattr(self, _HANDLERS[request.method])(request)
         return outcome
 
     def knock(self, guest: Guest, raw: bytes | str) -> Outcome:
@@ -531,7 +550,10 @@ class RpcCodec:
         return due if self._served else self._held.hold(due)
 
     def _flush(self) -> list[Message]:
-        return self._streams([*self._coalescer.flush(), *self._cap.release()])
+        # Before each display and at each end: usually nothing is held (no `flush_at`).
+        streams = self._coalescer.flush() if self._coalescer.flush_at is not None else []
+        streams += self._cap.release()
+        return self._streams(streams) if streams else []
 
     def _streams(self, streams: list[Stream]) -> list[Message]:
         return [event("stream", {"cell_id": self.cell_id, "name": s.name, "text": s.text})

@@ -48,12 +48,17 @@ def schema(name: str) -> dict[str, Any]:
 
 def errors(instance: Any, name: str) -> list[str]:
     """Why `instance` does not match schema `name`: empty when it does."""
+    if certainly_valid(instance, name):
+        return []
+    return authoritative_errors(instance, schema(name))
+
+
+def certainly_valid(instance: Any, name: str) -> bool:
+    """The quick check alone against schema `name`: True only if `instance` matches it."""
     check = _checks.get(name)
     if check is None:
         check = _checks[name] = compile_check(schema(name))
-    if check(instance):
-        return []
-    return authoritative_errors(instance, schema(name))
+    return check(instance)
 
 
 def authoritative_errors(instance: Any, spec: dict[str, Any]) -> list[str]:
@@ -96,7 +101,8 @@ def compile_check(spec: dict[str, Any] | bool) -> Check:
         make = _KEYWORDS.get(keyword)
         if make is None:
             return _never
-        checks.append(make(value, spec))
+        if (check := make(value, spec)) is not _always:  # `additionalProperties: true`, say
+            checks.append(check)
     return _all_of(checks)
 
 
@@ -105,6 +111,8 @@ def compile_check(spec: dict[str, Any] | bool) -> Check:
 
 
 def _all_of(checks: list[Check]) -> Check:
+    if not checks:
+        return _always
     if len(checks) == 1:
         return checks[0]
     if len(checks) == 2:
@@ -128,24 +136,57 @@ def _never(instance: Any) -> bool:
     return False
 
 
-def _type(expected: str | list[str], _: dict[str, Any]) -> Check:
+def _types(expected: str | list[str]) -> tuple[tuple[type, ...], bool] | None:
+    """The Python types a `type` keyword names, and whether a bool must be refused among
+    them (bool is an int to Python, not to JSON Schema); None if it names one not known."""
     names = [expected] if isinstance(expected, str) else expected
     if any(name not in _TYPES for name in names):
-        return _never
+        return None
     types = tuple(t for name in names for t in _TYPES[name])
-    if "boolean" in names:
-        return lambda instance: isinstance(instance, types)
-    # bool is an int to Python, not to JSON Schema.
-    return lambda instance: isinstance(instance, types) and not isinstance(instance, bool)
+    return types, int in types and "boolean" not in names
+
+
+def _type(expected: str | list[str], _: dict[str, Any]) -> Check:
+    if (known := _types(expected)) is None:
+        return _never
+    types, refuse_bool = known
+    if refuse_bool:
+        return lambda instance: isinstance(instance, types) and not isinstance(instance, bool)
+    return lambda instance: isinstance(instance, types)
+
+
+#: How `properties` checks a property: by its types, by its constant, or with its own check.
+_BY_TYPE, _BY_CONST, _BY_CHECK = 0, 1, 2
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _property(sub: dict[str, Any] | bool) -> tuple[int, Any, Any]:
+    """How to check a property whose schema is `sub`: one that is only a type, or only a
+    constant (most are), is checked in `properties`' own loop, without a call."""
+    keywords = [k for k in sub if k not in _ANNOTATIONS] if isinstance(sub, dict) else None
+    if keywords == ["type"] and isinstance(sub, dict) and (known := _types(sub["type"])):
+        return _BY_TYPE, *known
+    if keywords == ["const"] and isinstance(sub, dict) and type(sub["const"]) in _SCALARS:
+        return _BY_CONST, type(sub["const"]), sub["const"]
+    return _BY_CHECK, compile_check(sub), None
 
 
 def _properties(props: dict[str, Any], _: dict[str, Any]) -> Check:
-    checks = [(name, compile_check(sub)) for name, sub in props.items()]
+    checks = [(name, *_property(sub)) for name, sub in props.items()]
 
     def properties(instance: Any) -> bool:
         if isinstance(instance, dict):
-            for name, check in checks:
-                if name in instance and not check(instance[name]):
+            for name, how, first, second in checks:
+                if name not in instance:
+                    continue
+                value = instance[name]
+                if how == _BY_TYPE:  # first: the types, second: whether a bool is refused
+                    if not isinstance(value, first) or (second and isinstance(value, bool)):
+                        return False
+                elif how == _BY_CONST:  # as `_same`: first: the constant's type, second: it
+                    if type(value) is not first or value != second:
+                        return False
+                elif not first(value):
                     return False
         return True
 

@@ -44,7 +44,6 @@ class EventedKernel:
                  cap: int, interactive: bool = True) -> None:
         self.loop = loop
         self._on_event = on_event
-        self._kernel = Kernel(interactive, cap)
         self._watched: set[int] = set()
         self._paused: set[int] = set()  # capture pipes left to fill for a moment
         self._held = False  # no descriptor is read: see `hold`
@@ -52,14 +51,14 @@ class EventedKernel:
         self._poll_timer: asyncio.TimerHandle | None = None
         self._ring_timer: asyncio.TimerHandle | None = None
         self._ring_wait = _RING_SOON
+        # Whenever the kernel replaces its worker, the old one's descriptors are let go first.
+        self._kernel = Kernel(interactive, cap, before_replace=self._unwatch)
         self._watch()
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
-        self._unwatch_if_lost()  # `execute` would start a new worker
         self._kernel.execute(source, filename, inputs)
         self._tell()
-        self._watch()
-        self._catch_quick_end()
+        self._catch_quick_end(self._watch())
 
     def reply_input(self, value: str) -> None:
         self._kernel.reply_input(value)
@@ -68,7 +67,6 @@ class EventedKernel:
         self._kernel.cancel_input()
 
     def begin_reset(self) -> None:
-        self._unwatch_if_lost()  # `begin_reset` would start a new worker
         self._kernel.begin_reset()
         self._watch()
 
@@ -113,10 +111,11 @@ class EventedKernel:
 
     # -- the worker's descriptors ------------------------------------------------
 
-    def _watch(self) -> None:
-        """Follow the worker's descriptors as they open and close."""
+    def _watch(self) -> list[int]:
+        """Follow the worker's descriptors as they open and close; all of them are returned."""
         link = self._kernel.link
-        wanted = set() if self._held else set(link.fds()) - self._paused
+        fds = link.fds()
+        wanted = set() if self._held else set(fds) - self._paused
         for fd in self._watched - wanted:
             self.loop.remove_reader(fd)
         for fd in wanted - self._watched:
@@ -126,6 +125,7 @@ class EventedKernel:
             self._poll_timer = self.loop.call_later(_EXIT_POLL, self._poll)
         if link.ring_fd >= 0 and not link.session.finished and self._ring_timer is None:
             self._ring_timer = self.loop.call_later(self._ring_wait, self._look_at_ring)
+        return fds
 
     def _unwatch(self) -> None:
         """Stop watching the worker about to be replaced: its descriptor numbers will be reused."""
@@ -137,11 +137,6 @@ class EventedKernel:
             if timer is not None:
                 timer.cancel()
         self._resume_timer = self._ring_timer = None
-
-    def _unwatch_if_lost(self) -> None:
-        """Stop watching a worker that has ended, before the kernel replaces it."""
-        if self._kernel.worker.reap(block=False) is not None:
-            self._unwatch()
 
     def _poll(self) -> None:
         self._poll_timer = None
@@ -169,7 +164,7 @@ class EventedKernel:
         if link is not self._kernel.link:
             return  # replaced: the new worker's pipes are watched from the start
         if link.session.finished and (status := link.worker.reap(block=False)) is not None:
-            self._unwatch()  # it died between cells: its exit would stay readable for ever
+            # It died between cells: its exit would stay readable for ever.
             self._kernel.replace_lost(status)
             self._watch()
             return
@@ -186,11 +181,11 @@ class EventedKernel:
         self._paused.clear()
         self._watch()
 
-    def _catch_quick_end(self) -> None:
-        """Read a cell's first events before the loop sleeps: a short cell is over by then."""
-        link = self._kernel.link
-        if ready := spin.poll(link.fds()):
-            self._deliver(link.read(ready))
+    def _catch_quick_end(self, fds: list[int]) -> None:
+        """Read a cell's first events (on `fds`, the worker's) before the loop sleeps: a short
+        cell is over by then."""
+        if ready := spin.poll(fds):
+            self._deliver(self._kernel.link.read(ready))
 
     def _deliver(self, events: Iterable[Event]) -> int:
         """Pass the events on; how many characters of stream text there were."""
@@ -199,7 +194,6 @@ class EventedKernel:
             if isinstance(event, Stream):
                 output += len(event.text)
             elif isinstance(event, Done):
-                self._unwatch_if_lost()  # `settle` would start a new worker
                 done = self._kernel.settle(event)
                 if done is None:  # sent again, to a fresh worker: the old one's events are over
                     self._tell()

@@ -22,7 +22,7 @@ from pyrelune.wire.ring import OutputRing
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any, NoReturn
 
     from pyrelune.supervisor.process import WorkerFds
@@ -70,9 +70,14 @@ class Kernel:
     its output (`take_notice`).
     """
 
-    def __init__(self, interactive: bool = False, cap: int = DEFAULT_CAP) -> None:
+    def __init__(self, interactive: bool = False, cap: int = DEFAULT_CAP,
+                 before_replace: Callable[[], None] | None = None) -> None:
+        """`before_replace()` is called whenever the worker is about to be replaced, before
+        its descriptors close: a driver watching them stops then (new pipes may reuse their
+        numbers)."""
         self._interactive = interactive
         self._cap = cap
+        self._before_replace = before_replace
         self.link = self._spawn()
         self._sent: Execute | None = None  # the cell sent, while it may not have started
         self._notice: Stream | None = None
@@ -176,6 +181,8 @@ class Kernel:
 
     def restart(self) -> None:
         """Kill the worker with everything it started and begin a fresh one."""
+        if self._before_replace is not None:
+            self._before_replace()
         self.link.close()
         self.link = self._spawn()
 

@@ -64,7 +64,7 @@ class Presenter:
                 if settled:
                     self._sink(Stream(item.name, settled))
         else:
-            self.flush()
+            self._flush_others("")  # `flush()`: held-back lines go first
             self._sink(item)
 
     def flush(self) -> None:

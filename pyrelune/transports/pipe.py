@@ -65,6 +65,7 @@ class LineConnection:
         self._out_fd = out_fd
         self._splitter = LineSplitter(max_size)
         self._outgoing: list[bytes] = []
+        self._flush_due = False  # a `_flush` is scheduled
         self._loop = loop
         self._handler: Callable[[bytes], bool] | None = None
         self._on_end: Callable[[bool], None] | None = None
@@ -149,12 +150,19 @@ class LineConnection:
         self._hand_over()
 
     def send(self, data: bytes) -> None:
-        """Queue one message; what one turn of the loop sends leaves in one write."""
-        if not self._outgoing:
+        """Queue one message; what one turn of the loop sends leaves in one write.
+
+        One `_flush` is scheduled at a time: the reader writes out what it
+        answered at once (see `_readable`), and a host running cells back
+        to back must not leave a no-op callback behind for each of them.
+        """
+        if not self._flush_due:
+            self._flush_due = True
             self._loop.call_soon(self._flush)
         self._outgoing.append(data)
 
     def _flush(self) -> None:
+        self._flush_due = False
         # After a cell's last message, a host running cells back to back
         # sends the next request at once: read it without sleeping first.
         reading = self._on_loop and not self._at_end

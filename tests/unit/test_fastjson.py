@@ -21,6 +21,19 @@ def test_dumps_equals_json(value: Any, ensure_ascii: bool) -> None:
     )
 
 
+@given(json_values)
+def test_dumps_utf8_equals_strict_json_in_utf8(value: Any) -> None:
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    expected = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace").encode()
+    assert fastjson.dumps_utf8(value) == expected
+
+
+@pytest.mark.parametrize("value", [float("nan"), [float("inf")], {"x": -float("inf")}])
+def test_dumps_utf8_refuses_nan_and_infinities(value: Any) -> None:
+    with pytest.raises(ValueError):
+        fastjson.dumps_utf8(value)
+
+
 @given(st.floats(), st.booleans())
 def test_dumps_floats_and_nan_policy(value: float, allow_nan: bool) -> None:
     try:

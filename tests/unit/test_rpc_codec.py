@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jsonschema
 import pytest
 from hypothesis import given, settings
-from rpc_fuzz import lines
+from rpc_fuzz import lines, requests
 from rpc_host import check
 
-from pyrelune.protocols import Rejected, rpc
+from pyrelune.protocols import Rejected, rpc, validation
 from pyrelune.wire.events import (
     ITEM_MIME,
     JSONML_MIME,
@@ -347,6 +348,29 @@ def test_encode_never_writes_nan_or_lone_surrogates() -> None:
     decoded = json.loads(rpc.encode(message))
     assert decoded["data"]["item"]["values"] == [None, 1.5]
     assert set(decoded["data"]["item"]["text"]) == {"\ufffd"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(requests())
+def test_what_a_methods_schema_accepts_the_envelope_accepts(message: Any) -> None:
+    # `rpc.check` skips the envelope's schema for a request its method's schema accepts.
+    envelope = jsonschema.Draft202012Validator(validation.schema("rpc-kernel.request"))
+    for method in rpc.METHODS:
+        own = validation.schema(f"rpc-kernel.request.{method}")
+        if jsonschema.Draft202012Validator(own).is_valid(message):
+            assert envelope.is_valid(message)
+
+
+@pytest.mark.parametrize("method", rpc.METHODS)
+def test_each_methods_schema_holds_the_envelopes_constraints(method: str) -> None:
+    envelope = validation.schema("rpc-kernel.request")
+    own = validation.schema(f"rpc-kernel.request.{method}")
+    assert own["type"] == envelope["type"]
+    assert set(own["required"]) >= set(envelope["required"])
+    for name in ("kind", "id"):
+        assert own["properties"][name] == envelope["properties"][name]
+    assert own["properties"]["method"] == {"const": method}
+    assert own["properties"]["params"]["type"] == envelope["properties"]["params"]["type"]
 
 
 @settings(max_examples=300, deadline=None)

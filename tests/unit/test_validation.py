@@ -8,9 +8,11 @@ from typing import Any
 import jsonschema
 import pytest
 from hypothesis import given, settings
+from rpc_fuzz import requests as rpc_requests
 from strategies import requests, well_formed_responses
 
 from pyrelune.protocols import validation
+from pyrelune.protocols.rpc import METHODS
 
 REQUEST = "vix-note-extension-1.request"
 RESPONSE = "vix-note-extension-1.response"
@@ -118,6 +120,32 @@ def test_errors_name_the_field_path() -> None:
     assert validation.authoritative_errors({"a": ["x", 1]}, nested) == [
         "a[1]: 1 is not of type 'string'"
     ]
+
+
+KERNEL_REQUESTS = ["rpc-kernel.request", *(f"rpc-kernel.request.{m}" for m in METHODS),
+                   "lines-kernel.request"]
+
+
+@settings(max_examples=300)
+@given(rpc_requests())
+def test_quick_valid_never_accepts_a_kernel_request_jsonschema_rejects(instance: Any) -> None:
+    for name in KERNEL_REQUESTS:
+        if validation.certainly_valid(instance, name):
+            assert authority(instance, name), name
+
+
+def test_properties_checked_in_the_loop_keep_json_schemas_types() -> None:
+    # A property that is only a type or only a constant is checked without a call of its own.
+    spec = {"type": "object", "properties": {
+        "n": {"type": "integer"}, "b": {"type": ["boolean", "null"]}, "k": {"const": 1},
+        "s": {"const": "x", "description": "annotations aside"}, "o": {"type": "object"}}}
+    assert validation.quick_valid({"n": 1, "b": True, "k": 1, "s": "x", "o": {}}, spec)
+    assert validation.quick_valid({"b": None}, spec)
+    wrongs: list[dict[str, Any]] = [{"n": True}, {"n": "1"}, {"b": 0}, {"k": True}, {"k": "1"},
+                                    {"s": "y"}, {"s": None}, {"o": []}]
+    for wrong in wrongs:
+        assert not validation.quick_valid(wrong, spec), wrong
+        assert not authority(wrong, spec), wrong
 
 
 def test_unknown_keywords_defer_to_jsonschema() -> None:
