@@ -86,7 +86,8 @@ def cold_reason(result: HostResult) -> str:
 
 
 def test_a_running_warm_process_serves_the_cell_with_the_cold_answer(warm: Warm) -> None:
-    source = "x = 6\nprint(x)\nimport os, sys\nprint(sys.argv[0] == os.environ['LAUNCHER'])\nx * 7"
+    source = ("x = 6\nprint(x)\nimport colorsys, os, sys\n"
+              "print(sys.argv[0] == os.environ['LAUNCHER'])\nx * 7")
     env = {"LAUNCHER": pyrelune_command()}
     cold = VixHost().run_cell(source, env={**env, "PYRELUNE_WARM": "0"})
     warm.start()
@@ -132,7 +133,9 @@ def test_two_cells_racing_at_first_use_start_one_warm_process(warm: Warm) -> Non
     assert len(warm.processes()) == 1
 
 
-@pytest.mark.parametrize("source", ["print(2 + 3)", "x = [1, 2]\nx * 2", "1 / 0"])
+@pytest.mark.parametrize("source", ["print(2 + 3)", "x = [1, 2]\nx * 2", "1 / 0",
+                                    "import math\nprint(math.pi)",
+                                    "from collections import Counter\nCounter('aab')"])
 def test_a_cell_that_uses_no_preloaded_module_runs_cold_with_the_same_answer(
         warm: Warm, source: str) -> None:
     cold = VixHost().run_cell(source, env={"PYRELUNE_WARM": "0"})
@@ -146,7 +149,8 @@ def test_a_cell_that_uses_no_preloaded_module_runs_cold_with_the_same_answer(
 
 
 @pytest.mark.parametrize("source", ["print(repr(colorsys))", "print('%d' % 5)",
-                                    "print(__import__('sys').version_info[0])"])
+                                    "print(__import__('sys').version_info[0])",
+                                    "import os\nimport no_such_module_beyond_the_stdlib"])
 def test_a_cell_that_names_a_preloaded_module_or_imports_is_served_warm(
         warm: Warm, source: str) -> None:
     cold = VixHost().run_cell(source, env={"PYRELUNE_WARM": "0"})
