@@ -123,8 +123,13 @@ class EventedKernel:
         self._watched = wanted
         if link.worker.exit_fd < 0 and self._poll_timer is None:
             self._poll_timer = self.loop.call_later(_EXIT_POLL, self._poll)
-        if link.ring_fd >= 0 and not link.session.finished and self._ring_timer is None:
-            self._ring_timer = self.loop.call_later(self._ring_wait, self._look_at_ring)
+        if link.ring_fd >= 0:
+            if link.session.finished:  # a look between cells would only cost the next one
+                if self._ring_timer is not None:
+                    self._ring_timer.cancel()
+                    self._ring_timer = None
+            elif self._ring_timer is None:
+                self._ring_timer = self.loop.call_later(self._ring_wait, self._look_at_ring)
         return fds
 
     def _unwatch(self) -> None:
