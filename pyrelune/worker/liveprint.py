@@ -137,7 +137,8 @@ class LivePrint:
 
         self.print = print
         self.aim = aim
-        print.__doc__ = builtin.__doc__
+        # Shown, and pickled by reference, as the builtin it stands for.
+        print.__module__, print.__qualname__, print.__doc__ = "builtins", "print", builtin.__doc__
         os.register_at_fork(after_in_child=in_child)  # after the writer's (registered first)
 
     def install(self) -> None:

@@ -149,3 +149,16 @@ def test_writes_to_the_stream_itself_keep_their_place(printer: Printer) -> None:
     printer.stdout.buffer.write(b"three\n")
     printer.print("four")
     assert printer.out() == "one\ntwo three\nfour\n"
+
+
+def test_it_is_shown_and_pickled_as_the_builtin(printer: Printer) -> None:
+    import pickle
+
+    assert repr(printer.live.print).startswith("<function print at ")
+    saved = builtins.print
+    printer.live.install()
+    try:
+        assert pickle.loads(pickle.dumps(printer.live.print)) is printer.live.print
+    finally:
+        builtins.print = saved
+    assert pickle.loads(pickle.dumps(print)) is saved
