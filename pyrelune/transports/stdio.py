@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+_write = os.write
+
 
 def read_all(fd: int = 0) -> bytes:
     """Everything on `fd` until EOF.
@@ -23,11 +25,16 @@ def read_all(fd: int = 0) -> bytes:
     return b"".join(chunks)
 
 
-def write_all(data: bytes, fd: int = 1) -> None:
-    """Write every byte of `data` to `fd`."""
+def write_all(data: bytes | memoryview, fd: int = 1) -> None:
+    """Write every byte of `data` to `fd`.
+
+    With os.write as it was at import: a worker's cells get one that waits
+    or flushes first (see `worker.flushfirst`), which the runtime's own
+    writes (its events, its ring's overflow) must not.
+    """
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        view = view[_write(fd, view) :]
 
 
 class LineBuffer:

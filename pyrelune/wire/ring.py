@@ -39,6 +39,8 @@ import mmap
 import os
 import time
 
+from pyrelune.transports.stdio import write_all
+
 #: Bytes a lap holds: a cell printing faster than the session reads waits past this.
 SIZE = 1 << 20
 WRITTEN, READ, ARMED, LAP = 0, 1, 2, 3
@@ -150,7 +152,7 @@ class RingWriter:
     def put(self, data: bytes) -> None:
         """Copy `data` in (a child the cell forked writes it to fd 1)."""
         if self.forked:
-            _write_all(1, data)
+            write_all(data, 1)
         elif 0 in data:  # a NUL
             self.publish(data)
         else:
@@ -220,7 +222,7 @@ class RingWriter:
                 if started:
                     self.spill(data)
                 else:
-                    _write_all(1, data)
+                    write_all(data, 1)
 
     def _total(self) -> int:
         """The total written so far."""
@@ -240,9 +242,3 @@ class RingWriter:
             ring(self.ring)
             time.sleep(pause)
             pause = min(pause * 2, 0.005)
-
-
-def _write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[_write_fd(fd, view):]

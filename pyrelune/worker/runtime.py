@@ -19,7 +19,7 @@ import os
 import sys
 
 from pyrelune import fastjson
-from pyrelune.transports.stdio import LineBuffer  # loaded before the fork, in every mode
+from pyrelune.transports.stdio import LineBuffer, write_all  # loaded before the fork, always
 from pyrelune.wire.events import (
     INTERRUPTED,
     SYNC,
@@ -56,9 +56,6 @@ class Cell:
         self.filename = filename
         self.number = number
 
-
-#: The runtime's own os.write: a lines kernel's cells get one that flushes first (see flushfirst).
-_write_fd = os.write
 
 
 class Channel:
@@ -110,9 +107,7 @@ class Channel:
 
     def _write(self, data: bytes) -> None:
         with self._writing:
-            view = memoryview(data)
-            while view:
-                view = view[_write_fd(self._event_fd, view) :]
+            write_all(data, self._event_fd)
 
     def post(self, event: Display) -> None:
         """Queue `event` to go with the next `send`: one write, one wake-up of the session.
