@@ -71,7 +71,7 @@ class _StreamOrder:
 
     def __init__(self, sync: Callable[[], None], printing: LivePrint) -> None:
         self._sync = sync  # returns once the session has read all output so far
-        self._printing = printing
+        self.printing = printing
         self.last: str | None = None
         self.texts: dict[str, io.TextIOWrapper] = {}
 
@@ -97,14 +97,14 @@ class _StreamOrder:
 
         def switch() -> None:
             vars(text).pop("write", None)  # back to the stream's own method (once, if threads race)
-            self._printing.aim(text)
+            self.printing.aim(text)
             self.switch_to("stdout")
 
         def switch_then_write(data: str, /) -> int:
             switch()
             return text.write(data)
 
-        self._printing.aim(text, switch)
+        self.printing.aim(text, switch)
         setattr(text, "write", switch_then_write)  # noqa: B010 (an instance attribute, on purpose)
 
 
@@ -135,15 +135,14 @@ def _written_through(fd: int) -> io.BufferedWriter:
     return io.BufferedWriter(io.FileIO(fd, "w", closefd=False), buffer_size=1)
 
 
-def _ordered_text(fd: int, order: _StreamOrder, printing: LivePrint,
-                  writer: RingWriter) -> io.TextIOWrapper:
+def _ordered_text(fd: int, order: _StreamOrder, writer: RingWriter) -> io.TextIOWrapper:
     if fd != 1:
         order.texts["stderr"] = _OrderedText(fd, order)
         return order.texts["stderr"]
     from pyrelune.worker.liveprint import ring_text
 
     text = order.texts["stdout"] = ring_text(writer)
-    printing.aim(text)
+    order.printing.aim(text)
     if order.last != "stdout":
         order.watch_stdout()
     return text
@@ -225,7 +224,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             printing = LivePrint(writer)
             printing.install()
             order = _StreamOrder(channel.sync, printing)
-            std.use(lambda fd: _ordered_text(fd, order, printing, writer))
+            std.use(lambda fd: _ordered_text(fd, order, writer))
             hand_over = HandOver(writer, channel)
             flush_first(hand_over)
             flush_before_c_calls(hand_over)
