@@ -26,6 +26,13 @@ def kernel() -> Iterator[PipeHost]:
     assert host.close() == 0
 
 
+def printed(kernel: PipeHost, source: str) -> str:
+    """The stdout of a cell that must succeed."""
+    events = kernel.run(source)
+    assert events[-1]["data"]["status"] == "ok", events[-1]
+    return stdout_of(events)
+
+
 def _first_stream(kernel: PipeHost) -> dict[str, object]:
     while True:
         message = kernel.receive(timeout=PATIENT)
@@ -53,17 +60,14 @@ def test_a_print_reaches_the_host_while_the_cell_still_runs(kernel: PipeHost,
 
 
 def test_prints_from_threads_are_never_cut_into_each_other(kernel: PipeHost) -> None:
-    events = kernel.run(
-        "import threading\n"
-        "def work(n):\n"
-        "    for i in range(2000):\n"
-        "        print(str(n) * 40, str(n) * 40, sep='-', end='|\\n')\n"
-        "threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]\n"
-        "for t in threads: t.start()\n"
-        "for t in threads: t.join()\n"
-    )
-    assert events[-1]["data"]["status"] == "ok", events[-1]
-    lines = stdout_of(events).splitlines()
+    lines = printed(kernel,
+                    "import threading\n"
+                    "def work(n):\n"
+                    "    for i in range(2000):\n"
+                    "        print(str(n) * 40, str(n) * 40, sep='-', end='|\\n')\n"
+                    "threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]\n"
+                    "for t in threads: t.start()\n"
+                    "for t in threads: t.join()\n").splitlines()
     assert len(lines) == 8000
     assert set(lines) == {f"{n * 40}-{n * 40}|" for n in "0123"}
 
@@ -90,17 +94,14 @@ ORDER = ("".join(f"print {i}\nwrite {i}\n" for i in range(30))
 
 
 def test_fd_level_output_keeps_its_place_among_prints(kernel: PipeHost) -> None:
-    events = kernel.run(ORDERED)
-    assert events[-1]["data"]["status"] == "ok", events[-1]
-    assert stdout_of(events) == ORDER
+    assert printed(kernel, ORDERED) == ORDER
 
 
 def test_fd_level_output_keeps_its_place_among_a_threads_prints(kernel: PipeHost) -> None:
     source = "import threading\ndef work():\n" + "".join(
         f"    {line}\n" for line in ORDERED.splitlines())
-    events = kernel.run(f"{source}t = threading.Thread(target=work)\nt.start()\nt.join()")
-    assert events[-1]["data"]["status"] == "ok", events[-1]
-    assert stdout_of(events) == ORDER
+    source += "t = threading.Thread(target=work)\nt.start()\nt.join()"
+    assert printed(kernel, source) == ORDER
 
 
 @pytest.mark.parametrize("end", [
@@ -146,13 +147,6 @@ def roomy_kernel() -> Iterator[PipeHost]:
     assert host.receive()["event"] == "kernel.ready"
     yield host
     assert host.close() == 0
-
-
-def printed(kernel: PipeHost, source: str) -> str:
-    """The stdout of a cell that must succeed."""
-    events = kernel.run(source)
-    assert events[-1]["data"]["status"] == "ok", events[-1]
-    return stdout_of(events)
 
 
 def test_lines_longer_than_the_ring_and_nul_bytes_arrive_whole(roomy_kernel: PipeHost) -> None:
