@@ -215,6 +215,8 @@ def serve(connection: Connection, cap: int | None = None) -> None:
     """Bind the sockets and serve until a shutdown_request or SIGTERM."""
     from pyrelune.transports.zmqsockets import ZmqSockets
 
+    # Figures as ipykernel's inline backend draws them, unless the user chose.
+    os.environ.setdefault("PYRELUNE_FIGURE_FORMATS", "png")
     sockets = ZmqSockets(connection.transport, connection.ip, connection.ports)
     reactor = Reactor()
     server = None

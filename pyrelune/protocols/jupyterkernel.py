@@ -139,6 +139,7 @@ class JupyterCodec:
         self._asked = ""  # what the worker was asked (AskWorker.kind), while it answers
         self._last_cell: Message | None = None  # the parent of output between cells
         self._prompted: Message | None = None  # the input_request the cell waits on
+        self._replied = False  # the worker's Reply to what it was asked came
         self._coalescer = Coalescer()
         self._cap = Cap() if limit is None else Cap(limit)
         self.comms: dict[str, dict[str, str]] = {}  # comm_id: {"target_name": ...} (comm_info)
@@ -253,15 +254,9 @@ class JupyterCodec:
         return False
 
     def _on_is_complete(self, channel: str, request: Message, outcome: Outcome) -> bool:
-        from pyrelune.protocols.completeness import INCOMPLETE, completeness
-
         code = request.content.get("code")
-        status, indent = completeness(code) if isinstance(code, str) else ("invalid", "")
-        content: dict[str, Any] = {"status": status}
-        if status == INCOMPLETE:
-            content["indent"] = indent
-        self._reply(outcome, channel, request, content)
-        return True
+        return self._ask(request, outcome, "is_complete",
+                         {"code": code if isinstance(code, str) else ""})
 
     def _on_history(self, channel: str, request: Message, outcome: Outcome) -> bool:
         self._reply(outcome, channel, request,
@@ -373,34 +368,35 @@ class JupyterCodec:
         if self._asked == "expressions" and self._cell is not None:
             self._cell.user_expressions = content
             return
-        if self._current is not None:
+        if self._current is not None and not self._replied:
+            self._replied = True
             self._reply(outcome, SHELL, self._current, {"status": "ok", **content})
 
     def _done(self, outcome: Outcome, done: Done) -> None:
         self._prompted = None
-        request, asked = self._current, self._asked
+        request, asked, cell = self._current, self._asked, self._cell
         if request is None:
             return  # not ours: nothing was asked of the worker
-        cell = self._cell
-        if cell is not None and asked == "":
-            cell.error = done.error
-            if done.error is None and cell.user_expressions:
-                self._asked = "expressions"  # the reply waits for their values
-                outcome.commands.append(AskWorker("expressions",
-                                                  {"expressions": cell.user_expressions}))
-                return
-            self._finish_cell(outcome, cell)
-        elif cell is not None:  # the user_expressions were evaluated
-            if asked == "expressions" and done.error is not None:
+        if cell is not None:
+            if asked == "":  # the cell itself is over
+                cell.error = done.error
+                if done.error is None and cell.user_expressions:
+                    self._asked = "expressions"  # the reply waits for their values
+                    outcome.commands.append(AskWorker("expressions",
+                                                      {"expressions": cell.user_expressions}))
+                    return
+            elif done.error is not None:  # its user_expressions could not be evaluated
                 cell.user_expressions = {}
             self._finish_cell(outcome, cell)
-        elif done.error is not None:  # the worker failed while it answered (it died)
+            return
+        if done.error is not None or not self._replied:  # the worker died while it answered
             error = done.error
+            ename, evalue = (_ename(error), error.evalue) if error else ("WorkerDied", "no reply")
             self._reply(outcome, SHELL, request, {
-                "status": "error", "ename": _ename(error), "evalue": error.evalue,
-                "traceback": coloured(error.traceback, _ename(error), error.evalue)})
+                "status": "error", "ename": ename, "evalue": evalue,
+                "traceback": coloured(error.traceback if error else "", ename, evalue)})
         self._status(outcome, "idle", request)
-        self._current, self._asked = None, ""
+        self._current, self._asked, self._replied = None, "", False
         self._next(outcome)
 
     def _finish_cell(self, outcome: Outcome, cell: _Cell) -> None:

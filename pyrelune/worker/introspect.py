@@ -312,8 +312,15 @@ def expressions(args: dict[str, Any], namespace: dict[str, Any]) -> dict[str, An
     return values
 
 
+def _is_complete(args: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
+    from pyrelune.worker.completeness import is_complete
+
+    return is_complete(args, namespace)
+
+
 _ANSWERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]] = {
-    "complete": complete, "inspect": inspect_object, "expressions": expressions}
+    "complete": complete, "inspect": inspect_object, "expressions": expressions,
+    "is_complete": _is_complete}
 
 
 def _failed(query: Query) -> dict[str, Any]:
@@ -323,4 +330,6 @@ def _failed(query: Query) -> dict[str, Any]:
         return {"matches": [], "cursor_start": cursor, "cursor_end": cursor, "metadata": {}}
     if query.kind == "inspect":
         return {"found": False, "data": {}, "metadata": {}}
+    if query.kind == "is_complete":
+        return {"status": "unknown"}
     return {}

@@ -4,7 +4,8 @@ A console (jupyter console, qtconsole) asks after each Enter whether to run
 what was typed or to open another line, and how far to indent it. The answer
 is Python's own interactive compiler's (`codeop`, as the REPL uses it), on
 the cell with IPython's syntax (magics, `!cmd`) made Python first, with
-top-level `await` allowed as cells allow it. As in IPython, a block whose
+top-level `await` allowed as cells allow it. In the worker (a `Query`), where
+that syntax is translated. As in IPython, a block whose
 last line is indented goes on until an empty line ends it.
 """
 
@@ -15,10 +16,20 @@ import warnings
 
 from pyrelune.worker.magics import translate
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 COMPLETE, INCOMPLETE, INVALID = "complete", "incomplete", "invalid"
 _TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 #: What opens a block whose next line is indented one step more.
 _STEP = "    "
+
+
+def is_complete(args: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
+    """is_complete_reply's content: complete, invalid, or incomplete with an indent."""
+    status, indent = completeness(args["code"])
+    return {"status": status, "indent": indent} if status == INCOMPLETE else {"status": status}
 
 
 def completeness(code: str) -> tuple[str, str]:
