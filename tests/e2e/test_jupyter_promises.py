@@ -57,7 +57,7 @@ def _pid(manager: KernelManager) -> int:
 
 
 def test_an_interrupt_ends_a_sleeping_cell_and_keeps_the_namespace(kernel: Kernel) -> None:
-    manager, client = kernel
+    client = kernel[1]
     execute(client, "kept = 'still here'")
     run = _interrupted(kernel, "import time\nprint('started', flush=True)\ntime.sleep(300)")
     assert run.content["status"] == "error"
@@ -82,7 +82,7 @@ def test_an_interrupt_ends_a_cell_that_ignores_sigint(kernel: Kernel) -> None:
 
 
 def test_an_interrupt_ends_a_loop_inside_c(kernel: Kernel) -> None:
-    manager, client = kernel
+    client = kernel[1]
     run = _interrupted(kernel, "print('started', flush=True)\nsum(range(10**11))")
     assert run.content["status"] == "error"
     assert run.content["ename"] == "KeyboardInterrupt"
@@ -129,7 +129,7 @@ def test_a_flood_of_output_arrives_capped_head_and_tail(kernel: Kernel) -> None:
 
 
 def test_c_and_subprocess_output_reaches_the_cell_in_order(kernel: Kernel) -> None:
-    manager, client = kernel
+    client = kernel[1]
     code = ("import os, subprocess, sys, ctypes\n"
             "print('one')\n"
             "os.write(1, b'two\\n')\n"
