@@ -17,7 +17,7 @@ import jupyter_host
 import jupyter_kernel_test
 
 
-class PyreluneKernelTests(jupyter_kernel_test.KernelTests):
+class PyreluneKernelTests(jupyter_kernel_test.KernelTests):  # type: ignore[misc]
     kernel_name = jupyter_host.KERNEL_NAME
     language_name = "python"
     file_extension = ".py"

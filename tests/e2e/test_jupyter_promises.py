@@ -36,7 +36,7 @@ def client(kernel: Kernel) -> BlockingKernelClient:
 
 def _started(client: BlockingKernelClient, code: str, marker: str = "started") -> str:
     """Send `code` (which prints `marker` once it runs) and return when it has."""
-    msg_id = client.execute(code)
+    msg_id = str(client.execute(code))
     seen = ""
     while marker not in seen:
         message = client.get_iopub_msg(timeout=TIMEOUT)
