@@ -256,10 +256,8 @@ def describe(name: str, obj: Any, detail: int) -> str:
     inspect = importhooks.import_own("inspect")
     fields: list[tuple[str, str]] = []
     if callable(obj):
-        try:
-            fields.append(("Signature", f"{name.rpartition('.')[2]}{inspect.signature(obj)}"))
-        except (TypeError, ValueError):
-            pass
+        if (signature := _signature(inspect, obj)) is not None:
+            fields.append(("Signature", f"{name.rpartition('.')[2]}{signature}"))
     else:
         try:
             fields.append(("String form", _clip(repr(obj), 2000)))
@@ -278,6 +276,19 @@ def describe(name: str, obj: Any, detail: int) -> str:
                      if "\n" not in value else f"{_RED}{label}:{_RESET}\n{value}"
                      for label, value in fields)
     return _clip(text, MAX_TEXT)
+
+
+def _signature(inspect: Any, obj: Any) -> Any:
+    """The signature, its annotations evaluated where they can be (`from __future__ import
+    annotations` makes them strings)."""
+    for evaluated in (True, False):
+        try:
+            return inspect.signature(obj, eval_str=evaluated)
+        except (TypeError, ValueError):
+            return None
+        except Exception:
+            continue  # an annotation that does not evaluate: shown as written
+    return None
 
 
 def _source(inspect: Any, obj: Any) -> str | None:

@@ -373,3 +373,22 @@ def test_a_restart_gives_a_fresh_namespace(tmp_path: Path) -> None:
         jupyter_host.drain_iopub(client)
         assert execute(client, "kept").content["ename"] == "NameError"
         assert execute(client, "1 + 1").of("execute_result")[0]["data"]["text/plain"] == "2"
+
+
+# -- nothing of it on the oneshot path ------------------------------------------------------
+
+JUPYTER_MODULES = ("zmq", "pyrelune.modes.jupyter", "pyrelune.protocols.jupyter",
+                   "pyrelune.protocols.jupyterkernel", "pyrelune.protocols.colourtb",
+                   "pyrelune.transports.zmqsockets", "pyrelune.cli.jupyterargs",
+                   "pyrelune.worker.introspect", "pyrelune.worker.completeness")
+
+
+def test_a_oneshot_cell_loads_nothing_of_the_jupyter_mode(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "pyrelune"],
+                          input=b'{"source": "print(2 + 3)"}', capture_output=True,
+                          timeout=TIMEOUT, cwd=tmp_path)
+    assert json.loads(done.stdout)["stdout"] == "5\n"
+    imported = {line.rpartition("|")[2].strip() for line in done.stderr.decode().splitlines()
+                if line.startswith("import time:")}
+    assert "pyrelune.modes.oneshot" in imported  # it did run, and was watched
+    assert not {name for name in imported if name.startswith(JUPYTER_MODULES)}
