@@ -392,3 +392,20 @@ def test_a_oneshot_cell_loads_nothing_of_the_jupyter_mode(tmp_path: Path) -> Non
                 if line.startswith("import time:")}
     assert "pyrelune.modes.oneshot" in imported  # it did run, and was watched
     assert not {name for name in imported if name.startswith(JUPYTER_MODULES)}
+
+
+def test_config_inline_backend_chooses_svg_or_retina(client: BlockingKernelClient) -> None:
+    plot = ("import matplotlib.pyplot as plt\nplt.figure(figsize=(2, 2), dpi=50)\n"
+            "plt.plot([1, 2])\nplt.show()")
+    execute(client, "%config InlineBackend.figure_formats = ['svg']")
+    (svg,) = execute(client, plot).of("display_data")
+    assert "image/png" not in svg["data"]
+    assert svg["data"]["image/svg+xml"].lstrip().startswith("<?xml")
+    execute(client, "%config InlineBackend.figure_format = 'retina'")
+    (retina,) = execute(client, plot).of("display_data")
+    png = base64.b64decode(retina["data"]["image/png"])
+    width = int.from_bytes(png[16:20], "big")
+    assert retina["metadata"]["image/png"]["width"] == width // 2
+    wrong = execute(client, "%config Completer.use_jedi = False")
+    assert wrong.content["ename"] == "UsageError"
+    execute(client, "%config InlineBackend.figure_formats = ['png']")
