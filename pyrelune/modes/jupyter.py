@@ -217,6 +217,7 @@ def serve(connection: Connection, cap: int | None = None) -> None:
 
     # Figures as ipykernel's inline backend draws them, unless the user chose.
     os.environ.setdefault("PYRELUNE_FIGURE_FORMATS", "png")
+    _line_buffered_c_stdout()
     sockets = ZmqSockets(connection.transport, connection.ip, connection.ports)
     reactor = Reactor()
     server = None
@@ -230,6 +231,26 @@ def serve(connection: Connection, cap: int | None = None) -> None:
             server.close()
         reactor.close()
         sockets.close()
+
+
+def _line_buffered_c_stdout() -> None:
+    """C code's printf reaches the cell line by line, in order with Python's prints.
+
+    C stdio buffers a pipe's output whole blocks at a time (unless Python runs
+    unbuffered, `-u`), so a C extension's lines would come after the cell's
+    later prints, or at its end. Set here, in the supervisor, which never
+    writes to C's stdout, every worker forked from it inherits it (Linux's
+    and macOS's C libraries name the stream `stdout`; elsewhere nothing changes).
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        stream = ctypes.c_void_p.in_dll(libc, "stdout" if sys.platform != "darwin"
+                                        else "__stdoutp")
+        libc.setvbuf(stream, None, 1, 1 << 13)  # _IOLBF, as on a terminal
+    except (ImportError, OSError, ValueError, AttributeError):
+        pass
 
 
 def main(connection_file: str) -> int:
