@@ -31,12 +31,12 @@ from pyrelune.protocols.jupyterkernel import (
 from pyrelune.protocols.streaming import DEFAULT_LIMIT
 from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.transports.reactor import Reactor
+from pyrelune.transports.ticker import Ticker
 from pyrelune.wire.events import Done
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pyrelune.protocols.jupyterkernel import Command, Outcome
-    from pyrelune.transports.reactor import TimerHandle
     from pyrelune.transports.zmqsockets import ZmqSockets
     from pyrelune.wire.events import Event
 
@@ -123,7 +123,7 @@ class JupyterServer:
         self.kernel = EventedKernel(loop, self._on_event,  # type: ignore[arg-type]
                                     DEFAULT_LIMIT if cap is None else cap)
         self._pump_due = False
-        self._flush_timer: TimerHandle | None = None
+        self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self.stopping: Shutdown | None = None
         for fd in sockets.fds():
             loop.add_reader(fd, self._pump)
@@ -150,8 +150,7 @@ class JupyterServer:
             sys.stderr.write(f"pyrelune: {problem}\n")
         for command in outcome.commands:
             self._carry_out(command)
-        if self.codec.flush_at is not None:
-            self._arm_flush()
+        self._ticker.arm(self.codec.flush_at)
         self._look_again()
 
     def _carry_out(self, command: Command) -> None:
@@ -181,16 +180,7 @@ class JupyterServer:
             self._pump()  # what was sent meanwhile is queued first: a failure may abort it
         self._apply(self.codec.output(event, time.monotonic()))
 
-    def _arm_flush(self) -> None:
-        due = self.codec.flush_at
-        if due is None or (self._flush_timer is not None and self._flush_timer.when() <= due):
-            return
-        if self._flush_timer is not None:
-            self._flush_timer.cancel()
-        self._flush_timer = self.loop.call_at(due, self._flush)
-
     def _flush(self) -> None:
-        self._flush_timer = None
         self._apply(self.codec.tick(time.monotonic()))
 
     def interrupt(self) -> None:
