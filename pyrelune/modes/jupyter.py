@@ -158,7 +158,7 @@ class JupyterServer:
             # Next turn: this may be the Done of the cell before, still being delivered.
             self.loop.call_soon(self._start, command)
         elif isinstance(command, Interrupt):
-            self.kernel.interrupt()
+            self.interrupt()
         elif isinstance(command, AnswerInput):
             self.kernel.reply_input(command.value)
         elif isinstance(command, RefuseInput):
@@ -184,7 +184,12 @@ class JupyterServer:
         self._apply(self.codec.tick(time.monotonic()))
 
     def interrupt(self) -> None:
-        """SIGINT to the kernel process (interrupt_mode "signal"): interrupt what runs."""
+        """Interrupt what the worker runs: SIGINT to the kernel process (interrupt_mode
+        "signal") or an interrupt_request. Next turn, after a cell still to be started."""
+        if self.codec.busy:
+            self.loop.call_soon(self._interrupt_now)
+
+    def _interrupt_now(self) -> None:
         if self.codec.busy:
             self.kernel.interrupt()
 

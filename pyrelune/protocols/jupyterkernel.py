@@ -149,13 +149,9 @@ class JupyterCodec:
 
     @property
     def busy(self) -> bool:
-        """Whether the worker is serving a shell request (others wait in the queue)."""
+        """Whether the worker is serving a shell request (others wait in the queue); an
+        interrupt has something to stop."""
         return self._current is not None
-
-    @property
-    def running(self) -> bool:
-        """Whether a cell is running (an interrupt has something to stop)."""
-        return self._cell is not None and self._asked == ""
 
     @property
     def flush_at(self) -> float | None:
@@ -276,7 +272,7 @@ class JupyterCodec:
         return True
 
     def _on_interrupt(self, channel: str, request: Message, outcome: Outcome) -> bool:
-        if self.running:
+        if self.busy:  # a cell, or a question the worker is slow to answer (completion)
             outcome.commands.append(Interrupt())
         self._reply(outcome, channel, request, {"status": "ok"})
         return True
