@@ -53,7 +53,8 @@ class Connection:
     """What a connection file says: where to bind, and how messages are signed."""
 
     def __init__(self, transport: str, ip: str, ports: dict[str, int], key: bytes,
-                 signature_scheme: str) -> None:
+                 signature_scheme: str, path: str = "") -> None:
+        self.path = path  # the file it was read from
         self.transport = transport
         self.ip = ip
         self.ports = ports
@@ -94,7 +95,7 @@ def read_connection(path: str) -> Connection:
         jupyter.Signer(b"", scheme)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    connection = Connection(transport, ip, ports, key.encode(), scheme)
+    connection = Connection(transport, ip, ports, key.encode(), scheme, path)
     check(connection)
     return connection
 
@@ -217,6 +218,8 @@ def serve(connection: Connection, cap: int | None = None) -> None:
     reactor = Reactor()
     server = None
     try:
+        if sockets.ports != connection.ports:
+            _write_ports(connection.path, sockets.ports)
         server = JupyterServer(connection, sockets, reactor, cap)
         reactor.add_signal_handler(_signal.SIGTERM, reactor.stop)
         reactor.add_signal_handler(_signal.SIGINT, server.interrupt)
@@ -226,6 +229,21 @@ def serve(connection: Connection, cap: int | None = None) -> None:
             server.close()
         reactor.close()
         sockets.close()
+
+
+def _write_ports(path: str, ports: dict[str, int]) -> None:
+    """A connection file that left ports to the kernel (0) gets the ones it bound, as
+    ipykernel writes them: the front end reads it back."""
+    import json
+
+    with open(path, encoding="utf-8") as file:
+        info = json.load(file)
+    info.update({f"{channel}_port": port for channel, port in ports.items()})
+    fresh = f"{path}.{os.getpid()}.tmp"
+    descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(descriptor, "w", encoding="utf-8") as file:
+        json.dump(info, file, indent=1)
+    os.replace(fresh, path)
 
 
 def _line_buffered_c_stdout() -> None:
