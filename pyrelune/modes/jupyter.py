@@ -213,6 +213,7 @@ def serve(connection: Connection, cap: int | None = None) -> None:
 
     # Figures as ipykernel's inline backend draws them, unless the user chose.
     os.environ.setdefault("PYRELUNE_FIGURE_FORMATS", "png")
+    os.environ["PYRELUNE_PAGER"] = "payload"  # `obj?` for the front end's pager
     _line_buffered_c_stdout()
     sockets = ZmqSockets(connection.transport, connection.ip, connection.ports)
     reactor = Reactor()

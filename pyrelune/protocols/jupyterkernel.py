@@ -25,7 +25,7 @@ from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupyter import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
 from pyrelune.protocols.streaming import INTERVAL, Cap, Coalescer
 from pyrelune.wire import events
-from pyrelune.wire.events import Clear, Display, Done, InputRequest, Reply, Stream
+from pyrelune.wire.events import PAGE, Clear, Display, Done, InputRequest, Reply, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -114,7 +114,8 @@ class Outcome:
 class _Cell:
     """The execute_request being run, and what its reply needs."""
 
-    __slots__ = ("count", "error", "request", "silent", "stop_on_error", "user_expressions")
+    __slots__ = ("count", "error", "payload", "request", "silent", "stop_on_error",
+                 "user_expressions")
 
     def __init__(self, request: Message, count: int) -> None:
         content = request.content
@@ -125,6 +126,7 @@ class _Cell:
         expressions = content.get("user_expressions") or {}
         self.user_expressions = expressions if isinstance(expressions, dict) else {}
         self.error: CellError | None = None
+        self.payload: list[dict[str, Any]] = []  # pages (`obj?`) for the front end's pager
 
 
 class JupyterCodec:
@@ -313,6 +315,9 @@ class JupyterCodec:
         if isinstance(item, Display) and item.update and item.display_id is not None:
             self._displays.hold(item, now)  # only its last state goes out, at the next flush
             return outcome
+        if isinstance(item, Display) and item.metadata.get(PAGE) and self._cell is not None:
+            self._cell.payload.append({"source": "page", "data": item.data, "start": 0})
+            return outcome  # shown by the front end's pager, from the execute_reply
         self._flush(outcome, parent)
         if isinstance(item, Display):
             if item.is_result or self._cell is None or self._displays.admit():
@@ -420,7 +425,7 @@ class JupyterCodec:
         if error is None:
             self._reply(outcome, SHELL, cell.request, {
                 "status": "ok", "execution_count": cell.count,
-                "user_expressions": cell.user_expressions, "payload": []})
+                "user_expressions": cell.user_expressions, "payload": cell.payload})
         else:
             content = _error_content(_ename(error), error.evalue, cell.count,
                                      coloured(error.traceback, _ename(error), error.evalue))

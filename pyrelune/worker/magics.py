@@ -123,8 +123,9 @@ def _line_call(line: str) -> str | None:
         return f"{indent}{target} = {_escape_call(body[assigned.end() :], assigned=True)}"
     if "?" in body:
         asked = _HELP.fullmatch(body)
-        if asked and (asked.group(1) or asked.group(3)):  # `??` too: help() has no more
-            return f"{indent}{_HERE}inspect({asked.group(2)!r})"
+        if asked and (asked.group(1) or asked.group(3)):
+            more = ", 1" if "??" in (asked.group(1) or "", asked.group(3) or "") else ""
+            return f"{indent}{_HERE}inspect({asked.group(2)!r}{more})"
     return None
 
 
@@ -250,16 +251,25 @@ def cell_magic(name: str, line: str, body: str, first_line: int) -> Any:
     return magic(line, _Body(body, first_line, sys._getframe(1)))
 
 
-def inspect(target: str) -> None:
-    """`obj?` and `obj??`: the object's help as `help(obj)` prints it, with no pager."""
-    _help(target, sys._getframe(1))
+def inspect(target: str, detail: int = 0) -> None:
+    """`obj?` and `obj??` (`detail` 1): the object's help as `help(obj)` prints it, with no
+    pager; or, for a Jupyter front end ($PYRELUNE_PAGER=payload), IPython's summary (with the
+    source for `??`) as a page its pager shows."""
+    _help(target, sys._getframe(1), detail)
 
 
-def _help(target: str, frame: FrameType) -> None:
+def _help(target: str, frame: FrameType, detail: int = 0) -> None:
     try:
         obj = eval(target, frame.f_globals, frame.f_locals)
     except Exception:
         print(f"Object `{target}` not found.")
+        return
+    if os.environ.get("PYRELUNE_PAGER") == "payload":
+        from pyrelune.wire.events import PAGE
+        from pyrelune.worker.display import display
+        from pyrelune.worker.introspect import describe
+
+        display({"text/plain": describe(target, obj, detail)}, raw=True, metadata={PAGE: True})
         return
     pydoc = _own("pydoc")
     text = pydoc.render_doc(obj, "Help on %s:", renderer=pydoc.plaintext)

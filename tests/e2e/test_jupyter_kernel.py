@@ -457,3 +457,16 @@ def test_the_ipc_transport(tmp_path: Path) -> None:
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=False)
+
+
+def test_help_with_a_question_mark_is_a_page_for_the_pager(client: BlockingKernelClient) -> None:
+    execute(client, "def paged(x):\n    'Paged help.'\n    return x")
+    short = execute(client, "paged?")
+    (page,) = short.content["payload"]
+    assert page["source"] == "page" and page["start"] == 0
+    text = _plain(page["data"]["text/plain"])
+    assert "paged(x)" in text and "Paged help." in text and "return x" not in text
+    assert short.stdout() == "" and not short.of("display_data")
+    (longer,) = execute(client, "paged??").content["payload"]
+    assert "return x" in _plain(longer["data"]["text/plain"])
+    assert "not found" in execute(client, "no_such_name?").stdout()
