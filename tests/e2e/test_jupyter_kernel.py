@@ -470,3 +470,12 @@ def test_help_with_a_question_mark_is_a_page_for_the_pager(client: BlockingKerne
     (longer,) = execute(client, "paged??").content["payload"]
     assert "return x" in _plain(longer["data"]["text/plain"])
     assert "not found" in execute(client, "no_such_name?").stdout()
+
+
+def test_magics_and_shell_escapes_run_as_in_the_other_modes(client: BlockingKernelClient
+                                                            ) -> None:
+    assert execute(client, "!echo from-the-shell").stdout() == "from-the-shell\n"
+    timed = execute(client, "%timeit -n 2 -r 2 sum(range(10))")
+    assert "loops each" in timed.stdout()
+    assert execute(client, "files = !echo a\nfiles").of("execute_result")[0]["data"][
+        "text/plain"] == "['a']"
