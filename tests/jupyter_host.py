@@ -105,16 +105,16 @@ def drain_iopub(client: BlockingKernelClient) -> None:
 
 
 @contextlib.contextmanager
-def started(data_dir: Path, interrupt_mode: str = "signal",
-            env: dict[str, str] | None = None) -> Iterator[tuple[KernelManager,
-                                                                  BlockingKernelClient]]:
+def started(data_dir: Path, interrupt_mode: str = "signal", env: dict[str, str] | None = None,
+            **options: Any) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
     """A kernel started from a kernelspec in `data_dir`, as a front end starts it, and a
-    client whose channels are open once kernel_info was answered; shut down after."""
+    client whose channels are open once kernel_info was answered; shut down after.
+    `options` go to the KernelManager (`transport="ipc"`, `ip`)."""
     kernelspec(data_dir, interrupt_mode, env=env)
     saved = os.environ.get("JUPYTER_PATH")
     os.environ["JUPYTER_PATH"] = str(data_dir)
     try:
-        manager = KernelManager(kernel_name=KERNEL_NAME)
+        manager = KernelManager(kernel_name=KERNEL_NAME, **options)
         manager.start_kernel()
     finally:
         if saved is None:

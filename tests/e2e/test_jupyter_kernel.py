@@ -436,27 +436,10 @@ def test_ports_left_to_the_kernel_are_written_back_and_served(tmp_path: Path) ->
 
 
 def test_the_ipc_transport(tmp_path: Path) -> None:
-    jupyter_host.kernelspec(tmp_path)
-    saved = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = str(tmp_path)
-    try:
-        manager = KernelManager(kernel_name=jupyter_host.KERNEL_NAME, transport="ipc",
-                                ip=str(tmp_path / "kernel-ipc"))
-        manager.start_kernel()
-    finally:
-        if saved is None:
-            os.environ.pop("JUPYTER_PATH", None)
-        else:
-            os.environ["JUPYTER_PATH"] = saved
-    client = manager.blocking_client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=TIMEOUT)
+    with jupyter_host.started(tmp_path, transport="ipc",
+                              ip=str(tmp_path / "kernel-ipc")) as (_, client):
         assert execute(client, "print('over ipc')").stdout() == "over ipc\n"
         assert list(tmp_path.glob("kernel-ipc-*"))  # the sockets are files
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=False)
 
 
 def test_help_with_a_question_mark_is_a_page_for_the_pager(client: BlockingKernelClient) -> None:
