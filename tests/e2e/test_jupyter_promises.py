@@ -229,3 +229,16 @@ def test_a_flood_of_displays_is_bounded_and_the_cell_says_what_was_left_out(
     assert f"{20_000 - kinds.count('display_data'):,} more displays were not shown" in notes
     reply = client.get_shell_msg(timeout=TIMEOUT)
     assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok"
+
+
+def test_a_worker_that_dies_while_it_completes_costs_the_completion_only(
+        kernel: Kernel) -> None:
+    manager, client = kernel
+    pid = _pid(manager)
+    execute(client, "import os\nclass Bomb:\n    def __dir__(self):\n        os._exit(7)\n"
+                    "bomb = Bomb()")
+    reply = client.complete("bomb.x", reply=True, timeout=TIMEOUT)
+    assert reply["content"]["status"] == "error"
+    assert "exited with status 7" in reply["content"]["evalue"]
+    assert _pid(manager) == pid
+    assert execute(client, "print('fresh')").stdout() == "fresh\n"
