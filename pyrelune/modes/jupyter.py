@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 INSTALL_HINT = ("pyrelune: --mode jupyter needs pyzmq, which the 'jupyter' extra installs: "
                 "pip install 'pyrelune[jupyter]'\n")
 CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
+#: Seconds between looks at whether the process that started the kernel is still there.
+PARENT_POLL = 1.0
 
 
 class ConfigError(Exception):
@@ -114,7 +116,8 @@ class JupyterServer:
     """Connects the sockets, the state machine and the kernel."""
 
     def __init__(self, connection: Connection, sockets: ZmqSockets, loop: Reactor,
-                 cap: int | None = None) -> None:
+                 cap: int | None = None, parent: int | None = None) -> None:
+        """`parent`: the process that started the kernel (see `_watch_parent`)."""
         self.loop = loop
         self.sockets = sockets
         self.signer = jupyter.Signer(connection.key, connection.signature_scheme)
@@ -128,7 +131,19 @@ class JupyterServer:
         self.stopping: Shutdown | None = None
         for fd in sockets.fds():
             loop.add_reader(fd, self._pump)
+        self._parent = parent if parent is not None else os.getppid()
+        loop.call_later(PARENT_POLL, self._watch_parent)
         self._apply(self.codec.starting())
+
+    def _watch_parent(self) -> None:
+        """End with the process that started the kernel (a Jupyter server that died), as
+        ipykernel does: an orphaned kernel would hold its worker and ports for ever."""
+        if os.getppid() != self._parent or (self._parent != 1 and os.getppid() == 1):
+            sys.stderr.write("pyrelune: the process that started the kernel is gone; "
+                             "shutting down\n")
+            self.loop.stop()
+            return
+        self.loop.call_later(PARENT_POLL, self._watch_parent)
 
     def _pump(self) -> None:
         """Read every message waiting on the sockets, control first."""
@@ -208,7 +223,9 @@ def _username() -> str:
 
 
 def serve(connection: Connection, cap: int | None = None) -> None:
-    """Bind the sockets and serve until a shutdown_request or SIGTERM."""
+    """Bind the sockets and serve until a shutdown_request, SIGTERM, or the end of the
+    process that started the kernel."""
+    parent = os.getppid()  # before the connection file says the kernel is there
     from pyrelune.transports.zmqsockets import ZmqSockets
 
     # Figures as ipykernel's inline backend draws them, unless the user chose.
@@ -221,7 +238,7 @@ def serve(connection: Connection, cap: int | None = None) -> None:
     try:
         if sockets.ports != connection.ports:
             _write_ports(connection.path, sockets.ports)
-        server = JupyterServer(connection, sockets, reactor, cap)
+        server = JupyterServer(connection, sockets, reactor, cap, parent)
         reactor.add_signal_handler(_signal.SIGTERM, reactor.stop)
         reactor.add_signal_handler(_signal.SIGINT, server.interrupt)
         reactor.run()

@@ -462,3 +462,20 @@ def test_magics_and_shell_escapes_run_as_in_the_other_modes(client: BlockingKern
     assert "loops each" in timed.stdout()
     assert execute(client, "files = !echo a\nfiles").of("execute_result")[0]["data"][
         "text/plain"] == "['a']"
+
+
+def test_the_kernel_ends_when_the_process_that_started_it_is_gone(tmp_path: Path) -> None:
+    from processes import gone_soon
+
+    path = _connection(tmp_path)
+    # The launcher starts the kernel in the background and exits once it has bound its ports.
+    launcher = subprocess.run(
+        ["sh", "-c", f'"{sys.executable}" -m pyrelune --mode jupyter -f "{path}" '
+                     f'>/dev/null 2>&1 & echo $!; while grep -q \'"shell_port": 0\' "{path}"; '
+                     "do sleep 0.05; done"], capture_output=True, text=True, timeout=TIMEOUT)
+    pid = int(launcher.stdout)
+    try:
+        assert gone_soon(pid, within=TIMEOUT)
+    finally:
+        if not gone_soon(pid, within=0):
+            os.kill(pid, 9)
