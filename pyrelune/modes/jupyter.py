@@ -28,7 +28,6 @@ from pyrelune.protocols.jupyterkernel import (
     RunCell,
     Shutdown,
 )
-from pyrelune.protocols.streaming import DEFAULT_LIMIT
 from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.transports.reactor import Reactor
 from pyrelune.transports.ticker import Ticker
@@ -43,6 +42,10 @@ if TYPE_CHECKING:
 INSTALL_HINT = ("pyrelune: --mode jupyter needs pyzmq, which the 'jupyter' extra installs: "
                 "pip install 'pyrelune[jupyter]'\n")
 CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
+#: The largest display a cell may show whole (a big table's HTML, a plotly page, an image):
+#: a Jupyter page shows what ipykernel sends. Stream text has its own, smaller, cap
+#: (`protocols.streaming.DEFAULT_LIMIT`); PYRELUNE_MAX_OUTPUT sets both.
+DISPLAY_LIMIT = 16 << 20
 #: Seconds between looks at whether the process that started the kernel is still there.
 PARENT_POLL = 1.0
 
@@ -125,7 +128,7 @@ class JupyterServer:
         self.codec = JupyterCodec(builder, self.signer, cap)
         # It asks of its loop only what `Loop` offers, though typed for asyncio's.
         self.kernel = EventedKernel(loop, self._on_event,  # type: ignore[arg-type]
-                                    DEFAULT_LIMIT if cap is None else cap)
+                                    DISPLAY_LIMIT if cap is None else cap)
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self.stopping: Shutdown | None = None

@@ -242,3 +242,11 @@ def test_a_worker_that_dies_while_it_completes_costs_the_completion_only(
     assert "exited with status 7" in reply["content"]["evalue"]
     assert _pid(manager) == pid
     assert execute(client, "print('fresh')").stdout() == "fresh\n"
+
+
+def test_a_big_display_arrives_whole(kernel: Kernel) -> None:
+    client = kernel[1]
+    code = ("from IPython.display import HTML, display\n"
+            "display(HTML('<table>' + '<tr><td>cell</td></tr>' * 150_000 + '</table>'))")
+    (shown,) = execute(client, code).of("display_data")
+    assert len(shown["data"]["text/html"]) == len("<table></table>") + 22 * 150_000  # 3.3 MB
