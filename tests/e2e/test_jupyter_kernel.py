@@ -326,6 +326,11 @@ def _start(*args: str, code: str | None = None) -> subprocess.CompletedProcess[s
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
 
 
+def _flat(text: str) -> str:
+    """Text from a typer error box as one line."""
+    return " ".join(text.replace("\u2502", " ").split())
+
+
 def test_an_empty_key_on_a_network_address_is_refused(tmp_path: Path) -> None:
     path = _connection(tmp_path, ip="0.0.0.0", key="")
     done = _start("--mode", "jupyter", "-f", str(path))
@@ -343,6 +348,11 @@ def test_a_missing_or_broken_connection_file_is_said_clearly(tmp_path: Path) -> 
     scheme = _start("--mode", "jupyter", "-f", str(_connection(tmp_path,
                                                                signature_scheme="md5")))
     assert scheme.returncode == 2 and "signature_scheme" in scheme.stderr
+    alone = _start("--mode", "jupyter")  # the full command line judges what the fast one cannot
+    assert alone.returncode == 2
+    assert "--mode jupyter and --connection-file go together" in _flat(alone.stderr)
+    slow = _start("--mode", "jupyter", "-f", str(tmp_path / "none.json"), "--timeout", "3")
+    assert slow.returncode == 2 and "applies to oneshot mode only" in _flat(slow.stderr)
 
 
 def test_without_pyzmq_the_mode_says_how_to_install_it(tmp_path: Path) -> None:
