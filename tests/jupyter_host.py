@@ -1,9 +1,9 @@
 """A test host for the Jupyter kernel: the real `pyrelune --mode jupyter`, driven by jupyter_client.
 
 `kernelspec()` writes a kernelspec for this checkout's pyrelune into a
-temporary Jupyter data folder, as `pyrelune jupyter install` would; the
-`jupyter_kernel` fixture (conftest) starts a KernelManager on it, as
-JupyterLab does, and hands over a started BlockingKernelClient.
+temporary Jupyter data folder, as `pyrelune jupyter install` would;
+`started()` starts a KernelManager on it, as JupyterLab does, and hands over
+a BlockingKernelClient whose kernel has answered kernel_info.
 `Run` collects one execute request's messages: its reply and what IOPub
 said under it, until its idle status.
 """
