@@ -5,7 +5,8 @@ temporary Jupyter data folder, as `pyrelune jupyter install` would;
 `started()` starts a KernelManager on it, as JupyterLab does, and hands over
 a BlockingKernelClient whose kernel has answered kernel_info.
 `Run` collects one execute request's messages: its reply and what IOPub
-said under it, until its idle status.
+said under it, until its idle status, each checked against the messaging
+spec's schemas (jupyter_kernel_test's).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
+from jupyter_kernel_test.msgspec_v5 import validate_message
 
 TIMEOUT = 60.0  # generous: a noisy 2-core machine
 KERNEL_NAME = "pyrelune-test"
@@ -79,11 +81,14 @@ def collect(client: BlockingKernelClient, msg_id: str, reply_channel: str = "she
         message = channel.get_msg(timeout=timeout)
         if message["parent_header"].get("msg_id") == msg_id:
             reply = message
+    if reply["content"].get("status") != "aborted":  # ipykernel's word, newer than the spec's
+        validate_message(reply, reply["msg_type"], msg_id)
     iopub = []
     while True:
         message = client.get_iopub_msg(timeout=timeout)
         if message["parent_header"].get("msg_id") != msg_id:
             continue
+        validate_message(message)
         iopub.append(message)
         if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
             return Run(reply, iopub)
