@@ -7,6 +7,7 @@ messages around it, as ipykernel gives them.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import subprocess
@@ -422,10 +423,14 @@ def test_config_inline_backend_chooses_svg_or_retina(client: BlockingKernelClien
     execute(client, "%config InlineBackend.figure_formats = ['png']")
 
 
-def test_ports_left_to_the_kernel_are_written_back_and_served(tmp_path: Path) -> None:
-    path = _connection(tmp_path)  # every port 0
-    process = subprocess.Popen([sys.executable, "-m", "pyrelune", "--mode", "jupyter", "-f",
-                                str(path)])
+@contextlib.contextmanager
+def _own_kernel(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], BlockingKernelClient]]:
+    """The kernel started by hand on a connection file whose ports are all 0, its stderr
+    kept (in `tmp_path / "stderr"`), and a client once the file says where it is."""
+    path = _connection(tmp_path)
+    with open(tmp_path / "stderr", "wb") as errors:
+        process = subprocess.Popen([sys.executable, "-m", "pyrelune", "--mode", "jupyter",
+                                    "-f", str(path)], stderr=errors)
     client = BlockingKernelClient()
     try:
         start = time.monotonic()
@@ -435,14 +440,41 @@ def test_ports_left_to_the_kernel_are_written_back_and_served(tmp_path: Path) ->
         client.load_connection_file(str(path))
         client.start_channels()
         client.wait_for_ready(timeout=TIMEOUT)
-        assert execute(client, "print('bound')").stdout() == "bound\n"
-        client.shutdown()
-        assert process.wait(timeout=TIMEOUT) == 0
+        yield process, client
     finally:
         client.stop_channels()
         if process.poll() is None:
             process.kill()
         process.wait()
+
+
+def test_ports_left_to_the_kernel_are_written_back_and_served(tmp_path: Path) -> None:
+    with _own_kernel(tmp_path) as (process, client):
+        assert execute(client, "print('bound')").stdout() == "bound\n"
+        client.shutdown()
+        assert process.wait(timeout=TIMEOUT) == 0
+
+
+def test_a_dropped_message_is_logged(tmp_path: Path) -> None:
+    import zmq
+    from jupyter_client.session import Session
+
+    with _own_kernel(tmp_path) as (process, client):
+        context = zmq.Context()
+        socket = context.socket(zmq.DEALER)
+        try:
+            socket.connect(f"tcp://127.0.0.1:{client.shell_port}")
+            Session(key=b"wrong").send(socket, "execute_request", {"code": "1"})
+            socket.send_multipart([b"not", b"a", b"message"])
+            assert execute(client, "print('after')").stdout() == "after\n"
+        finally:
+            socket.close(linger=0)
+            context.term()
+        client.shutdown()
+        process.wait(timeout=TIMEOUT)
+    logged = (tmp_path / "stderr").read_text()
+    assert "pyrelune: dropped a message on shell: invalid signature" in logged
+    assert "pyrelune: dropped a message on shell: no <IDS|MSG> delimiter" in logged
 
 
 def test_the_ipc_transport(tmp_path: Path) -> None:
