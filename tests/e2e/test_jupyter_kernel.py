@@ -166,7 +166,9 @@ def test_user_expressions_are_evaluated_after_the_cell(client: BlockingKernelCli
 
 
 def test_after_an_error_the_queued_cells_are_aborted(client: BlockingKernelClient) -> None:
-    failing = client.execute("import time; time.sleep(0.5); raise ValueError('first')")
+    # The sleep gives the queued requests time to reach the kernel (as the front end sends them
+    # at once): only those already there when the cell fails are aborted, as in ipykernel.
+    failing = client.execute("import time; time.sleep(2); raise ValueError('first')")
     queued = [client.execute("print('never ran')") for _ in range(2)]
     assert collect(client, failing).content["status"] == "error"
     for msg_id in queued:
