@@ -372,7 +372,7 @@ class JupyterCodec:
 
     def _input_request(self, outcome: Outcome, request: InputRequest) -> None:
         cell = self._cell
-        if cell is None or not cell.request.content.get("allow_stdin", True):
+        if cell is None or not cell.request.content.get("allow_stdin", False):
             outcome.commands.append(RefuseInput())
             return
         self._prompted = cell.request
