@@ -141,7 +141,7 @@ class JupyterServer:
     def _watch_parent(self) -> None:
         """End with the process that started the kernel (a Jupyter server that died), as
         ipykernel does: an orphaned kernel would hold its worker and ports for ever."""
-        if os.getppid() != self._parent or (self._parent != 1 and os.getppid() == 1):
+        if os.getppid() != self._parent:  # re-parented: to init, or to a subreaper
             sys.stderr.write("pyrelune: the process that started the kernel is gone; "
                              "shutting down\n")
             self.loop.stop()
