@@ -325,12 +325,16 @@ _WINDOWED_BACKENDS = frozenset(
 
 def _config(line: str, frame: FrameType) -> None:
     """`%config InlineBackend.figure_formats = {'png', 'svg'}` (or `.figure_format = 'retina'`):
-    the formats figures are drawn in, as IPython's inline backend takes them."""
+    the formats figures are drawn in, as IPython's inline backend takes them.
+
+    Other settings of IPython's (`Completer.use_jedi = False`, common in notebooks) are
+    accepted and have no effect: there is no IPython shell to configure.
+    """
     target, equals, value = line.partition("=")
-    if target.strip() not in ("InlineBackend.figure_formats", "InlineBackend.figure_format"
-                              ) or not equals:
-        raise UsageError(f"%config {line.strip()}: only InlineBackend.figure_formats = ... "
-                         "is configurable here")
+    if not equals:
+        raise UsageError(f"%config {line.strip()}: expected %config Class.trait = value")
+    if target.strip() not in ("InlineBackend.figure_formats", "InlineBackend.figure_format"):
+        return
     chosen = eval(value, frame.f_globals, frame.f_locals)
     names = [chosen] if isinstance(chosen, str) else list(chosen)
     known = ("png", "retina", "svg", "jpeg", "jpg")

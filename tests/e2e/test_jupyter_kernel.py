@@ -420,8 +420,11 @@ def test_config_inline_backend_chooses_svg_or_retina(client: BlockingKernelClien
     png = base64.b64decode(retina["data"]["image/png"])
     width = int.from_bytes(png[16:20], "big")
     assert retina["metadata"]["image/png"]["width"] == width // 2
-    wrong = execute(client, "%config Completer.use_jedi = False")
-    assert wrong.content["ename"] == "UsageError"
+    ignored = execute(client, "%config Completer.use_jedi = False")  # IPython's, accepted
+    assert ignored.content["status"] == "ok" and not ignored.stdout()
+    wrong = execute(client, "%config InlineBackend.figure_formats = ['bmp']")
+    assert wrong.content["ename"] == "UsageError" and "figure formats are" in (
+        wrong.content["evalue"])
     execute(client, "%config InlineBackend.figure_formats = ['png']")
 
 
