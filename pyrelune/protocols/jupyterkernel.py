@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 SHELL, CONTROL, STDIN, IOPUB = "shell", "control", "stdin", "iopub"
 #: The names an error without a Python exception (the worker died, ...) goes by.
 _ENAMES = {events.WORKER_DIED: "WorkerDied", events.TIMEOUT: "Timeout"}
+#: The MIME types pyrelune adds to bundles for its other hosts (`wire.events.ITEM_MIME`, ...).
+OWN_MIME = "application/vnd.pyrelune."
 #: Displays a cell may show (display_data): past them, the rest are counted, not sent.
 MAX_DISPLAYS = 2000
 #: The history's session number: this kernel keeps only its own session's cells.
@@ -357,7 +359,8 @@ class JupyterCodec:
                               parent)
 
     def _display(self, outcome: Outcome, display: Display, parent: Message | None) -> None:
-        content: dict[str, Any] = {"data": display.data, "metadata": display.metadata}
+        content: dict[str, Any] = {"data": _theirs(display.data),
+                                   "metadata": _theirs(display.metadata)}
         if display.is_result and self._cell is not None:
             if self._cell.silent:
                 return
@@ -589,6 +592,14 @@ def _code_and_cursor(content: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(cursor, int) or isinstance(cursor, bool) or not 0 <= cursor <= len(code):
         cursor = len(code)
     return {"code": code, "cursor_pos": cursor}
+
+
+def _theirs(bundle: dict[str, Any]) -> dict[str, Any]:
+    """A bundle without the types pyrelune adds for its own hosts (a table as JSONML, an rpc
+    item): a notebook keeps what ipykernel would have given it."""
+    if not any(mime.startswith(OWN_MIME) for mime in bundle):
+        return bundle
+    return {mime: value for mime, value in bundle.items() if not mime.startswith(OWN_MIME)}
 
 
 def _ename(error: CellError) -> str:

@@ -526,3 +526,10 @@ def test_the_kernel_ends_when_the_process_that_started_it_is_gone(tmp_path: Path
     finally:
         if not gone_soon(pid, within=0):
             os.kill(pid, 9)
+
+
+def test_a_dataframe_is_html_and_text_as_ipykernel_gives_it(client: BlockingKernelClient) -> None:
+    run = execute(client, "import pandas as pd\npd.DataFrame({'a': [1, 2]})")
+    (result,) = run.of("execute_result")
+    assert sorted(result["data"]) == ["text/html", "text/plain"]  # none of pyrelune's own types
+    assert "<table" in result["data"]["text/html"]
