@@ -21,6 +21,7 @@ import sys
 
 from pyrelune.wire.commands import Execute, InputReply, Reset
 from pyrelune.wire.events import Done, InputRequest
+from pyrelune.worker import sources
 from pyrelune.worker.mainmodule import fresh_namespace
 from pyrelune.worker.runtime import (
     TEXT_OPTIONS,
@@ -241,6 +242,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
                 if cells_loop is not None:
                     cells_loop.discard()
                 namespace = fresh_namespace()
+                sources.forget_all()
                 channel.send(Done())
             elif isinstance(command, Execute):
                 std.restore()
