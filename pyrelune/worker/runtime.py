@@ -368,8 +368,11 @@ def _reset_signal_handlers() -> None:
     The worker is forked from the supervisor, whose Python-level handlers (a
     kernel's SIGTERM, say) belong to it: run in the worker they would act on
     a copy of the supervisor's state. Ignored signals stay ignored (SIGPIPE,
-    as Python sets it up).
+    as Python sets it up). The supervisor's wakeup fd (its loop's, or the
+    lines kernel's clock of interrupts) is its own too: a cell's signals
+    must not be written there.
     """
+    _signal.set_wakeup_fd(-1)
     for signum in range(1, _signal.NSIG):
         try:
             if callable(_signal.getsignal(signum)):
