@@ -6,8 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, help="Warm start for oneshot cells: the preloaded "
-                  "process that serves them when PYRELUNE_WARM or `vix install --warm` is on.")
+from pyrelune.cli.style import group
+
+app = group("Warm start for oneshot cells: the preloaded process that serves them when "
+            "PYRELUNE_WARM or `vix install --warm` is on.", no_args_is_help=True)
 
 Preload = Annotated[
     Optional[str],  # noqa: UP045 (typer reads the annotation at run time on 3.10)
