@@ -129,7 +129,10 @@ def validate(
         typer.Argument(help="A request file; stdin when omitted.", dir_okay=False, exists=True),
     ] = None,
 ) -> None:
-    """Check a vix-note-extension-1 request against its schema without running it."""
+    """Check a Vix Note request without running it.
+
+    REQUEST (a file, else stdin) is checked against the vix-note-extension-1 schema.
+    """
     from pyrelune.protocols import vixnote
 
     raw = request.read_bytes() if request else sys.stdin.buffer.read()

@@ -193,7 +193,10 @@ def uninstall_command(
 @app.command("doctor")
 def doctor_command(prefix: Prefix = None, project: Project = None,
                    package_id: ExtensionId = None) -> None:
-    """Check the installation as Vix Note sees it and run a real cell through it."""
+    """Check the installation as Vix Note sees it.
+
+    Then run a real cell through it, started exactly as Vix Note starts one.
+    """
     from pyrelune.vix import descriptor, doctor
     from pyrelune.vix.places import Places
 
