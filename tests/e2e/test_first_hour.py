@@ -4,6 +4,7 @@ Vix Note page then shows is tests/e2e/test_page.py's.)"""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from vixhost import pyrelune_command
+
+from pyrelune.vix import doctor
 
 TIMEOUT = 120
 #: What typer and pydantic print when the help is not written for people.
@@ -179,6 +182,18 @@ def test_install_and_doctor_build_matplotlibs_font_cache(user: dict[str, str]) -
     assert doctor.returncode == 0, doctor.stdout
     plots = next(line for line in doctor.stdout.splitlines() if line.startswith("ok   plots"))
     assert "font cache is ready (already built" in plots
+    if not os.environ.get("PYRELUNE_WARM") and all(
+            importlib.util.find_spec(name) for name in ("numpy", "pandas")):
+        assert "warn warm start: off, while numpy, pandas and matplotlib are installed: each " \
+               "cell that imports them pays the import again" in doctor.stdout, doctor.stdout
+
+
+def test_doctor_says_that_cells_cannot_plot_without_matplotlib() -> None:
+    check = doctor.plots_check("", None)
+    assert (check.passed, check.warning) == (True, True)
+    assert check.line().startswith("warn plots: matplotlib is not installed in this "
+                                   "environment: cells cannot plot\n      fix: pip install "
+                                   "matplotlib")
 
 
 def test_install_and_doctor_say_what_the_page_shows_until_it_reloads(
