@@ -25,8 +25,8 @@ T = TypeVar("T")
 
 app = group(
     "Run Python notebook cells for host applications.\n\n"
-    "With no arguments, pyrelune is Vix Note's runtime: it reads one "
-    "vix-note-extension-1 request (JSON) on stdin and writes one response on stdout.",
+    "With no arguments, pyrelune is Vix Note's runtime: one request (JSON) on stdin, one "
+    "response on stdout.",
 )
 
 

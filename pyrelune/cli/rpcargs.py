@@ -40,7 +40,8 @@ class Option:
 
 OPTIONS = {option.param: option for option in (
     Option("listen", TEXT, "rpc: serve WebSocket on HOST:PORT (port 0: any free port; the "
-           "address is printed as one JSON line on stdout). Default host 127.0.0.1.",
+           "address is printed as one JSON line on stdout). Default host 127.0.0.1. Needs the "
+           "websocket extra (pip install 'pyrelune[websocket]').",
            "HOST:PORT"),
     Option("token", TEXT, "rpc over WebSocket: the secret clients send with kernel.auth "
            "(visible to other users in the process list: prefer --token-file or "
