@@ -170,7 +170,12 @@ def run(
         raise typer.Exit(_run_notebook(file, argv, timeout))
     from pyrelune.modes import oneshot
 
-    request = {"source": file.read_text(encoding="utf-8"), "cellId": file.name,
+    try:
+        source = file.read_text(encoding="utf-8-sig")  # as Python reads a script, BOM or not
+    except UnicodeDecodeError as exc:
+        raise typer.BadParameter(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                 param_hint="FILE") from None
+    request = {"source": source, "cellId": file.name,
                "workingDirectory": str(file.resolve().parent)}
     deadline = _timeout(timeout)
     sys.argv = argv  # the worker, forked from here, starts with it

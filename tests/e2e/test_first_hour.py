@@ -87,6 +87,16 @@ def test_run_gives_the_file_its_own_argv_and_folder(tmp_path: Path) -> None:
         f"{['script.py', 'a', '-x', '--flag']}\n{tmp_path}\n")
 
 
+def test_run_reads_a_file_as_python_reads_a_script(tmp_path: Path) -> None:
+    script = tmp_path / "bom.py"
+    script.write_bytes(b"\xef\xbb\xbfprint('with a BOM')\n")
+    assert json.loads(pyrelune("run", str(script)).stdout)["stdout"] == "with a BOM\n"
+    script.write_bytes(b"print('\xff')\n")
+    result = pyrelune("run", str(script))
+    assert result.returncode == 2
+    assert f"{script} is not UTF-8 text (invalid start byte at byte 7)" in result.stderr
+
+
 NOTEBOOK = {
     "nbformat": 4, "nbformat_minor": 5, "metadata": {},
     "cells": [
