@@ -202,7 +202,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
     `Execute` and `Reset` (see `wire.commands`) are each answered by a Done event.
     """
     try:
-        std = become_worker(fds.stdout, fds.stderr, "this kernel")
+        std = become_worker(fds.stdout, fds.stderr,
+                            "input() is not available in this kernel: there is no one to answer")
         if not sys.platform.startswith("linux"):  # there the lifeline signals the group itself
             _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control, cap, fds.key)

@@ -276,15 +276,21 @@ class _Interruptible:
 interrupt_guard = _Interruptible()
 
 
+#: Why `input()` fails in a oneshot cell, in words for a note's user, and what to do instead.
+ONESHOT_NO_INPUT = ("input() cannot be answered here: Vix Note cells cannot ask for input while "
+                    "they run. Set the value in the cell instead (name = \"Ada\"), or read it "
+                    "from a file beside the note")
+
+
 class _NoInput:
     """`input()` where the host cannot answer: the prompt is shown, then EOFError."""
 
-    def __init__(self, where: str) -> None:
-        self.where = where
+    def __init__(self, message: str) -> None:
+        self.message = message
 
     def __call__(self, prompt: object = "") -> str:
         sys.stdout.write(str(prompt))
-        raise EOFError(f"input() is not available in {self.where}: there is no one to answer")
+        raise EOFError(self.message)
 
 
 class StdFds:
@@ -346,8 +352,10 @@ def _identity(fd: int) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def become_worker(out_fd: int, err_fd: int, where: str) -> StdFds:
-    """Rewire this freshly forked process so that user code can run in it."""
+def become_worker(out_fd: int, err_fd: int, no_input: str) -> StdFds:
+    """Rewire this freshly forked process so that user code can run in it.
+
+    `no_input`: what `input()` says, for a host that cannot answer it."""
     os.setpgid(0, 0)  # one process group: interrupts and kills reach the cell's children
     _reset_signal_handlers()
     _signal.signal(_signal.SIGINT, interrupt_guard)
@@ -358,7 +366,7 @@ def become_worker(out_fd: int, err_fd: int, where: str) -> StdFds:
     os.close(out_fd)
     os.close(err_fd)
     std.restore()
-    builtins.input = _NoInput(where)
+    builtins.input = _NoInput(no_input)
     return std
 
 
@@ -438,7 +446,7 @@ def run_oneshot(cell: Cell, fds: WorkerFds, folders: tuple[str, ...], cap: int) 
     cap, which no event exceeds.
     """
     try:
-        become_worker(fds.stdout, fds.stderr, "a oneshot cell")
+        become_worker(fds.stdout, fds.stderr, ONESHOT_NO_INPUT)
         sys.path[0:0] = folders
         run(cell, fresh_namespace(), Channel(fds.events, fds.control, cap, fds.key),
             script=True)
