@@ -25,11 +25,19 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import CodeType, TracebackType
-    from typing import Any
+    from typing import Any, TypeAlias
+
+    #: A cell's code: one code object, or one per run of statements that a
+    #: `from __future__` import past the top starts (see `_compile_parts`).
+    Compiled: TypeAlias = CodeType | tuple[CodeType, ...]
 
 _ONLY_AST = 0x400  # ast.PyCF_ONLY_AST
 _TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
+#: Every `__future__` feature's compiler flag (CO_FUTURE_DIVISION to CO_FUTURE_ANNOTATIONS).
+_FUTURE_FLAGS = 0x1FE0000
+#: The features earlier cells imported: they hold for later cells, as in IPython.
+_future = 0
 #: Where the final expression's value is left for `_execute` to take back.
 _RESULT = "__pyrelune_result__"
 # How a compiled cell gives the value to show (see `_compile`).
@@ -78,12 +86,16 @@ def run_cell(
     return None
 
 
-def compile_cell(source: str, filename: str) -> tuple[CodeType, str]:
+def compile_cell(source: str, filename: str) -> tuple[Compiled, str]:
     """`_compile`, with IPython's syntax (magics, `!cmd`, `obj?`) made Python.
 
     Only a cell that does not compile is looked at for it, so a plain cell
-    never loads the translator (see `magics`).
+    never loads the translator (see `magics`). Console prompts pasted with
+    the code are taken off first (see `prompts`), as IPython does.
     """
+    if ">>>" in source or "In [" in source:
+        prompts = importhooks.import_own("pyrelune.worker.prompts")
+        source = prompts.strip(source) or source
     try:
         return _compile(source, filename)
     except SyntaxError as exc:
@@ -99,7 +111,7 @@ def _begin(namespace: dict[str, Any]) -> None:
         eventloop.make_current()
 
 
-def _compile(source: str, filename: str) -> tuple[CodeType, str]:
+def _compile(source: str, filename: str) -> tuple[Compiled, str]:
     """One code object for the cell, and how it gives its value to show.
 
     The value is `_EVALUATED` when the whole cell is one expression, compiled
@@ -108,15 +120,15 @@ def _compile(source: str, filename: str) -> tuple[CodeType, str]:
     `_RESULT` (`_ASSIGNED`), so the cell is parsed once and compiled once;
     `_NONE` when there is nothing to show.
     """
-    flags = _TOP_LEVEL_AWAIT
+    flags = _TOP_LEVEL_AWAIT | _future
     if _one_simple_line(source):
         try:
-            return compile(source, filename, "eval", flags), _EVALUATED
+            return compile(source, filename, "eval", flags, dont_inherit=True), _EVALUATED
         except SyntaxError:
             pass  # a statement, not an expression
     import _ast
 
-    tree = compile(source, filename, "exec", flags | _ONLY_AST)
+    tree = compile(source, filename, "exec", flags | _ONLY_AST, dont_inherit=True)
     statements = tree.body
     result = _NONE
     if statements and isinstance(statements[-1], _ast.Expr):
@@ -129,7 +141,50 @@ def _compile(source: str, filename: str) -> tuple[CodeType, str]:
                 node.end_lineno, node.end_col_offset = last.end_lineno, last.end_col_offset
             statements[-1] = assign
             result = _ASSIGNED
-    return compile(tree, filename, "exec", flags), result
+    try:
+        code = compile(tree, filename, "exec", flags, dont_inherit=True)
+    except SyntaxError as exc:
+        if exc.msg != _LATE_FUTURE:
+            raise
+        parts = _compile_parts(tree, filename, flags)
+        _keep_future(parts[-1])
+        return parts, result
+    _keep_future(code)
+    return code, result
+
+
+def _keep_future(code: CodeType) -> None:
+    global _future
+    _future |= code.co_flags & _FUTURE_FLAGS
+
+
+#: The compiler's refusal of a `from __future__` import that follows other statements.
+_LATE_FUTURE = "from __future__ imports must occur at the beginning of the file"
+
+
+def _compile_parts(tree: Any, filename: str, flags: int) -> tuple[CodeType, ...]:
+    """The cell's statements compiled in runs, each `from __future__` import past the top
+    starting one, as IPython compiles a cell statement by statement: the feature applies
+    to the statements after it, and to none before.
+    """
+    runs: list[list[Any]] = [[]]
+    for statement in tree.body:
+        if _is_future(statement) and not all(_is_future(done) for done in runs[-1]):
+            runs.append([])
+        runs[-1].append(statement)
+    parts = []
+    for statements in runs:
+        module = type(tree)(body=statements, type_ignores=[])
+        code = compile(module, filename, "exec", flags, dont_inherit=True)
+        flags |= code.co_flags & _FUTURE_FLAGS  # what this run imported holds for the rest
+        parts.append(code)
+    return tuple(parts)
+
+
+def _is_future(statement: Any) -> bool:
+    import _ast
+
+    return isinstance(statement, _ast.ImportFrom) and statement.module == "__future__"
 
 
 def _one_simple_line(source: str) -> bool:
@@ -150,17 +205,25 @@ def _followed_by_semicolon(source: str, node: Any) -> bool:
     return bool(rest.lstrip().startswith(";"))
 
 
-def _execute(code: CodeType, result: str, namespace: dict[str, Any]) -> Any:
+def _execute(code: Compiled, result: str, namespace: dict[str, Any]) -> Any:
     """Run the cell; the final expression's value, or None."""
-    if code.co_flags & _CO_COROUTINE:
-        # As the runtime's own: a cell's folder may hold an `asyncio.py`.
-        eventloop = importhooks.import_own("pyrelune.worker.eventloop")
-        value = eventloop.run(eval(code, namespace))
+    if isinstance(code, tuple):
+        for part in code:
+            _evaluate(part, namespace)
+        value = None
     else:
-        value = eval(code, namespace)  # runs "exec" code objects too, returning None
+        value = _evaluate(code, namespace)
     if result == _EVALUATED:
         return value
     return namespace.pop(_RESULT, None) if result == _ASSIGNED else None
+
+
+def _evaluate(code: CodeType, namespace: dict[str, Any]) -> Any:
+    if code.co_flags & _CO_COROUTINE:
+        # As the runtime's own: a cell's folder may hold an `asyncio.py`.
+        eventloop = importhooks.import_own("pyrelune.worker.eventloop")
+        return eventloop.run(eval(code, namespace))
+    return eval(code, namespace)  # runs "exec" code objects too, returning None
 
 
 def syntax_error(exc: SyntaxError | ValueError, filename: str) -> CellError:

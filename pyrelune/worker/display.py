@@ -166,6 +166,10 @@ def display(
     named = str(display_id) if display_id else None
     if update and named is None:
         raise TypeError("display_id required for update_display")
+    if named is not None:
+        if update and named not in _shown_ids:
+            return _handle(named)  # no output has this id: Jupyter ignores the update too
+        _remember_id(named)
     if clear:
         clear_output(wait=True)
     if not objs and named is not None:
@@ -182,6 +186,19 @@ def display(
         if data or named is not None:
             _send(Display(data, meta, False, named, update))
     return None if named is None else _handle(named)
+
+
+#: The display ids this process showed, oldest first: updates of any other id are ignored.
+_shown_ids: dict[str, None] = {}
+#: How many ids are remembered (a progress loop may make one per step).
+MAX_IDS = 65536
+
+
+def _remember_id(display_id: str) -> None:
+    _shown_ids.pop(display_id, None)
+    _shown_ids[display_id] = None
+    if len(_shown_ids) > MAX_IDS:
+        del _shown_ids[next(iter(_shown_ids))]
 
 
 def update_display(obj: Any, *, display_id: str, **kwargs: Any) -> None:

@@ -21,10 +21,11 @@ from pyrelune.wire.events import Clear
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from types import CodeType, FrameType
+    from types import FrameType
     from typing import Any
 
     from pyrelune.wire.events import Display
+    from pyrelune.worker.cell import Compiled
 
 #: What a translated line calls: this module, reached whatever the cell imported or defined.
 _HERE = "__import__('pyrelune').worker.magics."
@@ -85,8 +86,8 @@ def compile_translated(
     source: str,
     filename: str,
     failed: SyntaxError,
-    compile_cell: Callable[[str, str], tuple[CodeType, str]],
-) -> tuple[CodeType, str]:
+    compile_cell: Callable[[str, str], tuple[Compiled, str]],
+) -> tuple[Compiled, str]:
     """`compile_cell` of the translated `source`, which `failed` to compile as it was.
 
     `failed` is raised again if there is nothing to translate. The parser's
@@ -350,7 +351,16 @@ def format_time(seconds: float, precision: int = 3) -> str:
 
         order = min(-(math.floor(math.log10(seconds)) // 3), 3)
     value = seconds * (1000**order)
-    return f"{value:.{precision}g} {('s', 'ms', 'µs', 'ns')[order]}"
+    return f"{value:.{precision}g} {('s', 'ms', _micro(), 'ns')[order]}"
+
+
+def _micro() -> str:
+    """IPython's unit for microseconds: `μs` (GREEK SMALL LETTER MU), `us` where stdout cannot."""
+    try:
+        "\u03bc".encode(sys.stdout.encoding or "ascii")
+    except (LookupError, UnicodeEncodeError, AttributeError, TypeError):
+        return "us"
+    return "\u03bcs"
 
 
 class TimeitResult:
@@ -385,7 +395,10 @@ class TimeitResult:
         return f"<TimeitResult : {self}>"
 
 
-_TIMEIT_OPTION = re.compile(r"-([nrp])\s*(\d+)\s*|-([qotc]+)\s*")
+_TIMEIT_OPTION = re.compile(r"-([nrp])\s*(\d+)(?!\S)\s*|-([qotc]+)(?!\S)\s*")
+#: An option `_TIMEIT_OPTION` did not take: a bad count, or a letter %timeit does not know.
+_TIMEIT_BAD = re.compile(r"-([A-Za-z])\s*(\S*)")
+_TIMEIT_COUNTS = {"n": "loops", "r": "repeats", "p": "precision"}
 
 
 def _timeit(line: str, frame: FrameType, body: str | None = None) -> TimeitResult | None:
@@ -399,6 +412,15 @@ def _timeit(line: str, frame: FrameType, body: str | None = None) -> TimeitResul
         else:
             flags += option.group(3)
         rest = rest[option.end() :]
+    if (bad := _TIMEIT_BAD.match(rest)) is not None:
+        letter, value = bad.groups()
+        if letter not in _TIMEIT_COUNTS:
+            raise UsageError(f"%timeit: option -{letter} not recognized "
+                             "(the options are -n N -r R -p P -q -o -t -c)")
+        raise UsageError(f"%timeit: -{letter} takes a whole number of {_TIMEIT_COUNTS[letter]}"
+                         f", not {value or 'nothing'!r}")
+    if counts["r"] < 1 or counts["p"] < 1:
+        raise UsageError("%timeit: -r and -p must be at least 1")
     statement, setup = (rest, "pass") if body is None else (body, rest or "pass")
     timeit = _own("timeit")
     timer = timeit.Timer(statement, setup, globals=frame.f_globals)
@@ -681,6 +703,7 @@ class _redirected:
 
 _CELL_MAGICS: dict[str, Callable[[str, _Body], Any]] = {
     "capture": _capture,
+    "file": _writefile,  # IPython's alias for it
     "time": _cell_time,
     "timeit": _cell_timeit,
     "writefile": _writefile,

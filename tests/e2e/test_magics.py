@@ -15,10 +15,10 @@ from modes import MODES, Runner, runner
 from vixhost import VixHost
 
 TIME_LINES = re.compile(
-    r"CPU times: user [\d.]+ (?:s|ms|µs|ns), sys: [\d.]+ (?:s|ms|µs|ns), "
-    r"total: [\d.]+ (?:s|ms|µs|ns)\nWall time: [\d.]+ (?:s|ms|µs|ns)\n"
+    r"CPU times: user [\d.]+ (?:s|ms|μs|ns), sys: [\d.]+ (?:s|ms|μs|ns), "
+    r"total: [\d.]+ (?:s|ms|μs|ns)\nWall time: [\d.]+ (?:s|ms|μs|ns)\n"
 )
-TIMEIT_LINE = (r"[\d.]+ (?:s|ms|µs|ns) ± [\d.]+ (?:s|ms|µs|ns) per loop "
+TIMEIT_LINE = (r"[\d.]+ (?:s|ms|μs|ns) ± [\d.]+ (?:s|ms|μs|ns) per loop "
                r"\(mean ± std\. dev\. of {runs} runs?, {loops} loops? each\)\n")
 
 

@@ -90,7 +90,7 @@ def test_any_text_translates_to_no_more_lines(source: str) -> None:
 
 
 def test_times_are_written_as_ipython_writes_them() -> None:
-    assert format_time(0.0005) == "500 µs"
+    assert format_time(0.0005) == "500 μs"
     assert format_time(0.0123456) == "12.3 ms"
     assert format_time(1.5) == "1.5 s"
     assert format_time(2.5e-8) == "25 ns"
@@ -98,7 +98,7 @@ def test_times_are_written_as_ipython_writes_them() -> None:
     assert format_time(61.5) == "1min 1s"
     assert format_time(3725) == "1h 2min 5s"
     result = TimeitResult(1000, 7, [0.001] * 7)
-    assert str(result) == ("1 µs ± 0 ns per loop (mean ± std. dev. of 7 runs, "
+    assert str(result) == ("1 μs ± 0 ns per loop (mean ± std. dev. of 7 runs, "
                            "1,000 loops each)")
     assert repr(TimeitResult(1, 1, [2.0])).endswith("of 1 run, 1 loop each)>")
 
