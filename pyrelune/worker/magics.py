@@ -184,55 +184,15 @@ def _scan(line: str, quote: str | None, depth: int) -> tuple[str | None, int, bo
 # What the translated lines call ----------------------------------------------------
 
 
-class SList(list[str]):
-    """A shell command's output lines, with IPython's ways to join them."""
-
-    @property
-    def s(self) -> str:
-        """The lines joined by spaces."""
-        return " ".join(self)
-
-    @property
-    def n(self) -> str:
-        """The lines joined by newlines."""
-        return "\n".join(self)
-
-    @property
-    def l(self) -> list[str]:  # noqa: E743 (IPython's name)
-        """The lines as a plain list."""
-        return list(self)
-
-    @property
-    def p(self) -> list[Any]:
-        """The lines that name existing files, as paths."""
-        from pathlib import Path
-
-        return [Path(line) for line in self if os.path.exists(line)]
-
-    def grep(self, pattern: str | Callable[[str], bool], prune: bool = False) -> SList:
-        """The lines matching `pattern` (a regex or a predicate); `prune` drops them instead."""
-        test = pattern if callable(pattern) else re.compile(pattern).search
-        return SList(line for line in self if bool(test(line)) != prune)
-
-
 def system(command: str) -> None:
-    """`!cmd`: run it in the shell, its output the cell's as any subprocess's."""
+    """`!cmd`: run it as a terminal would, its output the cell's (see `shellcmd`)."""
     frame = sys._getframe(1)
-    frame.f_globals["_exit_code"] = _shell(_expand(command, frame))
+    frame.f_globals["_exit_code"] = _shellcmd().terminal(_expand(command, frame))
 
 
-def getoutput(command: str) -> SList:
-    """`x = !cmd`: its output lines (stderr with them, as IPython's pseudo-terminal gives)."""
-    return _output_lines(_expand(command, sys._getframe(1)))
-
-
-def _output_lines(command: str) -> SList:
-    import subprocess
-
-    _flush()
-    done = subprocess.run(_with_pip(command), shell=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, check=False)
-    return SList(done.stdout.decode(errors="replace").splitlines())
+def getoutput(command: str) -> Any:
+    """`x = !cmd`: its output lines (stderr with them), as an SList."""
+    return _shellcmd().output_lines(_expand(command, sys._getframe(1)))
 
 
 def line_magic(name: str, line: str) -> Any:
@@ -496,7 +456,7 @@ def _pip(line: str, frame: FrameType) -> None:
     """`%pip args`: pip of the interpreter that runs the cell."""
     import shlex
 
-    frame.f_globals["_exit_code"] = _shell(
+    frame.f_globals["_exit_code"] = _shellcmd().terminal(
         f"{shlex.quote(sys.executable)} -m pip {_expand(line, frame)}")
     print("Note: you may need to restart the kernel to use updated packages.")
 
@@ -532,8 +492,8 @@ def _pinfo(line: str, frame: FrameType) -> None:
     _help(line.strip(), frame)
 
 
-def _sx(line: str, frame: FrameType) -> SList:
-    return _output_lines(_expand(line, frame))
+def _sx(line: str, frame: FrameType) -> Any:
+    return _shellcmd().output_lines(_expand(line, frame))
 
 
 _LINE_MAGICS: dict[str, Callable[[str, FrameType], Any]] = {
@@ -657,6 +617,10 @@ def _capture(line: str, body: _Body) -> Any:
         if value is not None and keep_displays:
             display.show_result(value)  # kept with the rest, as IPython's display hook is
             value = None
+        if "matplotlib.pyplot" in sys.modules:  # the body's figures are its displays too
+            from pyrelune.worker.mplbackend import show_open_figures
+
+            show_open_figures()
     if names:
         body.frame.f_globals[names[0]] = captured
     return value
@@ -701,7 +665,102 @@ class _redirected:
         sys.stdout, sys.stderr, display._sink = self.saved
 
 
+#: The programs IPython has a cell magic of their own for: `%%bash` is `%%script bash`.
+SCRIPT_PROGRAMS = ("sh", "bash", "perl", "ruby", "python", "python2", "python3", "pypy")
+_SCRIPT_VALUES = ("--out", "--err", "--proc")
+_SCRIPT_FLAGS = ("--bg", "--no-raise-error")
+
+
+def _script(line: str, body: _Body, name: str = "script") -> None:
+    """`%%script [--bg] [--out NAME] [--err NAME] [--proc NAME] [--no-raise-error] PROG ARGS`.
+
+    As IPython's: the body on the program's stdin, a status other than 0 a
+    CalledProcessError (unless `--no-raise-error`); `--out`/`--err` keep a
+    stream as text in a variable (with `--bg`, the pipe to read).
+    """
+    import shlex
+    import shutil
+    import subprocess
+
+    shell = _shellcmd()
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    argv: list[str] = []
+    words = iter(shlex.split(line))
+    for word in words:
+        option, equals, value = word.partition("=")
+        if option in _SCRIPT_VALUES:
+            given = value if equals else next(words, None)
+            if not given:
+                raise UsageError(f"%%{name}: {option} needs a variable name")
+            values[option[2:]] = given
+        elif word in _SCRIPT_FLAGS:
+            flags.add(word)
+        else:
+            argv.append(word)
+    if not argv:
+        raise UsageError(f"%%{name}: which program runs the cell? (%%script bash, %%script "
+                         "python3 -u, ...)")
+    if shutil.which(argv[0]) is None:
+        raise UsageError(f"%%{name}: cannot run the cell: no program {argv[0]!r} on PATH")
+    namespace = body.frame.f_globals
+    source = body.source if body.source.endswith("\n") else f"{body.source}\n"
+    feed = source.encode("utf-8", "replace")
+    if "--bg" in flags:
+        child = shell.start_background(argv, feed)
+        for stream in ("out", "err"):
+            pipe = getattr(child, f"std{stream}")
+            if stream in values:
+                namespace[values[stream]] = pipe
+            else:
+                pipe.close()
+        if "proc" in values:
+            namespace[values["proc"]] = child
+        return
+    status, out, err = shell.run_script(argv, feed, ("out" in values, "err" in values))
+    for stream, text in (("out", out), ("err", err)):
+        if stream in values:
+            namespace[values[stream]] = text
+    if status != 0 and "--no-raise-error" not in flags:
+        raise subprocess.CalledProcessError(status, feed)
+
+
+def _named_script(program: str) -> Callable[[str, _Body], None]:
+    def run(line: str, body: _Body) -> None:
+        _script(f"{program} {line}", body, program)
+
+    run.__doc__ = f"`%%{program} [options]`: `%%script {program}`."
+    return run
+
+
+#: `%%html` and friends: the body shown as one MIME type, with IPython's object's repr.
+_SHOWN_AS = {
+    "html": ("text/html", "HTML"),
+    "javascript": ("application/javascript", "Javascript"),
+    "js": ("application/javascript", "Javascript"),
+    "latex": ("text/latex", "Latex"),
+    "markdown": ("text/markdown", "Markdown"),
+    "svg": ("image/svg+xml", "SVG"),
+}
+
+
+def _shown_as(name: str) -> Callable[[str, _Body], None]:
+    mime, kind = _SHOWN_AS[name]
+
+    def show(line: str, body: _Body) -> None:
+        from pyrelune.worker.display import display
+
+        display({mime: body.source, "text/plain": f"<IPython.core.display.{kind} object>"},
+                raw=True)
+
+    show.__doc__ = f"`%%{name}`: the body displayed as {mime}, as IPython's {kind}."
+    return show
+
+
 _CELL_MAGICS: dict[str, Callable[[str, _Body], Any]] = {
+    **{program: _named_script(program) for program in SCRIPT_PROGRAMS},
+    **{name: _shown_as(name) for name in _SHOWN_AS},
+    "script": _script,
     "capture": _capture,
     "file": _writefile,  # IPython's alias for it
     "time": _cell_time,
@@ -720,50 +779,17 @@ def _own(name: str) -> Any:
     return importhooks.import_own(name)
 
 
+def _shellcmd() -> Any:
+    from pyrelune.worker import shellcmd
+
+    return shellcmd
+
+
 def _flush() -> None:
     """What the cell printed goes out before what a subprocess writes."""
     from pyrelune.worker.runtime import flush_output
 
     flush_output()
-
-
-def _fd(stream: Any) -> int | None:
-    try:
-        return int(stream.fileno())
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
-def _shell(command: str) -> int:
-    """Run `command` with /bin/sh; its exit status.
-
-    Its output goes straight to the capture pipes, live, as any
-    subprocess's; where the cell redirected sys.stdout or sys.stderr
-    (`%%capture`, `contextlib.redirect_stdout`) it goes there instead.
-    """
-    import subprocess
-
-    _flush()
-    command = _with_pip(command)
-    piped = [subprocess.PIPE if _fd(s) != fd else None
-             for s, fd in ((sys.stdout, 1), (sys.stderr, 2))]
-    if piped == [None, None]:
-        return subprocess.call(command, shell=True)
-    done = subprocess.run(command, shell=True, stdout=piped[0], stderr=piped[1], check=False)
-    for stream, data in ((sys.stdout, done.stdout), (sys.stderr, done.stderr)):
-        if data:
-            stream.write(data.decode(errors="replace"))
-    return done.returncode
-
-
-def _with_pip(command: str) -> str:
-    """`pip ...` as pip of the interpreter that runs the cell, whatever PATH finds first."""
-    word, _, rest = command.strip().partition(" ")
-    if word not in ("pip", "pip3"):
-        return command
-    import shlex
-
-    return f"{shlex.quote(sys.executable)} -m pip {rest}"
 
 
 def _expand(text: str, frame: FrameType) -> str:

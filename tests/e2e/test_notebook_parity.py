@@ -4,6 +4,8 @@ prompts, script cells, a terminal for `!cmd`, IPython's pretty text, and the mag
 from __future__ import annotations
 
 import re
+import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,3 +78,94 @@ def test_an_update_of_a_display_id_never_shown_shows_nothing(run: Runner) -> Non
     assert (seen.stdout, seen.displays) == ("after\n", []), seen
     seen = run("h = display('first', display_id='kept')\nh.update('second')")
     assert seen.everything == "'second'\n", seen
+
+
+def test_script_cells_run_their_program(run: Runner) -> None:
+    seen = run("%%bash\necho out; echo err >&2\necho $((6 * 7))")
+    assert seen.error is None, seen
+    assert (seen.stdout, seen.stderr) == ("out\n42\n", "err\n"), seen
+    seen = run(f"%%script {sys.executable} -u\nimport sys\nprint('python', sys.version_info[0])")
+    assert seen.stdout == "python 3\n", seen
+    seen = run("%%sh\necho from sh")
+    assert seen.stdout == "from sh\n", seen
+    seen = run("%%script bash --out got --err said\necho x; echo y >&2\n")
+    assert (seen.stdout, seen.stderr) == ("", ""), seen
+    if run.mode != "oneshot":
+        assert run("print(repr(got), repr(said))").stdout == "'x\\n' 'y\\n'\n"
+    seen = run("%%bash\necho partial\nexit 3")
+    assert seen.stdout == "partial\n", seen
+    assert seen.error is not None and "returned non-zero exit status 3" in seen.error, seen
+    seen = run("%%bash --no-raise-error\nexit 3")
+    assert seen.error is None, seen
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="needs perl")
+def test_perl_cells_run_perl(run: Runner) -> None:
+    seen = run('%%perl\nprint "perl ", 6 * 7, "\\n";')
+    assert seen.error is None and seen.stdout == "perl 42\n", seen
+
+
+def test_a_script_cell_in_the_background_gives_its_pipe(run: Runner) -> None:
+    seen = run("%%bash --bg --out pipe --proc proc\necho later")
+    assert seen.error is None and seen.stdout == "", seen
+    if run.mode != "oneshot":
+        seen = run("print(pipe.read(), proc.wait())")
+        assert seen.stdout == "b'later\\n' 0\n", seen
+
+
+def test_a_script_cell_for_a_missing_program_is_a_usage_error(run: Runner) -> None:
+    seen = run("%%script no-such-program-here\nanything")
+    assert seen.error is not None, seen
+    assert "UsageError: %%script: cannot run the cell: no program 'no-such-program-here' " \
+        "on PATH" in seen.error, seen
+    if shutil.which("ruby") is None:
+        seen = run("%%ruby\nputs 1")
+        assert seen.error is not None and "no program 'ruby' on PATH" in seen.error, seen
+
+
+def test_shell_commands_run_in_a_terminal(run: Runner) -> None:
+    seen = run("!echo out; echo err >&2; echo again; python3 -c \"import sys; "
+               "print(sys.stdout.isatty(), sys.stderr.isatty(), sys.stdin.isatty())\"")
+    assert seen.error is None, seen
+    assert (seen.stdout, seen.stderr) == ("out\nerr\nagain\nTrue True True\n", ""), seen
+    # the user's shell runs it; no one types into it: reading stdin ends at once
+    seen = run("import os\nos.environ['SHELL'] = 'bash'\n!echo $BASH_VERSION | cut -c1\n!cat\n"
+               "print('done')")
+    assert re.fullmatch(r"\d\ndone\n", seen.stdout), seen
+    # colours kept where the host keeps them (Vix Note shows text raw: it takes them out)
+    seen = run("!printf '\\033[31mred\\033[0m\\n'")
+    assert seen.stdout == ("red\n" if run.mode == "oneshot" else "\x1b[31mred\x1b[0m\n"), seen
+    seen = run("lines = !ls --color=auto -d /\nprint(lines)")  # a pipe: no terminal, no colour
+    assert seen.stdout == "['/']\n", seen
+
+
+def test_a_saved_figure_is_shown_too(run: Runner) -> None:
+    seen = run("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.savefig('a.png')\n"
+               "fig = plt.figure()\nplt.plot([3, 2])\nplt.savefig('b.png')\nplt.close(fig)")
+    assert seen.error is None, seen
+    if run.mode == "lines":
+        assert seen.stdout == "<Figure size 640x480 with 1 Axes>\n", seen
+    else:
+        assert seen.texts == ["image/svg+xml" if run.mode == "oneshot" else "<image>"], seen
+
+
+def test_an_empty_figure_is_shown_as_its_text(run: Runner) -> None:
+    seen = run("import matplotlib.pyplot as plt\nplt.figure()\nplt.show()\nprint('after')")
+    assert seen.error is None, seen
+    assert seen.everything.count("<Figure size 640x480 with 0 Axes>\n") == 1, seen
+
+
+def test_capture_keeps_the_figures_until_shown(run: Runner) -> None:
+    seen = run("%%capture cap\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])")
+    assert seen.error is None and (seen.stdout, seen.displays) == ("", []), seen
+    if run.mode == "oneshot":
+        seen = run("%%capture cap\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\n"
+                   "%%capture\n")  # nothing but the cell magic's line: still nothing shown
+        return
+    assert run("len(cap.outputs)").everything == "2\n"
+    seen = run("cap()")
+    if run.mode == "lines":
+        assert re.fullmatch(r"\[<matplotlib\.lines\.Line2D at 0x\w+>\]\n"
+                            r"<Figure size 640x480 with 1 Axes>\n", seen.stdout), seen
+    else:
+        assert len(seen.texts) == 2 and seen.texts[1] == ("<image>"), seen

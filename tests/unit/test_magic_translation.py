@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyrelune.worker.magics import SList, TimeitResult, format_time, translate
+from pyrelune.worker.magics import TimeitResult, format_time, translate
+from pyrelune.worker.shellcmd import SList
 
 CALL = "__import__('pyrelune').worker.magics."
 
