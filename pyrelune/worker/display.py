@@ -50,9 +50,11 @@ REPR_METHODS = (
     ("text/markdown", "_repr_markdown_"),
     ("image/svg+xml", "_repr_svg_"),
     ("image/png", "_repr_png_"),
+    ("application/pdf", "_repr_pdf_"),
     ("image/jpeg", "_repr_jpeg_"),
     ("text/latex", "_repr_latex_"),
     ("application/json", "_repr_json_"),
+    ("application/javascript", "_repr_javascript_"),
 )
 #: What `MPLBACKEND` is set to unless the user chose a backend.
 MATPLOTLIB_BACKEND = "module://pyrelune.worker.mplbackend"

@@ -169,3 +169,18 @@ def test_capture_keeps_the_figures_until_shown(run: Runner) -> None:
                             r"<Figure size 640x480 with 1 Axes>\n", seen.stdout), seen
     else:
         assert len(seen.texts) == 2 and seen.texts[1] == ("<image>"), seen
+
+
+PNG = ("import base64\npng = base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlE"
+       "QVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==')\n")
+
+
+def test_lines_shows_nothing_for_a_display_without_text() -> None:
+    with runner("lines") as run:
+        seen = run(f"{PNG}from IPython.display import display_png, HTML, Javascript\n"
+                   "print('before')\ndisplay_png(png, raw=True)\ndisplay(HTML('<div></div>'))\n"
+                   "display(Javascript('console.log(1)'))\nprint('after')")
+        assert seen.error is None, seen
+        assert seen.stdout == "before\nafter\n", seen
+        seen = run("display(HTML('<p>some <b>text</b></p>'))\nclass A: pass\ndisplay(A())")
+        assert re.fullmatch(r"some text\n<__main__\.A at 0x\w+>\n", seen.stdout), seen
