@@ -63,7 +63,7 @@ def run_cell(
     sources.remember(filename, source)
     try:
         try:
-            code, result = compile_cell(source, filename)
+            code, result = compile_cell(source, filename, namespace)
         except (SyntaxError, ValueError) as exc:
             return syntax_error(exc, filename)
         try:
@@ -82,26 +82,77 @@ def run_cell(
             return None
         return exception_error(exc, filename)
     except BaseException as exc:
-        return exception_error(exc, filename)
+        error = exception_error(exc, filename)
+        _keep_last(exc)
+        return error
     return None
 
 
-def compile_cell(source: str, filename: str) -> tuple[Compiled, str]:
+def _keep_last(exc: BaseException) -> None:
+    """The error as `sys.last_value` (and friends), for `%debug` and `pdb.pm()`, as IPython."""
+    tb = _trim(exc.__traceback__)
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
+    if sys.version_info >= (3, 12):
+        sys.last_exc = exc
+
+
+def compile_cell(
+    source: str, filename: str, namespace: dict[str, Any] | None = None
+) -> tuple[Compiled, str]:
     """`_compile`, with IPython's syntax (magics, `!cmd`, `obj?`) made Python.
 
-    Only a cell that does not compile is looked at for it, so a plain cell
+    Only a cell that does not compile is looked at for it, or one whose
+    code names a magic or alias that `namespace` does not define, on a line
+    of its own (`ls`, `pwd`, `who`: IPython's automagic), so a plain cell
     never loads the translator (see `magics`). Console prompts pasted with
     the code are taken off first (see `prompts`), as IPython does.
     """
     if ">>>" in source or "In [" in source:
         prompts = importhooks.import_own("pyrelune.worker.prompts")
         source = prompts.strip(source) or source
+    failed: SyntaxError | None = None
+    compiled: tuple[Compiled, str] | None = None
     try:
-        return _compile(source, filename)
+        compiled = _compile(source, filename)
     except SyntaxError as exc:
         failed = exc
+    else:
+        code = compiled[0]
+        names = AUTOMAGIC.intersection(code.co_names if not isinstance(code, tuple) else
+                                       [name for part in code for name in part.co_names])
+        if not names or not _alone_on_a_line(source, names):
+            return compiled
     magics = importhooks.import_own("pyrelune.worker.magics")
-    return magics.compile_translated(source, filename, failed, _compile)  # type: ignore[no-any-return]
+    return magics.compile_translated(  # type: ignore[no-any-return]
+        source, filename, failed, compiled, _compile, _unshadowed(namespace))
+
+
+#: The line magics and aliases IPython's automagic runs without `%` (`magics` has them all).
+AUTOMAGIC = frozenset({
+    "aimport", "autoreload", "cat", "cd", "cp", "debug", "env", "ldir", "lf", "lk", "ll",
+    "load_ext", "ls", "lsmagic", "lx", "matplotlib", "mkdir", "mv", "pdoc", "pinfo", "pinfo2",
+    "pip", "prun", "pwd", "reload_ext", "rm", "rmdir", "run", "sx", "time", "timeit",
+    "unload_ext", "who", "who_ls", "whos", "xmode",
+})
+
+
+def _alone_on_a_line(source: str, names: frozenset[str]) -> bool:
+    """Whether a line starts with one of `names` and a space or its end: worth translating."""
+    for line in source.split("\n"):
+        word = line.strip().split(" ", 1)[0]
+        if word in names:
+            return True
+    return False
+
+
+def _unshadowed(namespace: dict[str, Any] | None) -> frozenset[str]:
+    """The automagic names neither `namespace` nor the builtins define (IPython's rule)."""
+    import builtins
+
+    if namespace is None:
+        return frozenset()
+    return frozenset(name for name in AUTOMAGIC
+                     if name not in namespace and not hasattr(builtins, name))
 
 
 def _begin(namespace: dict[str, Any]) -> None:

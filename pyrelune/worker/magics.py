@@ -45,8 +45,12 @@ class UsageError(Exception):
 # Translation -----------------------------------------------------------------------
 
 
-def translate(source: str) -> str | None:
-    """`source` with its IPython lines made calls of this module's, or None if it has none."""
+def translate(source: str, automagic: frozenset[str] = frozenset()) -> str | None:
+    """`source` with its IPython lines made calls of this module's, or None if it has none.
+
+    A line that starts with a name of `automagic` followed by a space or its
+    end, and is no assignment to it, is that line magic (`ls -l`, `pwd`).
+    """
     lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     first = next((i for i, line in enumerate(lines) if line.strip()), 0)
     head = lines[first].strip()
@@ -64,7 +68,7 @@ def translate(source: str) -> str | None:
         line = lines[i]
         call: str | None = None
         if quote is None and depth == 0 and not continued:
-            call = _line_call(line)
+            call = _line_call(line, automagic)
         if call is None:
             out.append(line)
             quote, depth, continued = _scan(line, quote, depth)
@@ -75,7 +79,7 @@ def translate(source: str) -> str | None:
         while line.endswith("\\") and i + taken < len(lines):
             line = f"{line[:-1]} {lines[i + taken].strip()}"
             taken += 1
-        out.append(_line_call(line) or call)
+        out.append(_line_call(line, automagic) or call)
         out.extend([""] * (taken - 1))
         changed = True
         i += taken
@@ -85,18 +89,24 @@ def translate(source: str) -> str | None:
 def compile_translated(
     source: str,
     filename: str,
-    failed: SyntaxError,
+    failed: SyntaxError | None,
+    compiled: tuple[Compiled, str] | None,
     compile_cell: Callable[[str, str], tuple[Compiled, str]],
+    automagic: frozenset[str] = frozenset(),
 ) -> tuple[Compiled, str]:
-    """`compile_cell` of the translated `source`, which `failed` to compile as it was.
+    """`compile_cell` of the translated `source`, which `failed` to compile as it was
+    (or was `compiled`, but may have lines of `automagic`: magics without their `%`).
 
-    `failed` is raised again if there is nothing to translate. The parser's
-    warnings (an invalid escape) about the lines before the failure were
-    shown by the first attempt: they are not shown twice.
+    With nothing to translate, `failed` is raised again, or `compiled` is the
+    cell's. The parser's warnings (an invalid escape) about the lines before
+    the failure were shown by the first attempt: they are not shown twice.
     """
-    translated = translate(source)
+    translated = translate(source, automagic)
     if translated is None:
-        raise failed
+        if failed is not None:
+            raise failed
+        assert compiled is not None
+        return compiled
     warnings = _own("warnings")
     caught: list[Any] = []
     try:
@@ -105,12 +115,16 @@ def compile_translated(
             return compile_cell(translated, filename)
     finally:
         for warning in caught:
-            if warning.lineno > (failed.lineno or 0):
+            if failed is not None and warning.lineno > (failed.lineno or 0):
                 warnings.warn_explicit(warning.message, warning.category, warning.filename,
                                        warning.lineno)
 
 
-def _line_call(line: str) -> str | None:
+#: What after a magic's name makes the line Python: an assignment to it, or a comparison.
+_ASSIGNING = re.compile(r"\s+(?:[-+*/%&|^@<>!]|//|\*\*|<<|>>)?=|\s*[,:]")
+
+
+def _line_call(line: str, automagic: frozenset[str] = frozenset()) -> str | None:
     """The call a line of IPython syntax becomes (its indentation kept), or None for Python."""
     body = line.strip()
     if not body or body[0] == "#":
@@ -118,6 +132,9 @@ def _line_call(line: str) -> str | None:
     indent = line[: len(line) - len(line.lstrip())]
     if body[0] in "%!":
         return indent + _escape_call(body, assigned=False)
+    word, _, _ = body.partition(" ")
+    if word in automagic and not _ASSIGNING.match(body, len(word)):
+        return indent + _escape_call(f"%{body}", assigned=False)
     assigned = _ASSIGNED.match(body)
     if assigned:
         target = assigned.group(1)
@@ -197,18 +214,41 @@ def getoutput(command: str) -> Any:
 
 def line_magic(name: str, line: str) -> Any:
     """`%name line`, run in the caller's namespace."""
+    return run_line_magic(name, line, sys._getframe(1))
+
+
+def run_line_magic(name: str, line: str, frame: FrameType) -> Any:
+    """`%name line` in `frame`'s namespace: pyrelune's magic, or an extension's."""
     magic = _LINE_MAGICS.get(name)
-    if magic is None:
+    if magic is not None:
+        return magic(line, frame)
+    added = _extension_magic("line", name)
+    if added is None:
         raise UsageError(f"Line magic function `%{name}` is not supported by pyrelune")
-    return magic(line, sys._getframe(1))
+    return added(_expand(line, frame))
 
 
 def cell_magic(name: str, line: str, body: str, first_line: int) -> Any:
     """`%%name line` and the cell's other lines (`body`, from line `first_line` + 1)."""
+    return run_cell_magic(name, line, body, sys._getframe(1), first_line)
+
+
+def run_cell_magic(name: str, line: str, body: str, frame: FrameType,
+                   first_line: int = 0) -> Any:
+    """`%%name line` with `body` in `frame`'s namespace: pyrelune's magic, or an extension's."""
     magic = _CELL_MAGICS.get(name)
-    if magic is None:
+    if magic is not None:
+        return magic(line, _Body(body, first_line, frame))
+    added = _extension_magic("cell", name)
+    if added is None:
         raise UsageError(f"Cell magic `%%{name}` is not supported by pyrelune")
-    return magic(line, _Body(body, first_line, sys._getframe(1)))
+    return added(_expand(line, frame), body)
+
+
+def _extension_magic(kind: str, name: str) -> Callable[..., Any] | None:
+    """A magic an extension registered (see `extensions`), if any was loaded."""
+    extensions = sys.modules.get("pyrelune.worker.extensions")
+    return None if extensions is None else extensions.registered[kind].get(name)
 
 
 def inspect(target: str) -> None:
@@ -244,7 +284,8 @@ def _run(source: str, first_line: int, frame: FrameType) -> Any:
     """Run `source`, starting on cell line `first_line` + 1, as a cell: magics and all."""
     from pyrelune.worker import cell
 
-    code, result = cell.compile_cell("\n" * first_line + source, frame.f_code.co_filename)
+    code, result = cell.compile_cell("\n" * first_line + source, frame.f_code.co_filename,
+                                     frame.f_globals)
     return cell._execute(code, result, frame.f_globals)
 
 
@@ -465,14 +506,6 @@ def _accepted(line: str, frame: FrameType) -> None:
     """`%autoreload`, `%aimport`: accepted; each cell imports what it imports."""
 
 
-def _load_ext(line: str, frame: FrameType) -> None:
-    """`%load_ext autoreload` is accepted; other extensions need IPython itself."""
-    for name in line.split():
-        if name != "autoreload":
-            raise UsageError(f"%load_ext {name}: IPython extensions are not supported here "
-                             "(only autoreload is accepted)")
-
-
 _XMODES = ("Plain", "Context", "Verbose", "Minimal")
 _xmode = ["Context"]
 
@@ -496,22 +529,95 @@ def _sx(line: str, frame: FrameType) -> Any:
     return _shellcmd().output_lines(_expand(line, frame))
 
 
+def _elsewhere(module: str, function: str) -> Callable[[str, FrameType], Any]:
+    """A magic defined in another module, imported when it is first used."""
+
+    def magic(line: str, frame: FrameType) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(f"pyrelune.worker.{module}"), function)(
+            line, frame)
+
+    return magic
+
+
+def _of_namespace(function: str) -> Callable[[str, FrameType], Any]:
+    """`%who` and friends, on the caller's namespace (see `namespacemagics`)."""
+
+    def magic(line: str, frame: FrameType) -> Any:
+        from pyrelune.worker import namespacemagics
+
+        return getattr(namespacemagics, function)(frame.f_globals, line)
+
+    return magic
+
+
+#: IPython's default shell aliases (Linux's `ls` options; BSD's elsewhere): `ls` is
+#: `!ls -F --color`, with `%l` standing for the arguments.
+_LS = "ls -F --color" if sys.platform.startswith("linux") else "ls -F -G"
+_LONG = _LS.replace("-F", "-F -o") if sys.platform.startswith("linux") else "ls -F -l -G"
+ALIASES = {
+    **{name: name for name in ("mkdir", "rmdir", "mv", "rm", "cp", "cat")},
+    "ls": _LS, "ll": _LONG, "lf": f"{_LONG} %l | grep ^-", "lk": f"{_LONG} %l | grep ^l",
+    "ldir": f"{_LONG} %l | grep /$", "lx": f"{_LONG} %l | grep ^-..x",
+}
+
+
+def _alias(command: str) -> Callable[[str, FrameType], None]:
+    def magic(line: str, frame: FrameType) -> None:
+        rest = _expand(line, frame)
+        full = command.replace("%l", rest) if "%l" in command else f"{command} {rest}".strip()
+        frame.f_globals["_exit_code"] = _shellcmd().terminal(full)
+
+    magic.__doc__ = f"IPython's alias: `!{command}`."
+    return magic
+
+
+class MagicList:
+    """What `%lsmagic` returns: its text, as IPython's MagicsDisplay shows it."""
+
+    def __repr__(self) -> str:
+        line = sorted(set(_LINE_MAGICS) | set(_extension_names("line")))
+        cell = sorted(set(_CELL_MAGICS) | set(_extension_names("cell")))
+        return (f"Available line magics:\n{'  '.join('%' + name for name in line)}\n\n"
+                f"Available cell magics:\n{'  '.join('%%' + name for name in cell)}\n\n"
+                "Automagic is ON, % prefix IS NOT needed for line magics.")
+
+
+def _extension_names(kind: str) -> list[str]:
+    extensions = sys.modules.get("pyrelune.worker.extensions")
+    return [] if extensions is None else list(extensions.registered[kind])
+
+
+def _lsmagic(line: str, frame: FrameType) -> MagicList:
+    return MagicList()
+
+
 _LINE_MAGICS: dict[str, Callable[[str, FrameType], Any]] = {
+    **{name: _alias(command) for name, command in ALIASES.items()},
     "aimport": _accepted,
     "autoreload": _accepted,
     "cd": _cd,
+    "debug": _elsewhere("runmagics", "debug"),
     "env": _env,
-    "load_ext": _load_ext,
+    "load_ext": _elsewhere("extensions", "load"),
+    "lsmagic": _lsmagic,
     "matplotlib": _matplotlib,
     "pdoc": _pinfo,
     "pinfo": _pinfo,
     "pinfo2": _pinfo,
     "pip": _pip,
+    "prun": _elsewhere("runmagics", "prun"),
     "pwd": _pwd,
-    "reload_ext": _load_ext,
+    "reload_ext": _elsewhere("extensions", "reload"),
+    "run": _elsewhere("runmagics", "run"),
     "sx": _sx,
     "time": _time,
     "timeit": _timeit,
+    "unload_ext": _elsewhere("extensions", "unload"),
+    "who": _of_namespace("who"),
+    "who_ls": _of_namespace("who_ls"),
+    "whos": _of_namespace("whos"),
     "xmode": _xmode_magic,
 }
 
@@ -526,6 +632,12 @@ def _cell_time(line: str, body: _Body) -> Any:
 
 def _cell_timeit(line: str, body: _Body) -> TimeitResult | None:
     return _timeit(line, body.frame, body.source)
+
+
+def _cell_prun(line: str, body: _Body) -> Any:
+    from pyrelune.worker import runmagics
+
+    return runmagics.prun(line, body.frame, body.source)
 
 
 def _writefile(line: str, body: _Body) -> None:
@@ -762,6 +874,7 @@ _CELL_MAGICS: dict[str, Callable[[str, _Body], Any]] = {
     **{name: _shown_as(name) for name in _SHOWN_AS},
     "script": _script,
     "capture": _capture,
+    "prun": _cell_prun,
     "file": _writefile,  # IPython's alias for it
     "time": _cell_time,
     "timeit": _cell_timeit,

@@ -276,7 +276,7 @@ class _Interruptible:
 interrupt_guard = _Interruptible()
 
 
-class _NoInput:
+class NoInput:
     """`input()` where the host cannot answer: the prompt is shown, then EOFError."""
 
     def __init__(self, where: str) -> None:
@@ -358,7 +358,7 @@ def become_worker(out_fd: int, err_fd: int, where: str) -> StdFds:
     os.close(out_fd)
     os.close(err_fd)
     std.restore()
-    builtins.input = _NoInput(where)
+    builtins.input = NoInput(where)
     return std
 
 

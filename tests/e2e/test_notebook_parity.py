@@ -184,3 +184,126 @@ def test_lines_shows_nothing_for_a_display_without_text() -> None:
         assert seen.stdout == "before\nafter\n", seen
         seen = run("display(HTML('<p>some <b>text</b></p>'))\nclass A: pass\ndisplay(A())")
         assert re.fullmatch(r"some text\n<__main__\.A at 0x\w+>\n", seen.stdout), seen
+
+
+def test_who_lists_the_users_names(run: Runner) -> None:
+    seen = run("%who")
+    assert seen.stdout == "Interactive namespace is empty.\n", seen
+    seen = run("x = 1\nname = 'Ada'\ndef f(a):\n    pass\n_hidden = 2\n%who\n%who int\n%whos\n"
+               "%who_ls")
+    assert seen.error is None, seen
+    assert seen.everything == (
+        "f\t name\t x\t \nx\t \n"
+        "Variable   Type        Data/Info\n"
+        "--------------------------------\n"
+        f"f          function    {seen.stdout.split('function    ')[1].split(chr(10))[0]}\n"
+        "name       str         Ada\n"
+        "x          int         1\n"
+        "['f', 'name', 'x']\n"), seen
+    assert "<function f at 0x" in seen.stdout, seen
+    seen = run("who float")
+    assert seen.stdout == "No variables match your requested type.\n", seen
+
+
+def test_lsmagic_lists_the_magics(run: Runner) -> None:
+    seen = run("%lsmagic")
+    assert seen.error is None, seen
+    text = seen.everything
+    assert text.startswith("Available line magics:\n"), seen
+    for name in ("%run", "%who", "%ls", "%%bash", "%%html", "%%file", "%%capture"):
+        assert f"{name}  " in text or f"{name}\n" in text, (name, seen)
+
+
+def test_run_runs_a_script_with_its_arguments(run: Runner, tmp_path: Path) -> None:
+    (tmp_path / "script.py").write_text(
+        "import sys\nprint('args', sys.argv[1:], __name__)\nvalue = 42\n"
+        "def helper():\n    return seen_before\n")
+    seen = run("import sys\nbefore = sys.argv[:]\n%run script.py a 'b c'\n"
+               "print(value, sys.argv == before)")  # argv put back after
+    assert seen.error is None, seen
+    assert seen.stdout == "args ['a', 'b c'] __main__\n42 True\n", seen
+    seen = run("seen_before = 'from the cell'\n%run -i -t script.py\nhelper()")
+    assert seen.error is None, seen
+    assert re.fullmatch(r"args \[\] __main__\n\nIPython CPU timings \(estimated\):\n"
+                        r"  User   : +[\d.]+ s\.\n  System : +[\d.]+ s\.\nWall time: +[\d.]+ s\.\n"
+                        r"'from the cell'\n", seen.everything), seen
+    seen = run("%run nowhere.py")
+    assert seen.error is not None and "File 'nowhere.py' not found." in seen.error, seen
+
+
+def test_prun_prints_the_profile(run: Runner) -> None:
+    seen = run("def work():\n    return sum(range(100))\n%prun -l 3 work()")
+    assert seen.error is None, seen
+    assert re.match(r" +\d+ function calls in [\d.]+ seconds\n\n   Ordered by: internal time\n",
+                    seen.stdout), seen
+    assert "(work)" in seen.stdout, seen
+
+
+def test_load_ext_calls_the_extensions_loader(run: Runner, tmp_path: Path) -> None:
+    (tmp_path / "shout.py").write_text(
+        "def shout(line):\n    return line.upper()\n"
+        "def twice(line, cell):\n    print(cell * 2, end='')\n"
+        "def load_ipython_extension(ip):\n"
+        "    ip.register_magic_function(shout)\n"
+        "    ip.register_magic_function(twice, 'cell')\n"
+        "    ip.push({'loaded_by': 'shout'})\n")
+    (tmp_path / "needy.py").write_text(
+        "def load_ipython_extension(ip):\n    ip.events.register('post_execute', print)\n")
+    (tmp_path / "plain.py").write_text("X = 1\n")
+    seen = run("%load_ext shout\nprint(loaded_by)\n%shout hello")
+    assert seen.error is None, seen
+    assert seen.everything == "shout\n'HELLO'\n", seen
+    if run.mode != "oneshot":
+        assert run("%%twice\nab\n").stdout == "ab\nab\n"
+    seen = run("%load_ext needy")
+    assert seen.error is not None and "UsageError: %load_ext needy: the extension uses " \
+        "IPython's shell.events, which pyrelune does not offer" in seen.error, seen
+    seen = run("%load_ext plain")
+    assert seen.error is not None and "no load_ipython_extension(ipython) function" \
+        in seen.error, seen
+    seen = run("%load_ext no_such_extension")
+    assert seen.error is not None and "No module named 'no_such_extension'" in seen.error
+
+
+def test_load_ext_registers_an_extensions_magics_class(run: Runner, tmp_path: Path) -> None:
+    (tmp_path / "classy.py").write_text(
+        "from IPython.core.magic import Magics, magics_class, line_magic\n"
+        "@magics_class\nclass Mine(Magics):\n"
+        "    @line_magic\n    def hello(self, line):\n        return 'hello ' + line\n"
+        "def load_ipython_extension(ip):\n    ip.register_magics(Mine)\n")
+    seen = run("%load_ext classy\n%hello world")
+    assert seen.error is None and seen.everything == "'hello world'\n", seen
+
+
+def test_aliases_and_automagic_run_without_a_percent(run: Runner, tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("a note\n")
+    seen = run("mkdir made\nls -d made\ncat notes.txt\npwd")
+    assert seen.error is None, seen
+    colourless = re.sub(r"\x1b\[[0-9;]*m", "", seen.everything)
+    assert colourless == f"made/\na note\n'{tmp_path}'\n", seen
+    seen = run("ls = ['mine']\nprint(ls)")  # an assignment is Python's
+    assert seen.stdout == "['mine']\n", seen
+    if run.mode != "oneshot":
+        assert run("ls").everything == "['mine']\n"  # the user's name shadows the alias
+
+
+def test_debug_is_answered_where_the_host_answers_input(run: Runner) -> None:
+    seen = run("def f(x):\n    return 1 / x\nf(0)")
+    assert seen.error is not None and "ZeroDivisionError" in seen.error, seen
+    if run.mode != "rpc":
+        seen = run("%debug")
+        assert seen.error is not None and "UsageError: %debug needs answers to its prompts, " \
+            "and input() has no one to answer in" in seen.error, seen
+        return
+    kernel = run.kernel  # type: ignore[attr-defined]
+    kernel.call("execute.cell", {"cell_id": "dbg", "source": "%debug"})
+    printed = []
+    for answer in ("p x", "q"):
+        while (event := kernel.receive())["event"] != "input_request":
+            printed.append(event)
+        assert event["data"]["prompt"] == "(Pdb) ", event
+        kernel.call("execute.input_reply", {"value": answer})
+    events = kernel.until_done()
+    assert events[-1]["data"]["status"] == "ok", events
+    text = "".join(e["data"]["text"] for e in printed + events if e["event"] == "stream")
+    assert "return 1 / x\n" in text and "\n0\n" in text, text

@@ -109,3 +109,19 @@ def test_shell_lines_join_as_ipythons_do() -> None:
     assert (lines.s, lines.n, lines.l) == ("a b c", "a b\nc", ["a b", "c"])
     assert lines.grep("^c") == ["c"] and lines.grep("^c", prune=True) == ["a b"]
     assert SList(["/", "/no/such/path"]).p == [__import__("pathlib").Path("/")]
+
+
+def test_automagic_names_are_the_line_magics() -> None:
+    """The compiler's quick check (cell.AUTOMAGIC) knows every line magic and alias."""
+    from pyrelune.worker import cell, magics
+
+    assert frozenset(magics._LINE_MAGICS) == cell.AUTOMAGIC
+
+
+def test_automagic_lines_become_magics_unless_they_assign() -> None:
+    names = frozenset({"ls", "pwd", "time"})
+    assert translate("ls -l\npwd", names) == (
+        f"{CALL}line_magic('ls', '-l')\n{CALL}line_magic('pwd', '')")
+    assert translate("ls = 1\nls += 2\nls, x = 1, 2\nls: int = 3\nls == 1", names) is None
+    assert translate("time.sleep(1)\nls(3)", names) is None
+    assert translate("ls -l", frozenset()) is None  # shadowed: the user's name
