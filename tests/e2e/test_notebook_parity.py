@@ -307,3 +307,19 @@ def test_debug_is_answered_where_the_host_answers_input(run: Runner) -> None:
     assert events[-1]["data"]["status"] == "ok", events
     text = "".join(e["data"]["text"] for e in printed + events if e["event"] == "stream")
     assert "return 1 / x\n" in text and "\n0\n" in text, text
+
+
+def test_values_are_shown_as_ipythons_pretty_printer_shows_them(run: Runner) -> None:
+    from IPython.lib import pretty as ipython
+
+    counter = "import collections\ncollections.Counter({str(i) * 4: i for i in range(12)})"
+    namespace: dict[str, object] = {}
+    exec(counter.replace("\ncollections.", "\nvalue = collections."), namespace)
+    # written without importing IPython (the kernels import it for the wrapped Counter)
+    seen = run("def f(x, *, y=2):\n    pass\nclass Failure(Exception):\n    pass\n"
+               "display(f, Failure('no'), len)\nimport sys\n'IPython' in sys.modules")
+    assert seen.everything == ("<function __main__.f(x, *, y=2)>\n__main__.Failure('no')\n"
+                               "<function len(obj, /)>\nFalse\n"), seen
+    seen = run(counter)
+    assert seen.everything == ipython.pretty(namespace["value"]) + "\n", seen  # type: ignore[no-untyped-call]
+    assert seen.everything.count("\n") == 12, seen  # one item a line
