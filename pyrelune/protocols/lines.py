@@ -88,18 +88,14 @@ def pong(request_id: str) -> bytes:
 def shown(display: Display) -> Display:
     """What of a display this protocol shows, its text: the rest must not fill the cap.
 
-    A display with no text form (an image alone, an empty HTML element,
-    JavaScript: its `text/plain` only names its type, if it has one) shows
-    nothing, as an empty bundle (a placeholder to be updated) does.
+    A display with no text form at all (an image alone, an empty HTML
+    element, JavaScript, given raw) shows nothing, as an empty bundle (a
+    placeholder to be updated) does; one whose `text/plain` only names its
+    type shows that, as IPython's text frontends do.
     """
-    from pyrelune.protocols.textform import default_repr, texts  # loaded for displays only
+    from pyrelune.protocols.textform import best  # loaded for displays only
 
-    text = next(texts(display.data), None)
-    plain = display.data.get("text/plain")
-    if text is None and isinstance(plain, str) and (
-        not default_repr(plain) or display.data.keys() == {"text/plain"}
-    ):
-        text = plain  # a repr saying only the type, but there is nothing else to say
+    text = best(display.data)
     data = {"text/plain": text} if text else {}
     return Display(data, {}, display.is_result, display.display_id, display.update)
 

@@ -178,12 +178,15 @@ PNG = ("import base64\npng = base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABC
 def test_lines_shows_nothing_for_a_display_without_text() -> None:
     with runner("lines") as run:
         seen = run(f"{PNG}from IPython.display import display_png, HTML, Javascript\n"
-                   "print('before')\ndisplay_png(png, raw=True)\ndisplay(HTML('<div></div>'))\n"
-                   "display(Javascript('console.log(1)'))\nprint('after')")
+                   "print('before')\ndisplay_png(png, raw=True)\n"
+                   "display({'text/html': '<div></div>'}, raw=True)\n"
+                   "display({'application/javascript': 'console.log(1)'}, raw=True)\n"
+                   "print('after')")
         assert seen.error is None, seen
         assert seen.stdout == "before\nafter\n", seen
-        seen = run("display(HTML('<p>some <b>text</b></p>'))\nclass A: pass\ndisplay(A())")
-        assert re.fullmatch(r"some text\n<__main__\.A at 0x\w+>\n", seen.stdout), seen
+        # a text that only names the type is still text, as IPython's text frontends show it
+        seen = run("display(HTML('<p>some <b>text</b></p>'), Javascript('1'))")
+        assert seen.stdout == "some text\n<IPython.core.display.Javascript object>\n", seen
 
 
 def test_who_lists_the_users_names(run: Runner) -> None:
