@@ -175,8 +175,8 @@ PNG = ("import base64\npng = base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABC
        "QVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==')\n")
 
 
-def test_lines_shows_nothing_for_a_display_without_text() -> None:
-    with runner("lines") as run:
+def test_lines_shows_nothing_for_a_display_without_text(tmp_path: Path) -> None:
+    with runner("lines", cwd=tmp_path) as run:
         seen = run(f"{PNG}from IPython.display import display_png, HTML, Javascript\n"
                    "print('before')\ndisplay_png(png, raw=True)\n"
                    "display({'text/html': '<div></div>'}, raw=True)\n"
