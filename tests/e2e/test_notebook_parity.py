@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lines_host import Host as LinesHost
+from lines_host import pid_gone, wait_for
 from modes import MODES, Runner, runner
 
 
@@ -326,3 +328,20 @@ def test_values_are_shown_as_ipythons_pretty_printer_shows_them(run: Runner) -> 
     seen = run(counter)
     assert seen.everything == ipython.pretty(namespace["value"]) + "\n", seen  # type: ignore[no-untyped-call]
     assert seen.everything.count("\n") == 12, seen  # one item a line
+
+
+def test_an_interrupt_ends_a_shell_command_in_its_terminal(tmp_path: Path) -> None:
+    marker, pidfile = tmp_path / "started", tmp_path / "child.pid"
+    kernel = LinesHost()
+    try:
+        code = (f"open({str(marker)!r}, 'w').close()\n"
+                f"!echo $$$$ > {pidfile}; exec sleep 100\nprint('not reached')")  # $$: a dollar
+        request_id = kernel.send("execute", code)
+        wait_for(lambda: pidfile.exists() and pidfile.read_text().strip(), "the child's pid")
+        response = kernel.interrupt_when(marker, request_id)
+        assert response["error"].startswith("KeyboardInterrupt"), response
+        assert "not reached" not in response["stdout"], response
+        wait_for(lambda: pid_gone(int(pidfile.read_text())), "the command to end")
+        assert kernel.execute("!echo again")["stdout"] == "again\n"
+    finally:
+        kernel.close()
