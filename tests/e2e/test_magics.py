@@ -7,11 +7,10 @@ import re
 import sys
 import warnings
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from modes import MODES, Runner, runner
+from modes import Runner
 from vixhost import VixHost
 
 TIME_LINES = re.compile(
@@ -20,12 +19,6 @@ TIME_LINES = re.compile(
 )
 TIMEIT_LINE = (r"[\d.]+ (?:s|ms|μs|ns) ± [\d.]+ (?:s|ms|μs|ns) per loop "
                r"\(mean ± std\. dev\. of {runs} runs?, {loops} loops? each\)\n")
-
-
-@pytest.fixture(params=MODES)
-def run(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Runner]:
-    with runner(request.param, cwd=tmp_path) as each:
-        yield each
 
 
 def test_matplotlib_magics_are_accepted_and_plots_shown(run: Runner) -> None:

@@ -6,19 +6,12 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from lines_host import Host as LinesHost
 from lines_host import pid_gone, wait_for
-from modes import MODES, Runner, runner
-
-
-@pytest.fixture(params=MODES)
-def run(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Runner]:
-    with runner(request.param, cwd=tmp_path) as each:
-        yield each
+from modes import Runner, runner
 
 
 def test_a_future_import_after_other_code_applies_to_what_follows(run: Runner) -> None:
