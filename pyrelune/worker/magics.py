@@ -1,13 +1,17 @@
 """IPython's syntax in a cell (magics, shell escapes, `obj?`), made plain Python.
 
-Only a cell that does not compile comes here (see `cell.compile_cell`), so
-a plain cell never pays for it. `translate` turns each line of IPython
-syntax into one call of this module's, line for line, so tracebacks keep
-their line numbers and quote the line as the user wrote it; a line that
-starts inside a string, a bracket or a backslash continuation is Python's
-and left as it is, and so is any `%` or `!` in a string or a comment. The
-calls run where the line was: they find the cell's namespace in their
-caller's frame, as IPython's magics find the user's.
+Only a cell that does not compile comes here, or one with a line that
+names a magic without its `%` (IPython's automagic: `ls -l`, `pwd`; see
+`cell.compile_cell`), so a plain cell never pays for it. Shell commands
+are `shellcmd`'s; `%run`, `%prun` and `%debug` are `runmagics`', `%who`
+and friends `namespacemagics`', extensions `extensions`'. `translate`
+turns each line of IPython syntax into one call of this module's, line
+for line, so tracebacks keep their line numbers and quote the line as the
+user wrote it; a line that starts inside a string, a bracket or a
+backslash continuation is Python's and left as it is, and so is any `%`
+or `!` in a string or a comment. The calls run where the line was: they
+find the cell's namespace in their caller's frame, as IPython's magics
+find the user's.
 """
 
 from __future__ import annotations
@@ -748,7 +752,7 @@ class _redirected:
     def __enter__(self) -> None:
         from pyrelune.worker import display
 
-        _flush()
+        _shellcmd().flush()
         self.saved = sys.stdout, sys.stderr, display._sink
         stdout, stderr = self.streams
         if stdout is not None:
@@ -896,13 +900,6 @@ def _shellcmd() -> Any:
     from pyrelune.worker import shellcmd
 
     return shellcmd
-
-
-def _flush() -> None:
-    """What the cell printed goes out before what a subprocess writes."""
-    from pyrelune.worker.runtime import flush_output
-
-    flush_output()
 
 
 def _expand(text: str, frame: FrameType) -> str:

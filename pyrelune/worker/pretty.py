@@ -254,17 +254,18 @@ def _collection(shape: str) -> Any:
 
 def _printers() -> dict[type, Any]:
     """IPython's printers by class (those that only repr are left out: the walk finds
-    the class's own `__repr__` first)."""
+    the class's own `__repr__` first). The types are `types`' without importing it
+    (it imports functools, which an rpc worker does without)."""
     import os
-    import types
+    import sys
 
     printers: dict[type, Any] = {
         tuple: _sequence("(", ")"), list: _sequence("[", "]"), dict: _mapping("{", "}"),
         set: _set("{", "}"), frozenset: _set("frozenset({", "})"),
         super: _super, type: _type,
-        types.FunctionType: _function, types.BuiltinFunctionType: _function,
-        types.SimpleNamespace: _namespace, BaseException: _exception,
-        types.MappingProxyType: _mapping("mappingproxy({", "})"),
+        type(_function): _function, type(len): _function,  # FunctionType, BuiltinFunctionType
+        type(sys.implementation): _namespace, BaseException: _exception,
+        type(type.__dict__): _mapping("mappingproxy({", "})"),
     }
     printers[type(os.environ)] = _mapping("environ{", "}")
     return printers
