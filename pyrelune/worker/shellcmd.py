@@ -79,7 +79,10 @@ def terminal(command: str) -> int:
     flush()
     command = with_pip(command)
     shell = _shell()
-    master, slave = _open_terminal()
+    try:
+        master, slave = _open_terminal()
+    except OSError:  # no pseudo-terminal to be had (/dev/pts not mounted): pipes, then
+        return _status(run_script([shell, "-c", command], b"", (False, False))[0])
     try:
         try:
             child = subprocess.Popen([shell, "-c", command], stdin=slave, stdout=slave,
@@ -90,8 +93,12 @@ def terminal(command: str) -> int:
         _relay(master, child)
     finally:
         os.close(master)
-    status: int = child.returncode
-    return -(status - 128) if status > 128 else status  # a shell's 128 + n: signal n
+    return _status(child.returncode)
+
+
+def _status(returncode: int) -> int:
+    """The shell's status as IPython gives it: a shell's 128 + n is signal n, so -n."""
+    return -(returncode - 128) if returncode > 128 else returncode
 
 
 def _shell() -> str:
