@@ -338,3 +338,21 @@ def test_an_interrupt_ends_a_shell_command_in_its_terminal(tmp_path: Path) -> No
         assert kernel.execute("!echo again")["stdout"] == "again\n"
     finally:
         kernel.close()
+
+
+def test_display_cell_magics_show_their_body(run: Runner) -> None:
+    """`%%html`, `%%markdown`, `%%latex`, `%%javascript`: one display each, as the host shows
+    that type (Vix Note and the lines kernel the text, rpc HTML as HTML)."""
+    seen = run("%%html\n<b>bold</b> text")
+    assert seen.error is None, seen
+    shown = {"oneshot": ["bold text"], "lines": [], "rpc": ["<html>"]}[run.mode]
+    assert seen.texts == shown and (run.mode != "lines" or seen.stdout == "bold text\n"), seen
+    for magic, body in (("markdown", "# A *title*"), ("latex", "$\\alpha + 1$")):
+        seen = run(f"%%{magic}\n{body}")
+        assert seen.error is None and seen.everything == f"{body}\n", (magic, seen)
+    seen = run("%%javascript\nconsole.log(1)")
+    assert seen.error is None, seen
+    if run.mode == "lines":  # no host runs JavaScript: what it shows is the object's type
+        assert seen.stdout == "<IPython.core.display.Javascript object>\n", seen
+    else:
+        assert seen.texts == ["<IPython.core.display.Javascript object>"], seen
