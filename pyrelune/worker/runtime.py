@@ -282,7 +282,7 @@ ONESHOT_NO_INPUT = ("input() cannot be answered here: Vix Note cells cannot ask 
                     "from a file beside the note")
 
 
-class _NoInput:
+class NoInput:
     """`input()` where the host cannot answer: the prompt is shown, then EOFError."""
 
     def __init__(self, message: str) -> None:
@@ -366,7 +366,7 @@ def become_worker(out_fd: int, err_fd: int, no_input: str) -> StdFds:
     os.close(out_fd)
     os.close(err_fd)
     std.restore()
-    builtins.input = _NoInput(no_input)
+    builtins.input = NoInput(no_input)
     return std
 
 
