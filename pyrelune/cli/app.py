@@ -34,6 +34,7 @@ class Mode(str, enum.Enum):
     oneshot = "oneshot"
     lines = "lines"
     rpc = "rpc"
+    jupyter = "jupyter"
 
 
 def _rpc_option(param: str) -> Any:
@@ -76,6 +77,12 @@ def root(
         Optional[str], _rpc_option("max_message_size")] = None,  # noqa: UP045
     auth_timeout: Annotated[Optional[str], _rpc_option("auth_timeout")] = None,  # noqa: UP045
     drain_timeout: Annotated[Optional[str], _rpc_option("drain_timeout")] = None,  # noqa: UP045
+    connection_file: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--connection-file", "-f", metavar="FILE", rich_help_panel="Jupyter kernel",
+                     help="--mode jupyter: the connection file a Jupyter front end wrote "
+                     "(a kernelspec passes {connection_file})."),
+    ] = None,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -86,6 +93,13 @@ def root(
     given = [rpcargs.OPTIONS[param].name for param, value in rpc_values.items() if value]
     if mode is not Mode.rpc and given:
         raise typer.BadParameter("applies to --mode rpc only", param_hint=given[0])
+    if (mode is Mode.jupyter) != (connection_file is not None):
+        raise typer.BadParameter("--mode jupyter and --connection-file go together",
+                                 param_hint="--connection-file")
+    if mode is Mode.jupyter:
+        from pyrelune.modes import jupyter
+
+        raise typer.Exit(jupyter.main(str(connection_file)))
     if mode is Mode.lines:
         from pyrelune.modes import lines
 

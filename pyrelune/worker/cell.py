@@ -129,7 +129,7 @@ def compile_cell(
 
 #: The line magics and aliases IPython's automagic runs without `%` (`magics` has them all).
 AUTOMAGIC = frozenset({
-    "aimport", "autoreload", "cat", "cd", "cp", "debug", "env", "ldir", "lf", "lk", "ll",
+    "aimport", "autoreload", "cat", "cd", "config", "cp", "debug", "env", "ldir", "lf", "lk", "ll",
     "load_ext", "ls", "lsmagic", "lx", "matplotlib", "mkdir", "mv", "pdoc", "pinfo", "pinfo2",
     "pip", "prun", "pwd", "reload_ext", "rm", "rmdir", "run", "sx", "time", "timeit",
     "unload_ext", "who", "who_ls", "whos", "xmode",

@@ -145,8 +145,9 @@ def _line_call(line: str, automagic: frozenset[str] = frozenset()) -> str | None
         return f"{indent}{target} = {_escape_call(body[assigned.end() :], assigned=True)}"
     if "?" in body:
         asked = _HELP.fullmatch(body)
-        if asked and (asked.group(1) or asked.group(3)):  # `??` too: help() has no more
-            return f"{indent}{_HERE}inspect({asked.group(2)!r})"
+        if asked and (asked.group(1) or asked.group(3)):
+            more = ", 1" if "??" in (asked.group(1) or "", asked.group(3) or "") else ""
+            return f"{indent}{_HERE}inspect({asked.group(2)!r}{more})"
     return None
 
 
@@ -255,16 +256,25 @@ def _extension_magic(kind: str, name: str) -> Callable[..., Any] | None:
     return None if extensions is None else extensions.registered[kind].get(name)
 
 
-def inspect(target: str) -> None:
-    """`obj?` and `obj??`: the object's help as `help(obj)` prints it, with no pager."""
-    _help(target, sys._getframe(1))
+def inspect(target: str, detail: int = 0) -> None:
+    """`obj?` and `obj??` (`detail` 1): the object's help as `help(obj)` prints it, with no
+    pager; or, for a Jupyter front end ($PYRELUNE_PAGER=payload), IPython's summary (with the
+    source for `??`) as a page its pager shows."""
+    _help(target, sys._getframe(1), detail)
 
 
-def _help(target: str, frame: FrameType) -> None:
+def _help(target: str, frame: FrameType, detail: int = 0) -> None:
     try:
         obj = eval(target, frame.f_globals, frame.f_locals)
     except Exception:
         print(f"Object `{target}` not found.")
+        return
+    if os.environ.get("PYRELUNE_PAGER") == "payload":
+        from pyrelune.wire.events import PAGE
+        from pyrelune.worker.display import display
+        from pyrelune.worker.introspect import describe
+
+        display({"text/plain": describe(target, obj, detail)}, raw=True, metadata={PAGE: True})
         return
     pydoc = _own("pydoc")
     text = pydoc.render_doc(obj, "Help on %s:", renderer=pydoc.plaintext)
@@ -317,6 +327,26 @@ _WINDOWED_BACKENDS = frozenset(
     f"{kit}{renderer}" for kit in ("gtk3", "gtk4", "qt", "qt5", "tk", "wx")
     for renderer in ("agg", "cairo")
 ) | {"macosx", "nbagg", "webagg", "ipympl", "widget"}
+
+
+def _config(line: str, frame: FrameType) -> None:
+    """`%config InlineBackend.figure_formats = {'png', 'svg'}` (or `.figure_format = 'retina'`):
+    the formats figures are drawn in, as IPython's inline backend takes them.
+
+    Other settings of IPython's (`Completer.use_jedi = False`, common in notebooks) are
+    accepted and have no effect: there is no IPython shell to configure.
+    """
+    target, equals, value = line.partition("=")
+    if not equals:
+        raise UsageError(f"%config {line.strip()}: expected %config Class.trait = value")
+    if target.strip() not in ("InlineBackend.figure_formats", "InlineBackend.figure_format"):
+        return
+    chosen = eval(value, frame.f_globals, frame.f_locals)
+    names = [chosen] if isinstance(chosen, str) else list(chosen)
+    known = ("png", "retina", "svg", "jpeg", "jpg")
+    if not names or any(not isinstance(n, str) or n.lower() not in known for n in names):
+        raise UsageError(f"%config: figure formats are {', '.join(known)}, not {chosen!r}")
+    os.environ["PYRELUNE_FIGURE_FORMATS"] = ",".join(n.lower() for n in names)
 
 
 def _time(line: str, frame: FrameType) -> Any:
@@ -602,6 +632,7 @@ _LINE_MAGICS: dict[str, Callable[[str, FrameType], Any]] = {
     "aimport": _accepted,
     "autoreload": _accepted,
     "cd": _cd,
+    "config": _config,
     "debug": _elsewhere("runmagics", "debug"),
     "env": _env,
     "load_ext": _elsewhere("extensions", "load"),

@@ -20,6 +20,7 @@ having no image. GUI backends keep their windows.
 from __future__ import annotations
 
 import io
+import os
 import weakref
 
 from matplotlib._pylab_helpers import Gcf
@@ -38,6 +39,19 @@ if TYPE_CHECKING:
 #: Formats a figure is drawn in when the display asks for none in particular.
 DEFAULT_FORMATS = ("image/svg+xml",)
 _FORMATS = {"image/svg+xml": "svg", "image/png": "png", "image/jpeg": "jpeg"}
+#: The names PYRELUNE_FIGURE_FORMATS takes (IPython's `InlineBackend.figure_formats`).
+#: `retina` is PNG at twice the resolution, shown at the figure's size.
+_NAMED = {"svg": "image/svg+xml", "png": "image/png", "jpeg": "image/jpeg",
+          "jpg": "image/jpeg", "retina": "image/png"}
+
+
+def _chosen_formats() -> tuple[tuple[str, ...], bool]:
+    """The default formats, and whether PNG is retina: $PYRELUNE_FIGURE_FORMATS (a
+    comma-separated list of `_NAMED`; the Jupyter mode sets `png`, as ipykernel draws, and
+    `%config InlineBackend.figure_formats` sets it in a cell)."""
+    names = [n.strip().lower() for n in os.environ.get("PYRELUNE_FIGURE_FORMATS", "").split(",")]
+    mimes = tuple(dict.fromkeys(_NAMED[n] for n in names if n in _NAMED))
+    return mimes or DEFAULT_FORMATS, "retina" in names
 
 #: Figures already displayed, and so not shown again at the end of the cell.
 _shown: weakref.WeakSet[Figure] = weakref.WeakSet()
@@ -107,21 +121,29 @@ def is_empty(figure: Figure) -> bool:
 
 def figure_bundle(
     figure: Figure, include: Collection[str] | None, exclude: Collection[str] | None
-) -> dict[str, str]:
-    """The display formatter for `Figure`: SVG unless other formats are asked for.
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The display formatter for `Figure`: SVG (or the chosen formats) unless others are
+    asked for; a PNG's metadata gives the size to show it at, as IPython's inline backend.
 
     An empty figure has no image: its `repr` says it has 0 Axes. Shown in
     any case, so that it is not shown again at the end of the cell.
     """
     _shown.add(figure)
     if is_empty(figure):
-        return {}
-    wanted = [m for m in (include or DEFAULT_FORMATS) if m in _FORMATS]
+        return {}, {}
+    defaults, retina = _chosen_formats()  # read each time: `%config` may change them
+    wanted = [m for m in (include or defaults) if m in _FORMATS]
     data: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
     for mime in wanted:
         if exclude is None or mime not in exclude:
             buffer = io.BytesIO()
-            figure.savefig(buffer, format=_FORMATS[mime], bbox_inches="tight")
+            scale = 2 if retina and mime == "image/png" else 1
+            figure.savefig(buffer, format=_FORMATS[mime], bbox_inches="tight",
+                           dpi=figure.dpi * scale)
             image = buffer.getvalue()
             data[mime] = image.decode("utf-8") if mime == "image/svg+xml" else image
-    return data
+            if mime == "image/png" and image[12:16] == b"IHDR":
+                width, height = (int.from_bytes(image[at:at + 4], "big") for at in (16, 20))
+                metadata[mime] = {"width": width // scale, "height": height // scale}
+    return data, metadata

@@ -21,7 +21,7 @@ def test_each_escape_becomes_one_call_in_place() -> None:
         f"files = {CALL}getoutput('ls')\na, b = {CALL}line_magic('sx', 'echo')")
     assert translate("obj.attr?") == f"{CALL}inspect('obj.attr')"
     assert translate("?obj") == f"{CALL}inspect('obj')"
-    assert translate("obj??") == f"{CALL}inspect('obj')"
+    assert translate("obj??") == f"{CALL}inspect('obj', 1)"  # the source too, where shown
     assert translate("    %%time later") == f"{CALL}cell_magic('time', 'later', '', 1)"
 
 
