@@ -14,7 +14,7 @@ import time
 
 from pyrelune.supervisor.process import describe_exit
 from pyrelune.supervisor.session import GRACE, Kill, Send, Session
-from pyrelune.wire.events import WORKER_DIED, CellError, message_limit
+from pyrelune.wire.events import WORKER_DIED, CellError, Done, message_limit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -111,8 +111,10 @@ class WorkerLink:
         ready = set(ready)
         w = self.worker
         if self._ring is not None and self._ring.fd in ready:
-            self._ring.ring.hear()
+            rung = self._ring.ring.hear()
             yield from self.drain()  # the pipes too: what they hold came before
+            if rung:
+                self._ring.ring.unstick()
         else:
             for stream in (w.stdout, w.stderr):
                 if stream.fd in ready and (chunk := stream.read_available()) is not None:
@@ -151,6 +153,8 @@ class WorkerLink:
                     yield from self.kill(step.error)
                     return
                 else:
+                    if isinstance(step, Done) and self._ring is not None:
+                        self._ring.ring.settle()  # all it wrote before this is taken
                     yield step
             if len(data) < _EVENT_READ:
                 return  # the pipe is empty: no need for a read that says so
@@ -161,6 +165,16 @@ class WorkerLink:
             os.write(self.worker.control_fd, line)
         except BrokenPipeError:
             pass
+
+    def fresh_ring(self, always: bool = False) -> None:
+        """Before the next command: a damaged stdout ring (`always`: any) starts afresh.
+
+        Between cells only: the worker starts the same lap before it reads on.
+        """
+        if self._ring is not None and (lap := self._ring.restart(always)) is not None:
+            from pyrelune.wire.commands import FreshRing, to_wire
+
+            self.send(to_wire(FreshRing(lap)))
 
     def begin(self, timeout: float | None = None, grace: float = GRACE) -> None:
         """A new cell starts: the session's clock, and no interrupt meant for an earlier one."""

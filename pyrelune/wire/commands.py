@@ -48,6 +48,16 @@ class CancelInput:
     __slots__ = ()
 
 
+class FreshRing:
+    """Start the stdout ring afresh at the total `lap`: the session found it damaged
+    (see `wire.ring`), or a reset follows. Sent between cells; nothing answers it."""
+
+    __slots__ = ("lap",)
+
+    def __init__(self, lap: int) -> None:
+        self.lap = lap
+
+
 class Continue:
     """The session has read everything the worker wrote before its last message: go on."""
 
@@ -55,7 +65,7 @@ class Continue:
 
 
 if TYPE_CHECKING:
-    Command: TypeAlias = Execute | Reset | InputReply | CancelInput | Continue
+    Command: TypeAlias = Execute | Reset | InputReply | CancelInput | Continue | FreshRing
 
 _SIMPLE: dict[str, type[Reset | CancelInput | Continue]] = {
     "reset": Reset, "cancel": CancelInput, "continue": Continue}
@@ -71,6 +81,8 @@ def to_wire(command: Command) -> bytes:
             message["inputs"] = command.inputs
     elif isinstance(command, InputReply):
         message = {"op": "input", "value": command.value}
+    elif isinstance(command, FreshRing):
+        message = {"op": "ring", "lap": command.lap}
     else:
         message = {"op": next(op for op, kind in _SIMPLE.items() if isinstance(command, kind))}
     return (fastjson.dumps(message) + "\n").encode()
@@ -85,4 +97,6 @@ def from_wire(line: bytes) -> Command:
                        message.get("inputs"))
     if op == "input":
         return InputReply(message["value"])
+    if op == "ring":
+        return FreshRing(message["lap"])
     return _SIMPLE[op]()

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
-from pyrelune.wire.ring import ARMED, READ, OutputRing, RingWriter
+from pyrelune.wire.ring import ARMED, READ, TOTAL, WAIT, WRITTEN, OutputRing, RingWriter
+from pyrelune.wire.ring import LAP as LAP_WORD
 
 #: Small laps, so that a test crosses many of them.
 LAP = 4096
@@ -106,12 +108,12 @@ def test_a_write_bigger_than_a_lap_goes_on_in_laps(ring: OutputRing) -> None:
 
 def test_a_line_that_does_not_fit_starts_the_next_lap_whole(ring: OutputRing) -> None:
     writer = RingWriter(ring)
-    reader = Reader(ring)
     writer.put(b"a" * (LAP - 10))
+    assert take_all(ring) == b"a" * (LAP - 10)
     writer.put(b"b" * 100 + b"\n")  # not cut at the lap's end
-    reader.stop()
     assert writer.lap == LAP - 10
     assert ring.data[:101] == b"b" * 100 + b"\n"
+    assert take_all(ring) == b"b" * 100 + b"\n"
 
 
 def test_threads_writes_never_mix(ring: OutputRing) -> None:
@@ -163,3 +165,84 @@ def test_a_forked_child_writes_to_fd_1_not_into_the_ring(ring: OutputRing) -> No
     with os.fdopen(out_r, "rb") as pipe:
         assert pipe.read() == b"from the child\n"
     assert not ring.unread()
+
+
+def test_a_signal_handler_that_prints_never_lands_inside_a_line(ring: OutputRing) -> None:
+    """Its print, on the thread that is in the middle of one across laps, waits for it."""
+    writer = RingWriter(ring)
+    reader = Reader(ring)
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: writer.put(b"H\n"))
+    signal.setitimer(signal.ITIMER_REAL, 0.0002, 0.0002)
+    try:
+        lines = [b"%d" % i * (LAP // 3 + i) + b"\n" for i in range(1, 40)]
+        lines += [b"%d" % i * (LAP * 2 + i) + b"\n" for i in range(1, 6)]
+        for line in lines:
+            writer.put(line)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    got = [line + b"\n" for line in reader.stop().splitlines() if line != b"H"]
+    assert got == lines
+
+
+@pytest.mark.parametrize("value", [7, LAP * 3, 1 << 40, (1 << 64) - 1])
+def test_a_written_lap_word_never_has_bytes_read_again(ring: OutputRing, value: int) -> None:
+    writer = RingWriter(ring)
+    writer.put(b"read once\n")
+    assert take_all(ring) == b"read once\n"
+    ring.words[LAP_WORD] = value  # what a cell can do
+    writer.put(b"after\n")
+    assert b"read once" not in take_all(ring)
+    assert ring.damaged
+
+
+def test_what_was_taken_is_zeroed(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    writer.put(b"abc\n")
+    assert take_all(ring) == b"abc\n"
+    assert ring.data[:4] == bytes(4)
+
+
+def test_a_fresh_ring_starts_both_ends_at_the_sessions_total(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    writer.put(b"one\n")
+    take_all(ring)
+    ring.words[WRITTEN] = 1 << 30  # beyond the lap: damaged
+    ring.written()
+    assert ring.restart() == 4 and not ring.damaged
+    writer.ring.data.seek(3000)  # the worker's own position, moved by a cell
+    writer.restart(4)
+    writer.put(b"two\n")
+    assert take_all(ring) == b"two\n"
+    assert ring.restart() is None
+    assert ring.restart(always=True) == 8
+
+
+def test_a_cell_end_elsewhere_than_read_is_damage(ring: OutputRing) -> None:
+    writer = RingWriter(ring)
+    writer.put(b"x\n")
+    take_all(ring)
+    writer.settle()
+    ring.settle()
+    assert not ring.damaged
+    ring.words[TOTAL] = 99
+    ring.settle()
+    assert ring.damaged
+
+
+def test_a_worker_that_waits_for_what_cannot_be_found_goes_on(ring: OutputRing) -> None:
+    """A cell wrote `lap` so that the session looks in the wrong place: the wait says where."""
+    writer = RingWriter(ring)
+    writer.put(b"x" * (LAP - 100))
+    ring.words[LAP_WORD] = 50  # the session now looks at the lap's offset 0: nothing there
+    waiting = threading.Thread(target=writer.put, args=(b"y" * 200,))
+    waiting.start()
+    assert select.select([ring.doorbell_r], [], [], 60)[0]
+    while ring.words[WAIT] == 0:
+        time.sleep(0.001)
+    take_all(ring)
+    assert ring.hear()
+    ring.unstick()
+    waiting.join(60)
+    assert not waiting.is_alive() and ring.damaged
+    assert take_all(ring) == b"y" * 200
