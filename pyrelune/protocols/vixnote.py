@@ -14,7 +14,15 @@ from pyrelune.protocols import Rejected as Rejected  # the codec's own name for 
 from pyrelune.protocols import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, keep_tail, utf8_size
-from pyrelune.wire.events import INVALID_REQUEST, UNSUPPORTED_PROTOCOL, CellError, Display, Stream
+from pyrelune.transports.stdio import MAX_REQUEST
+from pyrelune.wire.events import (
+    INVALID_REQUEST,
+    REQUEST_TOO_LARGE,
+    UNSUPPORTED_PROTOCOL,
+    CellError,
+    Display,
+    Stream,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,6 +42,9 @@ MAX_CONTEXT = 8192
 #: requestId is echoed for a host's logs (Vix Note sends ":<cellId>" and never
 #: reads it back), within this many bytes: head and tail, as `clip` keeps them.
 MAX_REQUEST_ID = 1024
+#: A value of the request an error message quotes (a workingDirectory, say) keeps
+#: this many bytes of it, head and tail: a 1 MiB one would make a response Vix Note kills.
+MAX_ECHO = 256
 REQUEST_SCHEMA = "vix-note-extension-1.request"
 WORDING = Wording(
     not_utf8="Request is not valid UTF-8: byte 0x{byte:02x} at offset {offset}",
@@ -69,6 +80,12 @@ class Request:
 
 def parse_request(raw: bytes) -> Request:
     """Decode and check one request; raises `Rejected` saying what is wrong."""
+    if len(raw) > MAX_REQUEST:
+        raise Rejected(
+            REQUEST_TOO_LARGE,
+            f"Request too large: over {MAX_REQUEST:,} bytes ({MAX_REQUEST >> 20} MiB), "
+            "the most this runtime reads",
+        )
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if not raw.strip():
@@ -78,7 +95,7 @@ def parse_request(raw: bytes) -> Request:
     if isinstance(protocol, str) and protocol != PROTOCOL:
         raise Rejected(
             UNSUPPORTED_PROTOCOL,
-            f"Unsupported protocol {protocol[:80]!r}: this runtime speaks {PROTOCOL}",
+            f"Unsupported protocol {echo(protocol)}: this runtime speaks {PROTOCOL}",
         )
     problems = schema_errors(message, REQUEST_SCHEMA)
     if problems:
@@ -99,10 +116,19 @@ def parse_request(raw: bytes) -> Request:
     )
 
 
+def echo(value: str) -> str:
+    """`value` as an error message quotes it: its repr, cut to `MAX_ECHO` bytes with a marker."""
+    return repr(clip(value, MAX_ECHO, " "))
+
+
 def reject(error: Rejected, request_id: str | None = None) -> bytes:
-    """The response to a request that never ran: `ok: false`, the reason as `error.code`."""
+    """The response to a request that never ran: `ok: false`, the reason as `error.code`.
+
+    Message and details are bounded whatever they quote (`MAX_MESSAGE`, `MAX_CONTEXT`).
+    """
     response = _base(request_id, ok=False)
-    response["error"] = {"code": error.code, "message": error.message, "details": error.details}
+    response["error"] = {"code": error.code, "message": clip(error.message, MAX_MESSAGE, " "),
+                         "details": clip(error.details, MAX_CONTEXT)}
     return encode(response)
 
 
