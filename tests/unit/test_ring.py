@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import select
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -246,3 +248,43 @@ def test_a_worker_that_waits_for_what_cannot_be_found_goes_on(ring: OutputRing) 
     waiting.join(60)
     assert not waiting.is_alive() and ring.damaged
     assert take_all(ring) == b"y" * 200
+
+
+class _Interrupting(mmap.mmap):
+    """Ring memory that runs a "signal handler" just before its `skip`-th next write, as a
+    signal can between the look at the room and the copy."""
+
+    handler: Callable[[], None] | None = None
+    skip = 0
+
+    def write(self, data: Any, /) -> int:
+        cls = type(self)
+        if cls.handler is not None:
+            if cls.skip == 0:
+                handler, cls.handler = cls.handler, None
+                handler()
+            cls.skip -= 1
+        return super().write(data)
+
+
+def test_a_handler_that_prints_between_two_steps_of_a_write_makes_it_fail_never() -> None:
+    """The room is looked at, then the copy made: a print in between takes some room."""
+    ring = OutputRing(LAP)
+    ring._view.release()  # its memory, replaced by one that can be interrupted
+    ring.data.close()
+    ring.data = _Interrupting(-1, LAP)
+    ring._view = memoryview(ring.data)
+    try:
+        writer = RingWriter(ring)
+        reader = Reader(ring)
+        writer.put(b"a" * (LAP - 100))
+        _Interrupting.handler = lambda: writer.put(b"handler\n")
+        _Interrupting.skip = 1  # not the one copy, which fails: the first of the long write
+        writer.put(b"b" * (LAP + 50) + b"\n")  # bigger than a lap: it fills this one first
+        writer.put(b"after\n")
+        got = reader.stop()
+        assert got.replace(b"handler\n", b"") == (b"a" * (LAP - 100) + b"b" * (LAP + 50)
+                                                 + b"\nafter\n")
+        assert b"handler\n" in got
+    finally:
+        ring.close()
