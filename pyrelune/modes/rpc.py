@@ -32,7 +32,7 @@ from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.supervisor.presentation import Presenter
 from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.transports.reactor import Reactor
-from pyrelune.transports.stdio import closed
+from pyrelune.transports.stdio import closed, hold_stderr, say
 from pyrelune.wire.events import Clear, Display, InputRequest, Stream
 
 TYPE_CHECKING = False
@@ -125,6 +125,11 @@ def check(settings: Settings) -> None:
         if settings.certfile or settings.keyfile or settings.allow_origins:
             raise ConfigError("--certfile, --keyfile and --allow-origin need --listen")
         return
+    try:
+        import websockets  # noqa: F401 (an optional dependency: say how to get it)
+    except ImportError:
+        raise ConfigError("--listen needs the websockets package, which is not installed "
+                          "in this environment: pip install 'pyrelune[websocket]'") from None
     host = settings.listen[0]
     if settings.token is None and not is_loopback(host):
         raise ConfigError(
@@ -355,7 +360,7 @@ def _serve_pipe(settings: Settings, out_fd: int) -> int:
     def lost(reason: str) -> None:
         nonlocal status
         status = 1
-        _say(f"{reason}; the rpc kernel stops its cell and exits")
+        say(f"{reason}; the rpc kernel stops its cell and exits")  # on fd 2: 1 is stderr too
         reactor.stop()
 
     try:
@@ -369,13 +374,6 @@ def _serve_pipe(settings: Settings, out_fd: int) -> int:
         reactor.close()
     return status
 
-
-def _say(reason: str) -> None:
-    """One line on stderr (fd 2: stdout is the protocol's), if anything can read it."""
-    try:
-        os.write(2, f"pyrelune: {reason}\n".encode())
-    except OSError:
-        pass
 
 
 async def _serve_websocket(settings: Settings, out_fd: int) -> None:
@@ -440,6 +438,7 @@ def serve(settings: Settings) -> int:
     idle (WebSocket); the exit status."""
     # The streams it speaks on must be there: a closed one's number goes to the
     # next descriptor made (a pipe of ours), which would then be read as the host.
+    hold_stderr()
     if settings.listen is None and closed(0):
         raise ConfigError("stdin is closed: the rpc kernel reads its requests there")
     if closed(1):

@@ -45,6 +45,21 @@ def closed(fd: int) -> bool:
     return False
 
 
+def hold_stderr() -> None:
+    """A closed fd 2 is taken by /dev/null: no pipe of ours may get its number and be
+    written as stderr."""
+    if closed(2):
+        os.open(os.devnull, os.O_WRONLY)
+
+
+def say(message: str) -> None:
+    """`pyrelune: message` on stderr, when the host gets no response to say it in."""
+    try:
+        write_all(f"pyrelune: {message}\n".encode(errors="replace"), 2)
+    except OSError:
+        pass  # no stderr either: the exit status is all the host gets
+
+
 def write_all(data: bytes | memoryview, fd: int = 1) -> None:
     """Write every byte of `data` to `fd`.
 

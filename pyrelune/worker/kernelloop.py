@@ -21,6 +21,7 @@ import sys
 
 from pyrelune.wire.commands import Execute, FreshRing, InputReply, Reset
 from pyrelune.wire.events import Done, InputRequest
+from pyrelune.worker import sources
 from pyrelune.worker.mainmodule import fresh_namespace
 from pyrelune.worker.runtime import (
     TEXT_OPTIONS,
@@ -201,7 +202,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
     `Execute` and `Reset` (see `wire.commands`) are each answered by a Done event.
     """
     try:
-        std = become_worker(fds.stdout, fds.stderr, "this kernel")
+        std = become_worker(fds.stdout, fds.stderr,
+                            "input() is not available in this kernel: there is no one to answer")
         if not sys.platform.startswith("linux"):  # there the lifeline signals the group itself
             _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control, cap, fds.key)
@@ -242,6 +244,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
                 if cells_loop is not None:
                     cells_loop.discard()
                 namespace = fresh_namespace()
+                sources.forget_all()
                 channel.send(Done())
             elif isinstance(command, Execute):
                 std.restore()

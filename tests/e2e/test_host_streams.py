@@ -118,3 +118,15 @@ def test_an_rpc_kernel_whose_host_closed_both_pipes_stops_its_looping_cell() -> 
     assert process.stderr is not None
     assert "the host closed the kernel's stdout" in one_line(process.stderr.read().decode())
     assert _gone(worker)  # killed and reaped before the kernel exited
+
+
+def test_an_rpc_kernel_with_stderr_closed_still_serves() -> None:
+    process = subprocess.Popen([sys.executable, "-m", "pyrelune", "--mode", "rpc"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               preexec_fn=closing(2))
+    try:
+        out, _ = process.communicate(RPC_CELL, timeout=TIMEOUT)
+    finally:
+        process.kill()
+    assert process.returncode == 0
+    assert b'"text": "42\\n"' in out, out

@@ -18,7 +18,10 @@ TIME_LINES = re.compile(
     r"CPU times: user [\d.]+ (?:s|ms|µs|ns), sys: [\d.]+ (?:s|ms|µs|ns), "
     r"total: [\d.]+ (?:s|ms|µs|ns)\nWall time: [\d.]+ (?:s|ms|µs|ns)\n"
 )
-TIMEIT_LINE = (r"[\d.]+ (?:s|ms|µs|ns) ± [\d.]+ (?:s|ms|µs|ns) per loop "
+#: IPython's line, after the warning it prints when one run was much slower (a busy machine).
+TIMEIT_LINE = (r"(?:The slowest run took [\d.]+ times longer than the fastest\. This could mean "
+               r"that an intermediate result is being cached\.\n)?"
+               r"[\d.]+ (?:s|ms|µs|ns) ± [\d.]+ (?:s|ms|µs|ns) per loop "
                r"\(mean ± std\. dev\. of {runs} runs?, {loops} loops? each\)\n")
 
 
