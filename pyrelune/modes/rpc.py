@@ -352,15 +352,20 @@ class RpcServer:
 
 def _serve_pipe(settings: Settings, out_fd: int) -> int:
     """Serve the host on stdin and `out_fd` until its input ends and its cell is over, or
-    SIGTERM; or until the host is gone (status 1), which ends the cell too."""
+    SIGTERM; or until the host is gone (it closed its end of stdout), which ends the cell too.
+
+    The status is 1 when a message could not be written (a full disk), said on stderr.
+    """
     reactor = Reactor()
     server = RpcServer(settings, reactor)
     status = 0
 
-    def lost(reason: str) -> None:
+    def lost(error: OSError | None) -> None:
         nonlocal status
-        status = 1
-        say(f"{reason}; the rpc kernel stops its cell and exits")  # on fd 2: 1 is stderr too
+        if error is not None:
+            status = 1
+            say(f"cannot write to stdout: {error.strerror or error}; the rpc kernel stops "
+                "its cell and exits")  # on fd 2: fd 1 is stderr too by now
         reactor.stop()
 
     try:
@@ -455,8 +460,8 @@ def serve(settings: Settings) -> int:
 
 
 def main(settings: Settings) -> int:
-    """Start the rpc kernel; the exit status is 2 for settings it refuses, 1 when the host
-    cannot be reached."""
+    """Start the rpc kernel; the exit status is 2 for settings (or streams) it refuses, 1 when
+    its messages cannot be written."""
     try:
         check(settings)
         return serve(settings)

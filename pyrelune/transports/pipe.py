@@ -61,9 +61,10 @@ class LineConnection:
     """One peer at the other end of `in_fd` and `out_fd`, for the life of the process."""
 
     def __init__(self, loop: Loop, in_fd: int, out_fd: int, max_size: int,
-                 on_lost: Callable[[str], None] | None = None) -> None:
-        """`on_lost(reason)` once nothing can reach the host any more: a write to it failed,
-        or (a pipe) its reading end is closed, which a silent cell would never find out."""
+                 on_lost: Callable[[OSError | None], None] | None = None) -> None:
+        """`on_lost(error)` once nothing can reach the host any more: None when the host
+        closed its end (found by a write, or for a pipe at once: a silent cell would never
+        write to find out), else the error a write to it failed with (a full disk)."""
         self._in_fd = in_fd
         self._out_fd = out_fd
         self._on_lost = on_lost
@@ -91,7 +92,7 @@ class LineConnection:
         if stat.S_ISFIFO(os.fstat(out_fd).st_mode):
             # A pipe's writing end is never readable: the loop wakes for it only
             # with POLLERR, when the host has closed its end.
-            self._loop.add_reader(out_fd, self._lose, "the host closed the kernel's stdout")
+            self._loop.add_reader(out_fd, self._lose, None)
 
     def _readable(self) -> None:
         """Read and answer requests while the host keeps sending them at once (see `spin`).
@@ -188,19 +189,22 @@ class LineConnection:
             return False
         try:
             write_all(data, self._out_fd)
+        except BrokenPipeError:
+            self._lose(None)
+            return False
         except OSError as exc:
-            self._lose(f"cannot write to stdout: {exc.strerror or exc}")
+            self._lose(exc)
             return False
         return True
 
-    def _lose(self, reason: str) -> None:
+    def _lose(self, error: OSError | None) -> None:
         """Nothing reaches the host any more: said once, and nothing else is written."""
         if not self._lost:
             self._lost = True
             self._outgoing = []
             self._loop.remove_reader(self._out_fd)
             if self._on_lost is not None:
-                self._on_lost(reason)
+                self._on_lost(error)
 
     def close(self) -> None:
         """Nothing to do: the peer is gone when stdin ends."""

@@ -110,13 +110,11 @@ def test_an_rpc_kernel_whose_host_closed_both_pipes_stops_its_looping_cell() -> 
     process.stdin.close()
     process.stdout.close()
     try:
-        assert process.wait(timeout=TIMEOUT) == 1
+        assert process.wait(timeout=TIMEOUT) == 0  # as when its input ends: its host is done
     finally:
         if process.poll() is None:  # failed: neither it nor its worker may outlive the test
             os.killpg(worker, 9)
             process.kill()
-    assert process.stderr is not None
-    assert "the host closed the kernel's stdout" in one_line(process.stderr.read().decode())
     assert _gone(worker)  # killed and reaped before the kernel exited
 
 
