@@ -269,10 +269,11 @@ class RingWriter:
     def _place(self, data: bytes) -> None:
         """Copy `data` in, from where the lap is, across as many laps as it needs.
 
-        Every copy is one step that fits or fails whole: a signal handler
-        that wrote in between (before `_busy`) only moves where it goes. From
-        the end of a lap to the end of `data`, the position stays at a lap's
-        end, so no other write can land inside.
+        Every copy is one step that fits or fails whole: a signal handler's
+        one copy between the look at the room and the copy only moves where
+        this one goes. From the end of a lap to the end of `data`, the
+        position stays at a lap's end, so no other copy can land inside: it
+        fails, and `spill` holds it until `data` is whole.
         """
         memory, view, size = self.ring.data, memoryview(data), self.size
         while view:

@@ -7,7 +7,8 @@ CPython's `print` hands each piece (the text, the separator, the end) to
 about 1.5 us a line by itself. So in an rpc worker `print` is this module's,
 which joins the pieces as the builtin would and copies the line into the
 ring in one step, with the same output, errors and effects: any other
-`file`, `sep` or `end` than a plain stream and strings goes to the builtin.
+`file`, `sep` or `end` than a plain stream and strings goes to the builtin,
+and so does a print to a stream reconfigured to encode otherwise (`RingText`).
 One copy per `print` also keeps a line whole when threads print at once.
 
 sys.stdout itself is a text stream over the ring (`RingRaw`), written
