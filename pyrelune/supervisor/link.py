@@ -14,7 +14,7 @@ import time
 
 from pyrelune.supervisor.process import describe_exit
 from pyrelune.supervisor.session import GRACE, Kill, Send, Session
-from pyrelune.wire.events import WORKER_DIED, CellError, Done, message_limit
+from pyrelune.wire.events import WORKER_DIED, CellError, Done, Stream, message_limit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,9 +22,12 @@ if TYPE_CHECKING:
 
     from pyrelune.supervisor.capture import CapturedRing
     from pyrelune.supervisor.process import WorkerProcess
-    from pyrelune.wire.events import Event, Stream
+    from pyrelune.wire.events import Event
 
 _EVENT_READ = 1 << 16
+#: Told after a cell that wrote into its stdout's shared memory (see `wire.ring`).
+RING_DAMAGED = ("pyrelune: this cell wrote into the memory its stdout goes through; some of "
+                "what it printed may be missing (the next cell starts with that memory afresh)\n")
 
 
 class WorkerLink:
@@ -153,8 +156,9 @@ class WorkerLink:
                     yield from self.kill(step.error)
                     return
                 else:
-                    if isinstance(step, Done) and self._ring is not None:
-                        self._ring.ring.settle()  # all it wrote before this is taken
+                    if isinstance(step, Done) and self._ring is not None and (
+                            self._ring.ring.settle()):  # all it wrote before this is taken
+                        yield Stream("stderr", RING_DAMAGED)
                     yield step
             if len(data) < _EVENT_READ:
                 return  # the pipe is empty: no need for a read that says so

@@ -35,9 +35,9 @@ that sees the same `lap` before and after looking has looked at one lap.
 The ring is memory a cell can reach (through sys.stdout, or ctypes), so the
 session trusts none of it. It keeps its own lap and position, zeroes what
 it took (so no byte is ever read twice, or under a later cell, whatever the
-header says), takes a `written` only within the lap, follows a new `lap`
-from its offset 0, and when the worker rings to wait for bytes the session
-cannot find, gives them up so that the cell goes on (`unstick`). Anything
+header says), takes a `written` only within the lap and a new `lap` only
+where it has read up to, and when the worker rings to wait for bytes the
+session cannot find, gives them up so that the cell goes on (`unstick`). Anything
 the worker would not have written, and a `total` at a cell's end that is
 not where the session read up to, makes the ring damaged: the next cell
 starts a fresh one, as every reset does (`restart`). Bytes a cell writes
@@ -56,7 +56,7 @@ from pyrelune.transports.stdio import write_all
 #: Bytes a lap holds: a cell printing faster than the session reads waits past this.
 SIZE = 1 << 20
 WRITTEN, READ, ARMED, LAP, TOTAL, WAIT = 0, 1, 2, 3, 4, 5
-#: More than any total gets to (2**62 bytes): a header word above it was a cell's.
+#: More than any total gets to (2**62 bytes): a `wait` above it was a cell's.
 _MOST = 1 << 62
 #: The runtime's own os.write: a cell's is wrapped (see `worker.flushfirst`).
 _write_fd = os.write
@@ -103,16 +103,14 @@ class OutputRing:
         """The worker says a new lap began at the total `lap`: read on from its offset 0.
 
         A new lap begins once the session has read the last one to its end,
-        so `lap` is `read` unless a cell wrote it (or the `read` the worker
-        waited for): then the session follows anyway, as the worker's own
-        next `lap` or wait (`unstick`) puts it right. Offset 0 holds nothing
-        already read: that was zeroed.
+        so `lap` is exactly `read`. Any other value a cell wrote: the session
+        reads on where it was, as the worker writes on, until the worker's
+        own next `lap`, or its wait (`unstick`), puts the word right.
         """
-        if lap != self._read:
+        if self._lap < lap == self._read:
+            self._lap = lap
+        else:
             self.damaged = True
-            if lap > _MOST:
-                return  # no total gets there: a cell's number, left to the worker to undo
-        self._lap = self._read = lap
 
     def unstick(self) -> None:
         """After the worker rang and all there is was taken: does it wait for more?
@@ -147,10 +145,17 @@ class OutputRing:
         words[ARMED] = 1
         return data
 
-    def settle(self) -> None:
-        """A cell is over, all it printed taken: is that where the worker says it ended?"""
-        if self.words[TOTAL] != self._read:
-            self.damaged = True
+    def settle(self) -> bool:
+        """A cell is over, all it printed taken: whether some of it may be missing.
+
+        The worker says where its writes ended (`total`); elsewhere than
+        where the session read up to, the ring is damaged too (past it: the
+        session read bytes a cell wrote there, or a thread printed since).
+        """
+        total = self.words[TOTAL]
+        missing = self.damaged or total > self._read
+        self.damaged = self.damaged or total != self._read
+        return missing
 
     def restart(self, always: bool = False) -> int | None:
         """A fresh ring if this one is damaged (`always`: a reset): its total, else None.
