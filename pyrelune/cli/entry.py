@@ -42,12 +42,15 @@ def main(warm: str | None = None) -> None:
         raw = start = None
         setting = os.environ.get("PYRELUNE_WARM", warm or "")
         if setting.lower() not in WARM_OFF and not os.isatty(0):
-            from pyrelune.transports.stdio import read_all
+            from pyrelune.transports import stdio
 
-            raw = read_all(0)
-            served, start = _warm(raw, preload_names(setting))
-            if served is not None:
-                os._exit(served)  # answered by the warm runtime: nothing of ours to tear down
+            # A closed stream, or a request too large, is oneshot's to answer.
+            if not (stdio.closed(0) or stdio.closed(1)):
+                raw = stdio.read_all(0, stdio.MAX_REQUEST)
+                if len(raw) <= stdio.MAX_REQUEST:
+                    served, start = _warm(raw, preload_names(setting))
+                    if served is not None:
+                        os._exit(served)  # answered by the warm runtime: nothing of ours left
         from pyrelune.modes import oneshot
 
         status = oneshot.main(raw=raw)
@@ -55,8 +58,9 @@ def main(warm: str | None = None) -> None:
         # begins, nothing is left to do, and the interpreter's teardown of
         # its modules (about 4 ms, a tenth of a cell's run) would only delay
         # the host's EOF. The std streams are flushed first, as it would.
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: the host started us with it closed
+                stream.flush()
         if start is not None:
             start.spawn()  # first use: the cell has answered, so nothing competes with it
         atexit.register(os._exit, status)

@@ -75,14 +75,32 @@ def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
 
 
 def main(timeout: float | None = None, raw: bytes | None = None) -> int:
-    """Run the request on stdin (or `raw`, read already); the status is 0 once answered."""
+    """Run the request on stdin (or `raw`, read already); the status is 0 once answered.
+
+    Streams the host left closed, or a stdout that cannot take the response
+    (`/dev/full`), get one line on stderr and status 1; stdin is read to its
+    end first whenever it can be (see `stdio.read_all`).
+    """
     if raw is None:
+        if stdio.closed(0):
+            return _cannot("stdin is closed: the request is read from it")
         if os.isatty(0):
             sys.stderr.write(USAGE)
             return 2
-        raw = stdio.read_all(0)
-    stdio.write_all(handle(raw, timeout))
+        raw = stdio.read_all(0, stdio.MAX_REQUEST)
+    if stdio.closed(1):
+        return _cannot("stdout is closed: the response is written to it")
+    try:
+        stdio.write_all(handle(raw, timeout))
+    except OSError as exc:
+        return _cannot(f"cannot write the response to stdout: {exc.strerror or exc}")
     return 0
+
+
+def _cannot(reason: str) -> int:
+    """Say on stderr why there is no response; the exit status."""
+    stdio.say(reason)
+    return 1
 
 
 def handle(raw: bytes, timeout: float | None) -> bytes:
@@ -269,5 +287,5 @@ def enter(directory: str) -> str:
         reason = f"{exc.object[exc.start:exc.end]!r} cannot be part of a file name"
     except ValueError:  # embedded null byte
         reason = "a NUL character cannot be part of a file name"
-    where = f"workingDirectory {directory!r}" if directory else "the current directory"
+    where = f"workingDirectory {vixnote.echo(directory)}" if directory else "the current directory"
     raise vixnote.Rejected(INVALID_WORKING_DIRECTORY, f"Cannot use {where}: {reason}")

@@ -32,6 +32,7 @@ from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.supervisor.presentation import Presenter
 from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.transports.reactor import Reactor
+from pyrelune.transports.stdio import closed, hold_stderr, say
 from pyrelune.transports.ticker import Ticker
 from pyrelune.wire.events import Clear, Display, InputRequest, Reply, Stream
 
@@ -342,20 +343,35 @@ class RpcServer:
         self.kernel.close()
 
 
-def _serve_pipe(settings: Settings, out_fd: int) -> None:
+def _serve_pipe(settings: Settings, out_fd: int) -> int:
     """Serve the host on stdin and `out_fd` until its input ends and its cell is over, or
-    SIGTERM."""
+    SIGTERM; or until the host is gone (it closed its end of stdout), which ends the cell too.
+
+    The status is 1 when a message could not be written (a full disk), said on stderr.
+    """
     reactor = Reactor()
     server = RpcServer(settings, reactor)
+    status = 0
+
+    def lost(error: OSError | None) -> None:
+        nonlocal status
+        if error is not None:
+            status = 1
+            say(f"cannot write to stdout: {error.strerror or error}; the rpc kernel stops "
+                "its cell and exits")  # on fd 2: fd 1 is stderr too by now
+        reactor.stop()
+
     try:
         reactor.add_signal_handler(_signal.SIGTERM, reactor.stop)
         reactor.add_signal_handler(_signal.SIGINT, server.interrupt_or_stop, reactor.stop)
-        connection = LineConnection(reactor, 0, out_fd, settings.max_message)
+        connection = LineConnection(reactor, 0, out_fd, settings.max_message, lost)
         server.serve_pipe(connection, reactor.stop)
         reactor.run()
     finally:
         server.close()
         reactor.close()
+    return status
+
 
 
 async def _serve_websocket(settings: Settings, out_fd: int) -> None:
@@ -415,29 +431,36 @@ async def _listen(server: RpcServer, out_fd: int, stop: asyncio.Event) -> None:
         await websocket_server.wait_closed()
 
 
-def serve(settings: Settings) -> None:
+def serve(settings: Settings) -> int:
     """Run the kernel until its input ends and its cell is over (pipe), or SIGTERM / SIGINT while
-    idle (WebSocket)."""
+    idle (WebSocket); the exit status."""
+    # The streams it speaks on must be there: a closed one's number goes to the
+    # next descriptor made (a pipe of ours), which would then be read as the host.
+    hold_stderr()
+    if settings.listen is None and closed(0):
+        raise ConfigError("stdin is closed: the rpc kernel reads its requests there")
+    if closed(1):
+        raise ConfigError("stdout is closed: the rpc kernel writes its messages there")
     # The protocol owns stdout: anything else this process prints goes to stderr.
     out_fd = os.dup(1)
     os.dup2(2, 1)
     if settings.listen is None:
-        _serve_pipe(settings, out_fd)
-    else:
-        import asyncio
+        return _serve_pipe(settings, out_fd)
+    import asyncio
 
-        asyncio.run(_serve_websocket(settings, out_fd))
+    asyncio.run(_serve_websocket(settings, out_fd))
+    return 0
 
 
 def main(settings: Settings) -> int:
-    """Start the rpc kernel; the exit status is 2 for settings it refuses."""
+    """Start the rpc kernel; the exit status is 2 for settings (or streams) it refuses, 1 when
+    its messages cannot be written."""
     try:
         check(settings)
-        serve(settings)
+        return serve(settings)
     except ConfigError as exc:
         sys.stderr.write(f"pyrelune: {exc}\n")
         return 2
     except OSError as exc:  # the address is taken, the certificate cannot be read, ...
         sys.stderr.write(f"pyrelune: cannot start the rpc kernel: {exc}\n")
         return 1
-    return 0

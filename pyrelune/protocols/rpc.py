@@ -26,7 +26,7 @@ from pyrelune.protocols import Rejected, Wording, read_object, textform
 from pyrelune.protocols.streaming import Cap, Coalescer
 from pyrelune.protocols.validation import certainly_valid
 from pyrelune.protocols.validation import errors as schema_errors
-from pyrelune.supervisor.limits import Omitted, OutputBudget
+from pyrelune.supervisor.limits import Omitted, OutputBudget, clip
 from pyrelune.wire import events
 from pyrelune.wire.events import (
     ITEM_MIME,
@@ -430,7 +430,8 @@ class RpcCodec:
 
     def _on_execute_cell(self, request: Request) -> Outcome:
         if self.busy:
-            what = "a reset" if self._resetting else f"cell {self.cell_id!r}"
+            # The cell's id, as the host sent it, cut: an error message stays one short line.
+            what = "a reset" if self._resetting else f"cell {clip(self.cell_id, 256, ' ')!r}"
             return Outcome([error(request.id, KERNEL_BUSY, f"Kernel busy: {what} is running "
                                   "(wait for execute.done, or send execute.interrupt)")])
         params = request.params

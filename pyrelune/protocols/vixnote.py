@@ -14,8 +14,10 @@ from pyrelune.protocols import Rejected as Rejected  # the codec's own name for 
 from pyrelune.protocols import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, keep_tail, utf8_size
+from pyrelune.transports.stdio import MAX_REQUEST
 from pyrelune.wire.events import (
     INVALID_REQUEST,
+    REQUEST_TOO_LARGE,
     TIMEOUT,
     UNSUPPORTED_PROTOCOL,
     CellError,
@@ -46,6 +48,9 @@ TIMEOUT_ADVICE = ("To allow a cell more time, set PYRELUNE_TIMEOUT (seconds; 0: 
 #: requestId is echoed for a host's logs (Vix Note sends ":<cellId>" and never
 #: reads it back), within this many bytes: head and tail, as `clip` keeps them.
 MAX_REQUEST_ID = 1024
+#: A value of the request an error message quotes (a workingDirectory, say) keeps
+#: this many bytes of it, head and tail: a 1 MiB one would make a response Vix Note kills.
+MAX_ECHO = 256
 REQUEST_SCHEMA = "vix-note-extension-1.request"
 WORDING = Wording(
     not_utf8="Request is not valid UTF-8: byte 0x{byte:02x} at offset {offset}",
@@ -81,6 +86,12 @@ class Request:
 
 def parse_request(raw: bytes) -> Request:
     """Decode and check one request; raises `Rejected` saying what is wrong."""
+    if len(raw) > MAX_REQUEST:
+        raise Rejected(
+            REQUEST_TOO_LARGE,
+            f"Request too large: over {MAX_REQUEST:,} bytes ({MAX_REQUEST >> 20} MiB), "
+            "the most this runtime reads",
+        )
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if not raw.strip():
@@ -90,7 +101,7 @@ def parse_request(raw: bytes) -> Request:
     if isinstance(protocol, str) and protocol != PROTOCOL:
         raise Rejected(
             UNSUPPORTED_PROTOCOL,
-            f"Unsupported protocol {protocol[:80]!r}: this runtime speaks {PROTOCOL}",
+            f"Unsupported protocol {echo(protocol)}: this runtime speaks {PROTOCOL}",
         )
     problems = schema_errors(message, REQUEST_SCHEMA)
     if problems:
@@ -112,6 +123,11 @@ def parse_request(raw: bytes) -> Request:
     )
 
 
+def echo(value: str) -> str:
+    """`value` as an error message quotes it: its repr, cut to `MAX_ECHO` bytes with a marker."""
+    return repr(clip(value, MAX_ECHO, " "))
+
+
 #: What another mode's requests hold instead of `source`: the field that tells each apart.
 _OTHER_MODES = (("type", ("execute", "restart", "ping"), "lines"), ("method", None, "rpc"))
 
@@ -131,9 +147,13 @@ def _other_mode(message: dict[str, Any]) -> str | None:
 
 
 def reject(error: Rejected, request_id: str | None = None) -> bytes:
-    """The response to a request that never ran: `ok: false`, the reason as `error.code`."""
+    """The response to a request that never ran: `ok: false`, the reason as `error.code`.
+
+    Message and details are bounded whatever they quote (`MAX_MESSAGE`, `MAX_CONTEXT`).
+    """
     response = _base(request_id, ok=False)
-    response["error"] = {"code": error.code, "message": error.message, "details": error.details}
+    response["error"] = {"code": error.code, "message": clip(error.message, MAX_MESSAGE, " "),
+                         "details": clip(error.details, MAX_CONTEXT)}
     return encode(response)
 
 

@@ -71,3 +71,10 @@ class CapturedRing:
         """What the worker published up to `upto` (`ring.written()`, read before the pipes)."""
         text = self._decoder.decode(self.ring.take(upto))
         return Stream(self.name, text) if text else None
+
+    def restart(self, always: bool) -> int | None:
+        """A fresh ring if it is damaged, or `always` (see `OutputRing.restart`)."""
+        lap = self.ring.restart(always)
+        if lap is not None:
+            self._decoder.reset()  # a character cut by the damage is not finished by the next
+        return lap

@@ -109,6 +109,7 @@ class Kernel:
         self._send(source, filename, inputs)
 
     def _send(self, source: str, filename: str, inputs: dict[str, Any] | None) -> None:
+        self.link.fresh_ring()
         self.link.begin()
         self._sent = Execute(source, filename, self.link.session.cell, inputs)
         self._command(self._sent)
@@ -156,6 +157,7 @@ class Kernel:
         if self.link.worker.reap(block=False) is not None:
             self.restart()  # a fresh namespace is what was asked for: nothing to tell
         self._sent = None
+        self.link.fresh_ring(always=True)  # a fresh stdout ring too, whatever a cell did to it
         self.link.begin()
         self._command(Reset())
 

@@ -14,7 +14,7 @@ import time
 
 from pyrelune.supervisor.process import describe_exit
 from pyrelune.supervisor.session import GRACE, Kill, Send, Session
-from pyrelune.wire.events import WORKER_DIED, CellError, message_limit
+from pyrelune.wire.events import WORKER_DIED, CellError, Done, Stream, message_limit
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,9 +22,12 @@ if TYPE_CHECKING:
 
     from pyrelune.supervisor.capture import CapturedRing
     from pyrelune.supervisor.process import WorkerProcess
-    from pyrelune.wire.events import Event, Stream
+    from pyrelune.wire.events import Event
 
 _EVENT_READ = 1 << 16
+#: Told after a cell that wrote into its stdout's shared memory (see `wire.ring`).
+RING_DAMAGED = ("pyrelune: this cell wrote into the memory its stdout goes through; some of "
+                "what it printed may be missing (the next cell starts with that memory afresh)\n")
 
 
 class WorkerLink:
@@ -111,8 +114,10 @@ class WorkerLink:
         ready = set(ready)
         w = self.worker
         if self._ring is not None and self._ring.fd in ready:
-            self._ring.ring.hear()
+            rung = self._ring.ring.hear()
             yield from self.drain()  # the pipes too: what they hold came before
+            if rung:
+                self._ring.ring.unstick()
         else:
             for stream in (w.stdout, w.stderr):
                 if stream.fd in ready and (chunk := stream.read_available()) is not None:
@@ -151,6 +156,9 @@ class WorkerLink:
                     yield from self.kill(step.error)
                     return
                 else:
+                    if isinstance(step, Done) and self._ring is not None and (
+                            self._ring.ring.settle()):  # all it wrote before this is taken
+                        yield Stream("stderr", RING_DAMAGED)
                     yield step
             if len(data) < _EVENT_READ:
                 return  # the pipe is empty: no need for a read that says so
@@ -161,6 +169,16 @@ class WorkerLink:
             os.write(self.worker.control_fd, line)
         except BrokenPipeError:
             pass
+
+    def fresh_ring(self, always: bool = False) -> None:
+        """Before the next command: a damaged stdout ring (`always`: any) starts afresh.
+
+        Between cells only: the worker starts the same lap before it reads on.
+        """
+        if self._ring is not None and (lap := self._ring.restart(always)) is not None:
+            from pyrelune.wire.commands import FreshRing, to_wire
+
+            self.send(to_wire(FreshRing(lap)))
 
     def begin(self, timeout: float | None = None, grace: float = GRACE) -> None:
         """A new cell starts: the session's clock, and no interrupt meant for an earlier one."""

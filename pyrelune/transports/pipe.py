@@ -60,9 +60,15 @@ class LineSplitter:
 class LineConnection:
     """One peer at the other end of `in_fd` and `out_fd`, for the life of the process."""
 
-    def __init__(self, loop: Loop, in_fd: int, out_fd: int, max_size: int) -> None:
+    def __init__(self, loop: Loop, in_fd: int, out_fd: int, max_size: int,
+                 on_lost: Callable[[OSError | None], None] | None = None) -> None:
+        """`on_lost(error)` once nothing can reach the host any more: None when the host
+        closed its end (found by a write, or for a pipe at once: a silent cell would never
+        write to find out), else the error a write to it failed with (a full disk)."""
         self._in_fd = in_fd
         self._out_fd = out_fd
+        self._on_lost = on_lost
+        self._lost = False
         self._splitter = LineSplitter(max_size)
         self._outgoing: list[bytes] = []
         self._flush_due = False  # a `_flush` is scheduled
@@ -83,6 +89,10 @@ class LineConnection:
 
             threading.Thread(target=self._read_blocking, daemon=True,
                              name="pyrelune-stdin").start()
+        if stat.S_ISFIFO(os.fstat(out_fd).st_mode):
+            # A pipe's writing end is never readable: the loop wakes for it only
+            # with POLLERR, when the host has closed its end.
+            self._loop.add_reader(out_fd, self._lose, None)
 
     def _readable(self) -> None:
         """Read and answer requests while the host keeps sending them at once (see `spin`).
@@ -175,11 +185,26 @@ class LineConnection:
             return False
         data = b"\n".join(self._outgoing) + b"\n"
         self._outgoing = []
+        if self._lost:
+            return False
         try:
             write_all(data, self._out_fd)
-        except OSError:
-            return False  # the host stopped reading: end of input follows
+        except BrokenPipeError:
+            self._lose(None)
+            return False
+        except OSError as exc:
+            self._lose(exc)
+            return False
         return True
+
+    def _lose(self, error: OSError | None) -> None:
+        """Nothing reaches the host any more: said once, and nothing else is written."""
+        if not self._lost:
+            self._lost = True
+            self._outgoing = []
+            self._loop.remove_reader(self._out_fd)
+            if self._on_lost is not None:
+                self._on_lost(error)
 
     def close(self) -> None:
         """Nothing to do: the peer is gone when stdin ends."""

@@ -13,16 +13,51 @@ import os
 _write = os.write
 
 
-def read_all(fd: int = 0) -> bytes:
-    """Everything on `fd` until EOF.
+#: The largest oneshot request read from stdin: 2 MiB, far more than any
+#: cell's source, and bounded memory (compiling 1 MiB of statements takes
+#: about 300 MB). A larger one is read to its end and dropped, unheld.
+MAX_REQUEST = 2 << 20
+
+
+def read_all(fd: int = 0, limit: int | None = None) -> bytes:
+    """Everything on `fd` until EOF; past `limit` bytes, only the first `limit + 1`.
 
     Read before anything else, even a failure: a host that writes the whole
-    request before reading (Vix Note) dies of SIGPIPE if we exit first.
+    request before reading (Vix Note) dies of SIGPIPE if we exit first. So
+    what is past `limit` is read too, and dropped as it comes.
     """
     chunks = []
+    kept = 0
     while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)
+        if limit is None or kept <= limit:
+            chunks.append(chunk)
+            kept += len(chunk)
+    data = b"".join(chunks)
+    return data if limit is None else data[:limit + 1]
+
+
+def closed(fd: int) -> bool:
+    """Whether `fd` is not open: a host started us with it closed (`<&-`, `>&-`)."""
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+def hold_stderr() -> None:
+    """A closed fd 2 is taken by /dev/null: no pipe of ours may get its number and be
+    written as stderr."""
+    if closed(2):
+        os.open(os.devnull, os.O_WRONLY)
+
+
+def say(message: str) -> None:
+    """`pyrelune: message` on stderr, when the host gets no response to say it in."""
+    try:
+        write_all(f"pyrelune: {message}\n".encode(errors="replace"), 2)
+    except OSError:
+        pass  # no stderr either: the exit status is all the host gets
 
 
 def write_all(data: bytes | memoryview, fd: int = 1) -> None:

@@ -65,6 +65,14 @@ class Query:
         self.kind = kind
         self.args = args
         self.cell = cell
+class FreshRing:
+    """Start the stdout ring afresh at the total `lap`: the session found it damaged
+    (see `wire.ring`), or a reset follows. Sent between cells; nothing answers it."""
+
+    __slots__ = ("lap",)
+
+    def __init__(self, lap: int) -> None:
+        self.lap = lap
 
 
 class Continue:
@@ -74,7 +82,8 @@ class Continue:
 
 
 if TYPE_CHECKING:
-    Command: TypeAlias = Execute | Reset | InputReply | CancelInput | Continue | Query | RefuseInput
+    Command: TypeAlias = (Execute | Reset | InputReply | CancelInput | Continue | Query
+                          | RefuseInput | FreshRing)
 
 _SIMPLE: dict[str, type[Reset | CancelInput | Continue | RefuseInput]] = {
     "reset": Reset, "cancel": CancelInput, "continue": Continue, "refuse": RefuseInput}
@@ -93,6 +102,8 @@ def to_wire(command: Command) -> bytes:
     elif isinstance(command, Query):
         message = {"op": "query", "kind": command.kind, "args": command.args,
                    "cell": command.cell}
+    elif isinstance(command, FreshRing):
+        message = {"op": "ring", "lap": command.lap}
     else:
         message = {"op": next(op for op, kind in _SIMPLE.items() if isinstance(command, kind))}
     return (fastjson.dumps(message) + "\n").encode()
@@ -109,4 +120,6 @@ def from_wire(line: bytes) -> Command:
         return InputReply(message["value"])
     if op == "query":
         return Query(message["kind"], message["args"], message["cell"])
+    if op == "ring":
+        return FreshRing(message["lap"])
     return _SIMPLE[op]()

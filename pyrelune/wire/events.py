@@ -31,6 +31,7 @@ WORKER_DIED = "worker_died"  # the worker process ended, or broke the pipe proto
 # Why a request was refused before anything ran: `Rejected.code`. Vix Note
 # gets it as is, rpc as its JSON-RPC number; lines has only the message.
 INVALID_JSON = "invalid_json"  # not UTF-8, not JSON, or nested too deeply
+REQUEST_TOO_LARGE = "request_too_large"  # more bytes than the runtime reads (oneshot)
 INVALID_REQUEST = "invalid_request"  # JSON, but not a request the schema allows
 UNKNOWN_METHOD = "unknown_method"  # a well-formed request of a type (method) not served
 UNSUPPORTED_PROTOCOL = "unsupported_protocol"  # a request for another protocol (version)
@@ -39,7 +40,7 @@ INVALID_CONFIGURATION = "invalid_configuration"  # a setting (environment variab
 #: All of the above, for the test that no module spells one out.
 CODES = (
     PYTHON_SYNTAX_ERROR, PYTHON_RUNTIME_ERROR, PYTHON_EXIT, INTERRUPTED, TIMEOUT, WORKER_DIED,
-    INVALID_JSON, INVALID_REQUEST, UNKNOWN_METHOD, UNSUPPORTED_PROTOCOL,
+    INVALID_JSON, REQUEST_TOO_LARGE, INVALID_REQUEST, UNKNOWN_METHOD, UNSUPPORTED_PROTOCOL,
     INVALID_WORKING_DIRECTORY, INVALID_CONFIGURATION,
 )
 

@@ -19,7 +19,7 @@ import io
 import os
 import sys
 
-from pyrelune.wire.commands import Execute, InputReply, Query, RefuseInput, Reset
+from pyrelune.wire.commands import Execute, FreshRing, InputReply, Query, RefuseInput, Reset
 from pyrelune.wire.events import Done, InputRequest
 from pyrelune.worker import importhooks, sources
 from pyrelune.worker.mainmodule import fresh_namespace
@@ -140,9 +140,9 @@ def _ordered_text(fd: int, order: _StreamOrder, writer: RingWriter) -> io.TextIO
     if fd != 1:
         order.texts["stderr"] = _OrderedText(fd, order)
         return order.texts["stderr"]
-    from pyrelune.worker.liveprint import ring_text
+    from pyrelune.worker.liveprint import RingText
 
-    text = order.texts["stdout"] = ring_text(writer)
+    text = order.texts["stdout"] = RingText(writer, order.printing)
     order.printing.aim(text)
     if order.last != "stdout":
         order.watch_stdout()
@@ -238,6 +238,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             show.install()
             assert fds.ring is not None  # an interactive kernel's worker has one
             writer = RingWriter(fds.ring)
+            channel.before_done = writer.settle
             printing = LivePrint(writer)
             printing.install()
             order = _StreamOrder(channel.sync, printing)
@@ -268,6 +269,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
                 from pyrelune.worker.introspect import answer
 
                 answer(command, namespace, channel)
+            elif isinstance(command, FreshRing) and fds.ring is not None:
+                writer.restart(command.lap)
             # Anything else answered an input() that an interrupt ended first: nothing waits for it.
     finally:
         os._exit(0)

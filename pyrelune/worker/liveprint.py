@@ -7,7 +7,8 @@ CPython's `print` hands each piece (the text, the separator, the end) to
 about 1.5 us a line by itself. So in an rpc worker `print` is this module's,
 which joins the pieces as the builtin would and copies the line into the
 ring in one step, with the same output, errors and effects: any other
-`file`, `sep` or `end` than a plain stream and strings goes to the builtin.
+`file`, `sep` or `end` than a plain stream and strings goes to the builtin,
+and so does a print to a stream reconfigured to encode otherwise (`RingText`).
 One copy per `print` also keeps a line whole when threads print at once.
 
 sys.stdout itself is a text stream over the ring (`RingRaw`), written
@@ -22,6 +23,7 @@ they were written in.
 from __future__ import annotations
 
 import builtins
+import codecs
 import io
 import os
 import sys
@@ -62,9 +64,29 @@ class RingRaw(io.RawIOBase):
         return False
 
 
-def ring_text(writer: RingWriter) -> io.TextIOWrapper:
-    """sys.stdout of an rpc worker: text written through to the ring, nothing held back."""
-    return io.TextIOWrapper(RingRaw(writer), write_through=True, **TEXT_OPTIONS)
+class RingText(io.TextIOWrapper):
+    """sys.stdout of an rpc worker: text written through to the ring, nothing held back.
+
+    `plain` while it encodes as `LivePrint` does (UTF-8, backslashreplace,
+    newlines as they are): a `reconfigure` that changes that sends its
+    prints through the builtin, which writes as the stream says.
+    """
+
+    def __init__(self, writer: RingWriter, printing: LivePrint) -> None:
+        super().__init__(RingRaw(writer), write_through=True, **TEXT_OPTIONS)
+        self._printing = printing
+        self._newline_plain = True
+        self.plain = True
+
+    def reconfigure(self, **changes: Any) -> None:
+        super().reconfigure(**changes)
+        if "newline" in changes:
+            self._newline_plain = changes["newline"] in (None, "", "\n")
+        plain = (self._newline_plain and codecs.lookup(self.encoding).name == "utf-8"
+                 and self.errors == TEXT_OPTIONS["errors"])
+        if plain != self.plain:
+            self.plain = plain
+            self._printing.follow(self)
 
 
 class LivePrint:
@@ -94,6 +116,8 @@ class LivePrint:
                 if file is not due:
                     return builtin(*args, sep=sep, end=end, file=file, flush=flush)
                 switch()  # aims here again
+                if file is not fast:  # reconfigured: not plain (see `RingText`)
+                    return builtin(*args, sep=sep, end=end, file=file, flush=flush)
             if (sep is not None and type(sep) is not str) or (end is not None
                                                                and type(end) is not str):
                 return builtin(*args, sep=sep, end=end, file=file, flush=flush)
@@ -122,8 +146,14 @@ class LivePrint:
             nonlocal fast, stdout, due, switch
             stdout = stream
             if not forked:
-                fast, due = (None, stream) if then else (stream, None)
+                fast, due = (None, stream) if then else (_plain(stream), None)
                 switch = then or int
+
+        def follow(stream: Any) -> None:
+            """`stream` was reconfigured: print straight to it only while it is plain."""
+            nonlocal fast
+            if stream is stdout and due is None:
+                fast = _plain(stream)
 
         def in_child() -> None:
             """A process the cell forked writes each line to fd 1 itself, in one write.
@@ -133,16 +163,22 @@ class LivePrint:
             """
             nonlocal copy, fast, due, forked
             copy = writer.put
-            fast, due, forked = stdout, None, True
+            fast, due, forked = _plain(stdout), None, True
 
         self.print = print
         self.aim = aim
+        self.follow = follow
         # Shown, and pickled by reference, as the builtin it stands for.
         print.__module__, print.__qualname__, print.__doc__ = "builtins", "print", builtin.__doc__
         os.register_at_fork(after_in_child=in_child)  # after the writer's (registered first)
 
     def install(self) -> None:
         builtins.print = self.print
+
+
+def _plain(stream: Any) -> Any:
+    """`stream`, if `LivePrint` may write its prints itself; else None."""
+    return stream if getattr(stream, "plain", True) else None
 
 
 def _joined(args: tuple[object, ...], sep: str, put: Callable[[bytes], None]) -> str:

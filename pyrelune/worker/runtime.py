@@ -83,6 +83,9 @@ class Channel:
         self._queued = b""  # events posted, written with the next one sent
         self._owner: int | None = _thread.get_ident()
         self._writing = _thread.allocate_lock()  # one event at a time, whole
+        #: Called before a Done, after the cell's last output: an rpc worker's
+        #: ring says there where the cell's writes ended (see `wire.ring`).
+        self.before_done: Callable[[], object] | None = None
         os.register_at_fork(after_in_child=self._forked)
 
     def _forked(self) -> None:
@@ -97,6 +100,8 @@ class Channel:
     def send(self, event: Display | Clear | InputRequest | Reply | Done) -> None:
         """Report `event` (and any posted before it) after everything the cell wrote."""
         flush_output()
+        if self.before_done is not None and type(event) is Done:
+            self.before_done()
         self._write(self._queued + self._line(event))
         self._queued = b""
 

@@ -66,7 +66,7 @@ def test_strict_loads_refuses_what_nlohmann_refuses() -> None:
 
 def test_a_huge_request_id_is_echoed_bounded(host: VixHost) -> None:
     """The host does not check requestId, but it counts it against its 1 MiB."""
-    huge = "id-" + "x" * (2 << 20) + "-end"
+    huge = "id-" + "x" * (3 << 19) + "-end"  # over the host's 1 MiB, under the 2 MiB request cap
     result = host.run_cell("print(1)", requestId=huge)  # the harness fails it past 1 MiB
     echoed = result.response["requestId"]
     assert echoed.startswith("id-x") and echoed.endswith("x-end") and len(echoed) <= 1100
@@ -76,7 +76,7 @@ def test_a_huge_request_id_is_echoed_bounded(host: VixHost) -> None:
 
 @pytest.mark.parametrize("field", ["requestId", "cellId", "workingDirectory", "documentPath"])
 def test_a_huge_value_of_the_wrong_type_is_not_echoed_whole(host: VixHost, field: str) -> None:
-    huge: dict[str, Any] = {field: ["x" * (2 << 20)]}
+    huge: dict[str, Any] = {field: ["x" * (3 << 19)]}  # 1.5 MiB: within the request cap
     result = host.run_cell("print(1)", **huge)
     assert result.error["code"] == "invalid_request"
     assert len(result.stdout) < 64 << 10

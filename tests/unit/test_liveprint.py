@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pyrelune.wire.ring import OutputRing, RingWriter
-from pyrelune.worker.liveprint import LivePrint, ring_text
+from pyrelune.worker.liveprint import LivePrint, RingText
 
 
 class Printer:
@@ -21,7 +21,7 @@ class Printer:
         self.ring = OutputRing(1 << 16)
         self.writer = RingWriter(self.ring)
         self.live = LivePrint(self.writer)
-        self.stdout = ring_text(self.writer)
+        self.stdout = RingText(self.writer, self.live)
         self.live.aim(self.stdout)
 
     def print(self, *args: Any, **kwargs: Any) -> None:
@@ -162,3 +162,25 @@ def test_it_is_shown_and_pickled_as_the_builtin(printer: Printer) -> None:
     finally:
         builtins.print = saved
     assert pickle.loads(pickle.dumps(print)) is saved
+
+
+@pytest.mark.parametrize(("changes", "text", "expected"), [
+    ({"encoding": "latin-1"}, "caf\u00e9", "caf\u00e9\n".encode("latin-1")),
+    ({"encoding": "ascii", "errors": "replace"}, "caf\u00e9", b"caf?\n"),
+    ({"newline": "\r\n"}, "a", b"a\r\n"),
+    ({"encoding": "UTF8"}, "\u20ac", "\u20ac\n".encode()),
+])
+def test_it_writes_as_the_stream_is_reconfigured(printer: Printer, changes: dict[str, Any],
+                                                  text: str, expected: bytes) -> None:
+    printer.stdout.reconfigure(**changes)
+    printer.print(text)
+    assert printer.ring.take(printer.ring.written()) == expected
+
+
+def test_an_encoding_the_stream_cannot_write_fails_as_the_builtin_does(printer: Printer) -> None:
+    printer.stdout.reconfigure(encoding="latin-1")
+    with pytest.raises(UnicodeEncodeError):
+        printer.print("\u20ac")
+    printer.stdout.reconfigure(encoding="utf-8")
+    printer.print("\u20ac")
+    assert printer.out() == "\u20ac\n"

@@ -152,3 +152,41 @@ def test_a_handler_failure_comes_out_of_the_loop(pipes: tuple[int, int, int, int
             reactor.run()
     finally:
         reactor.close()
+
+
+def _lost_reasons(in_fd: int, out_fd: int) -> list[str | None]:
+    """Run a connection until it says the host is lost (or PATIENCE): the errors' reasons."""
+    reactor = Reactor()
+    reasons: list[str | None] = []
+
+    def lost(error: OSError | None) -> None:
+        reasons.append(None if error is None else error.strerror)
+        reactor.stop()
+
+    connection = LineConnection(reactor, in_fd, out_fd, 100, lost)
+
+    def answer(line: bytes) -> bool:
+        connection.send(b"echo " + line)
+        return True
+
+    connection.deliver(answer, lambda at_end: None)
+    reactor.call_later(PATIENCE, reactor.stop)
+    try:
+        reactor.run()
+    finally:
+        reactor.close()
+    return reasons
+
+
+def test_a_host_that_closed_its_end_of_stdout_is_lost_with_nothing_to_write(
+        pipes: tuple[int, int, int, int]) -> None:
+    in_r, _, out_r, out_w = pipes
+    os.close(out_r)  # no line is sent, none answered: only the pipe's error says it
+    assert _lost_reasons(in_r, out_w) == [None]
+
+
+def test_a_write_that_fails_loses_the_host(pipes: tuple[int, int, int, int]) -> None:
+    in_r, in_w, _, _ = pipes
+    os.write(in_w, b"ping\n")
+    with open("/dev/full", "wb") as full:
+        assert _lost_reasons(in_r, full.fileno()) == ["No space left on device"]
