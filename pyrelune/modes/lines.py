@@ -195,21 +195,6 @@ def max_output() -> int:
         return DEFAULT_MAX_OUTPUT
 
 
-def _closed(fd: int) -> bool:
-    try:
-        os.fstat(fd)
-    except OSError:
-        return True
-    return False
-
-
-def _say(message: str) -> None:
-    try:
-        stdio.write_all(f"pyrelune: {message}\n".encode(errors="replace"), 2)
-    except OSError:
-        pass  # no stderr either: the exit status is all the host gets
-
-
 def main() -> int:
     """Serve requests from stdin until EOF or SIGTERM; 0 when it ended that way.
 
@@ -219,11 +204,10 @@ def main() -> int:
     """
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # until there is a cell to interrupt
     _signal.signal(_signal.SIGTERM, _terminate)
-    if _closed(2):
-        os.open(os.devnull, os.O_WRONLY)  # takes fd 2: no pipe of ours may land there
+    stdio.hold_stderr()
     for fd, name, use in ((0, "stdin", "reads its requests"), (1, "stdout", "writes its answers")):
-        if _closed(fd):
-            _say(f"{name} is closed, and the lines kernel {use} there")
+        if stdio.closed(fd):
+            stdio.say(f"{name} is closed, and the lines kernel {use} there")
             return 2
     state = None
     status = 0
@@ -240,7 +224,7 @@ def main() -> int:
             except BrokenPipeError:
                 break  # the host stopped reading
             except OSError as exc:
-                _say(f"cannot write an answer to stdout: {exc.strerror or exc}")
+                stdio.say(f"cannot write an answer to stdout: {exc.strerror or exc}")
                 status = 1
                 break
     except (Terminated, HostGone):
