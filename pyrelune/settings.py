@@ -38,10 +38,11 @@ class SettingError(ValueError):
     """A setting's value breaks its rule; the message names the setting and the rule."""
 
 
-def seconds(name: str, text: str, minimum: float = 0.0) -> float:
+def seconds(name: str, text: str, minimum: float = 0.0, zero: str = "no deadline") -> float:
     """`text` as seconds: a number from `minimum` to `MAX_SECONDS` (0 for a deadline: none).
 
     Python's number syntax in ASCII, so `inf` and `nan` parse, and are refused.
+    `zero`: what 0 means, said in the error when 0 is allowed.
     """
     try:
         # ASCII: float() takes other scripts' digits too. NaN fails every comparison.
@@ -49,7 +50,7 @@ def seconds(name: str, text: str, minimum: float = 0.0) -> float:
     except ValueError:
         value = -1.0
     if not minimum <= value <= MAX_SECONDS:
-        none = " (0: no deadline)" if minimum == 0 else ""
+        none = f" (0: {zero})" if minimum == 0 else ""
         raise SettingError(f"{name} must be seconds, from {minimum:g} to {MAX_SECONDS}{none}, "
                            f"not {text[:_QUOTED]!r}")
     return value
@@ -93,6 +94,13 @@ def timeout(default: float) -> float:
     """$PYRELUNE_TIMEOUT: seconds a oneshot cell may run, or `default` when unset or empty."""
     setting = os.environ.get("PYRELUNE_TIMEOUT", "")
     return seconds("PYRELUNE_TIMEOUT", setting) if setting.strip() else default
+
+
+def warm_idle(default: float) -> float:
+    """$PYRELUNE_WARM_IDLE: seconds an idle warm process waits before it exits (0: for ever)."""
+    setting = os.environ.get("PYRELUNE_WARM_IDLE", "")
+    return (seconds("PYRELUNE_WARM_IDLE", setting, zero="never idles out") if setting.strip()
+            else default)
 
 
 def max_output(default: Default) -> int | Default:

@@ -39,18 +39,18 @@ _STATEMENT_STARTS = (b"\\n", b";", b'"', b":")
 def main(warm: str | None = None) -> None:
     """`warm`: the launcher's warm-start setting (`vix install --warm`); $PYRELUNE_WARM wins."""
     if len(sys.argv) == 1:
-        raw = start = None
+        raw = start = started = None
         setting = os.environ.get("PYRELUNE_WARM", warm or "")
         if setting.lower() not in WARM_OFF and not os.isatty(0):
             from pyrelune.transports.stdio import read_all
 
             raw = read_all(0)
-            served, start = _warm(raw, preload_names(setting))
+            served, start, started = _warm(raw, preload_names(setting))
             if served is not None:
                 os._exit(served)  # answered by the warm runtime: nothing of ours to tear down
         from pyrelune.modes import oneshot
 
-        status = oneshot.main(raw=raw)
+        status = oneshot.main(raw=raw, started=started)
         # The response is out and the worker's group is gone: once the exit
         # begins, nothing is left to do, and the interpreter's teardown of
         # its modules (about 4 ms, a tenth of a cell's run) would only delay
@@ -87,7 +87,7 @@ def main(warm: str | None = None) -> None:
 # start costs. Everything else goes on to pyrelune.warm.route.
 
 
-def _warm(raw: bytes, preload: str) -> tuple[int | None, Start | None]:
+def _warm(raw: bytes, preload: str) -> tuple[int | None, Start | None, float | None]:
     """What `route.run` answers for the request `raw`; a cell that cannot gain (`gains`)
     with the warm process's socket in place is cold without asking it.
 
@@ -99,7 +99,7 @@ def _warm(raw: bytes, preload: str) -> tuple[int | None, Start | None]:
     if not handed and not os.environ.get("PYRELUNE_WARM_DEBUG"):
         try:
             os.lstat(warm_paths(preload)[0])
-            return None, None  # a warm process's (or one route refuses): nothing to start
+            return None, None, None  # a warm process's (or one route refuses): nothing to start
         except OSError:
             pass  # none there (first use), or an error: route starts one, or says why not
     from pyrelune.warm import route

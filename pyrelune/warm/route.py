@@ -32,9 +32,11 @@ main(sys.argv[1:], cold)
 """
 
 
-def run(raw: bytes, preload: str, handed: bool) -> tuple[int | None, Start | None]:
+def run(raw: bytes, preload: str, handed: bool
+        ) -> tuple[int | None, Start | None, float | None]:
     """The exit status once the warm runtime answered the request `raw` (None: run it cold),
-    and the warm process to start once the cold cell has answered, if none runs.
+    the warm process to start once the cold cell has answered, if none runs, and
+    when the cold cell's deadline started, if the warm process was asked first.
 
     `handed`: the cell goes to the warm process if one serves (it may gain
     from the preload: `entry.gains`, or every cell does); else it runs cold.
@@ -44,26 +46,31 @@ def run(raw: bytes, preload: str, handed: bool) -> tuple[int | None, Start | Non
         place.check_folder(os.path.dirname(socket_path), create=True)
         place.check_socket(socket_path)
     except place.Unsafe as refusal:
-        return cold(str(refusal)), None
+        return cold(str(refusal)), None, None
     except FileNotFoundError:
         return _first_use(preload, lock_path)
     except OSError as exc:
-        return cold(f"socket: {exc}"), None
+        return cold(f"socket: {exc}"), None, None
     if not handed:
-        return cold("the cell uses no preloaded module"), None
+        return cold("the cell uses no preloaded module"), None, None
     from pyrelune.warm import client
 
     try:
-        return client.run(raw, socket_path), None
+        status = client.run(raw, socket_path)
     except (ConnectionRefusedError, FileNotFoundError):  # a warm process that died
         return _first_use(preload, lock_path)
+    if status is not None:
+        return status, None, None
+    from pyrelune.warm.started import started
+
+    return None, None, started()  # the time the warm process took counts
 
 
-def _first_use(preload: str, lock_path: str) -> tuple[int | None, Start | None]:
+def _first_use(preload: str, lock_path: str) -> tuple[int | None, Start | None, None]:
     start = Start.reserve(preload, lock_path)
     if isinstance(start, str):
-        return cold(start), None
-    return cold("starting a warm process"), start
+        return cold(start), None, None
+    return cold("starting a warm process"), start, None
 
 
 def cold(reason: str) -> int | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import json
+import mmap
 import os
 import signal
 import socket
@@ -21,13 +22,18 @@ import struct
 import sys
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NoReturn
 
+from pyrelune import settings
 from pyrelune.cli.entry import warm_paths
-from pyrelune.warm import frames, place, served
+from pyrelune.warm import frames, place, sandbox, served
 from pyrelune.warm.route import LOCK_FD
 
 DEFAULT_IDLE = 600.0
+#: The counts the warm process shares with its spares: cells served, the last one's time.
+_COUNTS = struct.Struct("Qd")
+#: Seconds a connected client has to name its request's kind (a launcher does at once).
+KIND_WAIT = 0.25
 #: What each preload name imports: the modules a first cell would otherwise load lazily too.
 EXTRA = {
     "numpy": ("numpy.random",),
@@ -46,16 +52,20 @@ OWN = ("pyrelune.modes.oneshot", "pyrelune.worker.runtime", "pyrelune.supervisor
 def main(argv: list[str], cold: Iterable[str]) -> None:
     """`argv`: the preload names. `cold`: the modules loaded before this one, as in cold."""
     preload = argv[0]
-    baseline = served.relevant(dict(os.environb))
+    idle = settings.warm_idle(DEFAULT_IDLE)  # checked by the starter too: see route.Start
+    environ = served.relevant(dict(os.environb))
+    path = list(sys.path)
     loaded = preload_modules(preload)
     shadowable = served.shadowable(sys.modules, cold)
+    matplotlibrc = served.matplotlibrc()
+    stamp = served.Stamp(() if matplotlibrc is None else (matplotlibrc,))
     gc.collect()
     gc.freeze()  # the children's garbage collections leave the preloaded objects' pages shared
     socket_path, _ = warm_paths(preload)
     place.check_folder(os.path.dirname(socket_path), create=True)
     listener, identity = _listen(socket_path)
-    warm = Warm(listener, preload, loaded,
-                served.Baseline(baseline, shadowable, served.Stamp()), idle_timeout())
+    baseline = served.Baseline(environ, shadowable, stamp, path, sandbox.identity(), matplotlibrc)
+    warm = Warm(listener, preload, loaded, baseline, idle)
     signal.signal(signal.SIGTERM, _leave)
     signal.signal(signal.SIGHUP, _leave)
     signal.signal(signal.SIGINT, _leave)
@@ -64,15 +74,6 @@ def main(argv: list[str], cold: Iterable[str]) -> None:
         warm.serve()
     finally:
         _unlink_if_ours(socket_path, identity)
-
-
-def idle_timeout() -> float:
-    """PYRELUNE_WARM_IDLE seconds (0: never idle out), default 10 minutes."""
-    try:
-        value = float(os.environ.get("PYRELUNE_WARM_IDLE", DEFAULT_IDLE))
-    except ValueError:
-        return DEFAULT_IDLE
-    return value if 0 <= value < float("inf") else DEFAULT_IDLE
 
 
 def preload_modules(names: str) -> list[str]:
@@ -117,8 +118,9 @@ class Warm:
     process itself never accepts, so it never holds a request's descriptors.
     """
 
-    #: What a spare tells this process on the pipe between them.
-    TOOK_A_CELL = b"R"
+    #: What a spare (or a runtime it became) tells this process on the pipe between them.
+    TOOK_A_CELL = b"R"  # it no longer accepts: fork the next spare
+    SERVED = b"S"  # the client committed its cell to it
     STOP_ALL = b"Q"
 
     def __init__(self, listener: socket.socket, preload: str, loaded: list[str],
@@ -128,54 +130,77 @@ class Warm:
         self.loaded = loaded
         self.baseline = baseline
         self.idle = idle
-        self.started = self.last = time.monotonic()
-        self.served = 0
+        self.started = time.monotonic()
+        # The cells served and when the last one came: written by this process as
+        # runtimes tell it, read by the spare that answers a status (it was forked before).
+        self._counts = mmap.mmap(-1, _COUNTS.size)
+        self._count(0, self.started)
+
+    def _count(self, served: int, last: float) -> None:
+        _COUNTS.pack_into(self._counts, 0, served, last)
+
+    @property
+    def served(self) -> int:
+        served: int = _COUNTS.unpack_from(self._counts)[0]
+        return served
+
+    @property
+    def last(self) -> float:
+        last: float = _COUNTS.unpack_from(self._counts)[1]
+        return last
 
     def serve(self) -> None:
+        """Keep one spare waiting until idle, stopped or signalled.
+
+        Each spare has a lifeline of its own: the kernel SIGKILLs it when
+        this process is gone, until it takes a cell (see `_take`). Leaving
+        kills no one: a spare that has taken a cell is its runtime, and
+        answers it whatever becomes of this process.
+        """
         import select
 
         notes, self._notify = os.pipe()
         self._notes = notes
-        self._lifeline, self._alive = os.pipe()  # a spare dies with this process (see _spare)
-        spare, exited = self._fork_spare()
+        exited, alive = self._fork_spare()
         try:
             while True:
                 wait = self.idle - (time.monotonic() - self.last) if self.idle else None
                 if wait is not None and wait <= 0:
                     return
                 ready, _, _ = select.select([notes, exited], [], [], wait)
+                replace = exited in ready
                 if notes in ready:
-                    note = os.read(notes, 1)
-                    if note == self.STOP_ALL:
-                        return
-                    self.served += 1
-                    self.last = time.monotonic()
-                elif exited not in ready:
-                    continue  # idle so far: measured again above
-                os.close(exited)  # the spare took a cell, or died: another one waits
-                spare, exited = self._fork_spare()
+                    for note in os.read(notes, 512):
+                        if note == self.STOP_ALL[0]:
+                            return
+                        if note == self.SERVED[0]:
+                            self._count(self.served + 1, time.monotonic())
+                        replace = replace or note == self.TOOK_A_CELL[0]
+                if replace:  # the spare took a cell, or died: another one waits
+                    os.close(exited)
+                    os.close(alive)
+                    exited, alive = self._fork_spare()
         finally:
-            try:
-                os.kill(spare, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            os.close(alive)  # the spare dies now, unless it has taken a cell
 
     def _fork_spare(self) -> tuple[int, int]:
-        """A new spare child, and a descriptor readable once it has exited."""
+        """A new spare child: a descriptor readable once it has exited, and its lifeline."""
+        lifeline, alive = os.pipe()
         pid = os.fork()
         if pid == 0:
             try:
                 os.close(self._notes)
-                os.close(self._alive)
-                _die_with_parent(self._lifeline)
+                os.close(alive)
+                _die_with_parent(lifeline)
                 for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGCHLD):
                     signal.signal(signum, signal.SIG_DFL)
-                self._spare()
+                self._spare(lifeline)
             finally:
                 os._exit(0)
-        return pid, os.pidfd_open(pid)
+        os.close(lifeline)
+        return os.pidfd_open(pid), alive
 
-    def _spare(self) -> None:
+    def _spare(self, lifeline: int) -> None:
         """In the spare: serve connections until one brings a cell (or a stop)."""
         while True:
             conn, _ = self.listener.accept()
@@ -184,28 +209,39 @@ class Warm:
                     socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
                 if uid != os.getuid():
                     continue  # another user's: nothing is read, nothing is answered
-                conn.settimeout(2.0)
-                try:
-                    kind, fds, _, _ = socket.recv_fds(conn, frames.KIND_SIZE, frames.FDS)
-                except OSError:
-                    continue
-                if kind == frames.RUN and len(fds) == frames.FDS:
-                    os.write(self._notify, self.TOOK_A_CELL)
-                    os.close(self._notify)
-                    os.close(self._lifeline)  # a cell's runtime outlives a warm process that goes
-                    served.serve(conn, fds, pid, self.baseline,
-                                 (self.listener.fileno(), LOCK_FD))
-                for fd in fds:
-                    os.close(fd)
+                conn.settimeout(KIND_WAIT)
+                kind = _receive_kind(conn)
+                if kind == frames.RUN:
+                    self._take(conn, pid, lifeline)
                 try:
                     if kind == frames.STATUS:
                         conn.sendall(json.dumps(self.status()).encode())
                     elif kind == frames.STOP:
                         conn.sendall(b"stopping")
-                        os.write(self._notify, self.STOP_ALL)
+                        _tell(self._notify, self.STOP_ALL)
                         return
                 except OSError:
                     continue
+
+    def _take(self, conn: socket.socket, peer: int, lifeline: int) -> NoReturn:
+        """Become the runtime of the cell on `conn`: cut loose from this warm process first.
+
+        Clearing O_ASYNC is atomic: either the warm process was gone before
+        (this spare is SIGKILLed, and its client, answered nothing, runs the
+        cell cold) or this process no longer dies with it.
+        """
+        import fcntl
+
+        fcntl.fcntl(lifeline, fcntl.F_SETFL, fcntl.fcntl(lifeline, fcntl.F_GETFL) & ~os.O_ASYNC)
+        os.close(lifeline)
+        _tell(self._notify, self.TOOK_A_CELL)
+        notify = self._notify
+
+        def committed() -> None:
+            _tell(notify, self.SERVED)
+            os.close(notify)
+
+        served.serve(conn, peer, self.baseline, (self.listener.fileno(), LOCK_FD), committed)
 
     def status(self) -> dict[str, Any]:
         """The warm process's status (asked in the spare, forked since the last cell)."""
@@ -221,11 +257,34 @@ class Warm:
         }
 
 
+def _receive_kind(conn: socket.socket) -> bytes:
+    """The request's kind (KIND_SIZE bytes), or less if the client sent less in time."""
+    kind = b""
+    try:
+        while len(kind) < frames.KIND_SIZE:
+            chunk = conn.recv(frames.KIND_SIZE - len(kind))
+            if not chunk:
+                break
+            kind += chunk
+    except OSError:
+        pass
+    return kind
+
+
+def _tell(notify: int, note: bytes) -> None:
+    """A note to the warm process, unless it is gone."""
+    try:
+        os.write(notify, note)
+    except OSError:
+        pass
+
+
 def _die_with_parent(lifeline: int) -> None:
     """SIGKILL this spare when the warm process is gone (even SIGKILLed): no orphan accepts.
 
-    `lifeline` is the read end of a pipe whose only write end the warm
-    process holds; O_ASYNC has the kernel signal this process when it closes.
+    `lifeline` is the read end of a pipe of this spare's own, whose only
+    write end the warm process holds; O_ASYNC has the kernel signal this
+    process when it closes.
     """
     import fcntl
     import select

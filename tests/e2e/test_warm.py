@@ -19,7 +19,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -398,11 +399,12 @@ conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 conn.connect(sys.argv[1])
 answer = b""
 try:
-    socket.send_fds(conn, [frames.RUN], [0, 1, 2, os.open("/", os.O_RDONLY)])
-    conn.sendall(frames.pack(b"x", b"18", b"", request))
+    conn.sendall(frames.RUN + frames.pack(b"x", b"18", b"", b"", request))
     conn.settimeout(10)
     while chunk := conn.recv(4096):
         answer += chunk
+        if answer[:1] == frames.ACCEPT:
+            socket.send_fds(conn, [frames.GO], [0, 1, 2, os.open("/", os.O_RDONLY)])
 except OSError:
     pass
 print(repr(answer))
@@ -553,3 +555,76 @@ def test_doctor_reports_warm_start_working_and_suggests_it_when_off(
     (pid,) = warm.processes()
     assert (f"ok   warm start: on (the launcher): warm process {pid} serves cells "
             "(preloaded: colorsys;") in on.stdout
+
+
+# --- faults of the warm process -----------------------------------------------------------------
+
+
+def in_background(call: Callable[[], HostResult]) -> Future[HostResult]:
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(call)
+    pool.shutdown(wait=False)
+    return future
+
+
+def resume(pid: int, group: bool = False) -> None:
+    try:
+        (os.killpg if group else os.kill)(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_cell_handed_over_as_the_warm_process_dies_is_answered(
+        warm: Warm, tmp_path: Path, signum: int) -> None:
+    """Stopped, the warm process cannot hear that its spare took the cell; then it goes."""
+    pid = warm.start()["pid"]
+    assert isinstance(pid, int)
+    began, go = tmp_path / "began", tmp_path / "go"
+    source = (f"{WHICH}\nimport os, time\nopen({str(began)!r}, 'w').close()\n"
+              f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.01)\nprint('done')")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        answer = in_background(lambda: warm.host.run_cell(source))
+        assert warmhost.wait_until(began.exists, 60)
+        os.kill(pid, signum)
+    finally:
+        resume(pid)
+    assert warmhost.wait_until(lambda: pid not in warm.processes(), 30)
+    go.touch()
+    result = answer.result(timeout=120)
+    assert result.text() == "warm\ndone\n", result
+
+
+def test_a_stalled_warm_process_means_cold_and_holds_no_pipe_of_the_host(
+        warm: Warm, tmp_path: Path) -> None:
+    """The warm process and its spare stopped: the cell runs cold, the host reads its EOF
+    (VixHost reports `hung` else), and the stale request, once they resume, runs nothing."""
+    pid = warm.start()["pid"]
+    assert isinstance(pid, int)
+    ran = tmp_path / "ran"
+    source = f"{WHICH}\n_ = open({str(ran)!r}, 'a').write('x')"
+    os.killpg(pid, signal.SIGSTOP)
+    try:
+        result = warm.host.run_cell(source)
+    finally:
+        resume(pid, group=True)
+    assert result.text() == "cold\n"
+    assert "did not answer within" in cold_reason(result)
+    assert warmhost.wait_until(lambda: warm.which()[0] == "warm", 60)
+    assert warm.host.run_cell(source).text() == "warm\n"
+    assert ran.read_text() == "xx"  # once cold, once warm: the stale request never ran
+
+
+def test_a_deadline_cell_beside_a_stalled_warm_process_is_answered_in_the_hosts_time(
+        warm: Warm) -> None:
+    """The wait for the warm process counts towards the deadline (VixHost kills at 10 s)."""
+    pid = warm.start()["pid"]
+    assert isinstance(pid, int)
+    os.killpg(pid, signal.SIGSTOP)
+    try:
+        result = warm.host.run_cell(f"{WHICH}\nwhile True: pass", env={"PYRELUNE_WARM_DEBUG": ""})
+    finally:
+        resume(pid, group=True)
+    assert result.error["code"] == "timeout", result
+    assert result.response["stdout"] == "cold\n"
