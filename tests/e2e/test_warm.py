@@ -628,3 +628,117 @@ def test_a_deadline_cell_beside_a_stalled_warm_process_is_answered_in_the_hosts_
         resume(pid, group=True)
     assert result.error["code"] == "timeout", result
     assert result.response["stdout"] == "cold\n"
+
+
+# --- the launcher's sandbox, settings and sys.path ---------------------------------------------
+
+
+def launcher_script(tmp_path: Path, wrapper: str) -> str:
+    script = tmp_path / "launch"
+    script.write_text(f"#!/bin/sh\nexec {wrapper} {pyrelune_command()}\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_the_launchers_niceness_and_cpu_affinity_are_the_warm_cells(
+        warm: Warm, tmp_path: Path) -> None:
+    for tool in ("nice", "taskset"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+    warm.start()
+    host = VixHost(command=launcher_script(tmp_path, "nice -n 10 taskset -c 0"))
+    source = ("import os, sys\nprint('colorsys' in sys.modules, os.nice(0), "
+              "sorted(os.sched_getaffinity(0)))")
+    cold = host.run_cell(source, env={"PYRELUNE_WARM": "0"}).text()
+    served = host.run_cell(source).text()
+    assert served.split(" ", 1) == ["True", cold.split(" ", 1)[1]], (served, cold)
+    assert cold.split(" ", 1)[1] == f"{os.nice(0) + 10} [0]\n"
+
+
+def unshare_wrapper() -> str:
+    """How this machine's user puts a command in a network namespace of its own."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not installed")
+    for wrapper in ("unshare -n", "unshare -rn"):
+        if subprocess.run([*wrapper.split(), "true"], capture_output=True).returncode == 0:
+            return wrapper
+    pytest.skip("this machine cannot unshare a network namespace")
+
+
+def test_a_launcher_in_another_network_namespace_runs_cold(warm: Warm, tmp_path: Path) -> None:
+    wrapper = unshare_wrapper()
+    warm.start()
+    host = VixHost(command=launcher_script(tmp_path, wrapper))
+    source = WHICH + "\nimport socket\nprint(sorted(n for _, n in socket.if_nameindex()))"
+    result = host.run_cell(source)
+    assert result.text().splitlines()[0] == "cold", result
+    assert "another sandbox: its namespace net differs" in cold_reason(result)
+    assert result.text().splitlines()[1] == "['lo']"
+    assert warm.which()[0] == "warm"  # beside it, the warm process still serves
+
+
+def test_a_launcher_with_no_new_privs_runs_cold(warm: Warm, tmp_path: Path) -> None:
+    """What a process cannot take on after the fact (as a seccomp filter, which sets it)."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv is not installed")
+    warm.start()
+    host = VixHost(command=launcher_script(tmp_path, "setpriv --no-new-privs"))
+    result = host.run_cell(WHICH)
+    assert result.text() == "cold\n"
+    assert "another sandbox: its NoNewPrivs differs" in cold_reason(result)
+
+
+def test_a_matplotlibrc_a_cold_cell_reads_sends_the_cell_cold(
+        warm: Warm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the working directory, named by MATPLOTLIBRC, or written in the user's settings
+    after the warm process started: warm cells give what cold ones give."""
+    pytest.importorskip("matplotlib")
+    config = tmp_path / "mplconfig"
+    config.mkdir()
+    monkeypatch.setenv("MPLCONFIGDIR", str(config))
+    monkeypatch.setenv("PYRELUNE_WARM", "matplotlib,colorsys")
+    warm.start()
+    source = "import matplotlib as mpl\nprint(mpl.rcParams['lines.linewidth'])"
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "matplotlibrc").write_text("lines.linewidth: 7.0\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "matplotlibrc").write_text("lines.linewidth: 5.0\n")
+    assert warm.host.run_cell(source).text() == "1.5\n"  # served warm, the default
+    in_project = warm.host.run_cell(source, workingDirectory=str(project))
+    assert in_project.text() == "7.0\n"
+    assert "matplotlib would read its settings from" in cold_reason(in_project)
+    named = warm.host.run_cell(source, env={"MATPLOTLIBRC": str(elsewhere)})
+    assert named.text() == "5.0\n"
+    assert cold_reason(named).endswith("(environment differs: MATPLOTLIBRC)")
+    (config / "matplotlibrc").write_text("lines.linewidth: 3.0\n")
+    assert warm.host.run_cell(source).text() == "3.0\n"
+
+
+def test_a_warm_cells_sys_path_is_a_cold_ones(warm: Warm) -> None:
+    """A cold runtime starts with its launcher's folder (the venv's bin) first."""
+    source = WHICH + "\nimport json, sys\nprint(json.dumps(sys.path))"
+    cold = VixHost().run_cell(source, env={"PYRELUNE_WARM": "0"}).text().splitlines()
+    warm.start()
+    served = warm.host.run_cell(source).text().splitlines()
+    assert (cold[0], served[0]) == ("cold", "warm")
+    assert json.loads(served[1]) == json.loads(cold[1])
+
+
+def test_editing_the_matplotlibrc_the_warm_process_read_ends_it(
+        warm: Warm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib")
+    config = tmp_path / "mplconfig"
+    config.mkdir()
+    (config / "matplotlibrc").write_text("lines.linewidth: 3.0\n")
+    monkeypatch.setenv("MPLCONFIGDIR", str(config))
+    monkeypatch.setenv("PYRELUNE_WARM", "matplotlib,colorsys")
+    pid = warm.start()["pid"]
+    source = WHICH + "\nimport matplotlib as mpl\nprint(mpl.rcParams['lines.linewidth'])"
+    assert warm.host.run_cell(source).text() == "warm\n3.0\n"
+    (config / "matplotlibrc").write_text("lines.linewidth: 4.0\n")
+    result = warm.host.run_cell(source)
+    assert result.text() == "cold\n4.0\n"
+    assert cold_reason(result).endswith(f"({config / 'matplotlibrc'} changed)")
+    assert warmhost.wait_until(lambda: pid not in warm.processes(), 30)  # it was stale
