@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 #: clamped: `select` and asyncio overflow long before infinity (about 292
 #: years), and whoever asks for more means "none", which is 0 for a deadline.
 MAX_SECONDS = 7 * 24 * 3600
+#: How long an idle warm process waits for a cell before it exits: ten minutes.
+WARM_IDLE = 600.0
 #: The smallest byte limit: room for the markers and a little of each end.
 MIN_BYTES = 1024
 #: The largest byte limit (1 TiB): anything above is a typo, and a number of
@@ -96,11 +98,12 @@ def timeout(default: float) -> float:
     return seconds("PYRELUNE_TIMEOUT", setting) if setting.strip() else default
 
 
-def warm_idle(default: float) -> float:
-    """$PYRELUNE_WARM_IDLE: seconds an idle warm process waits before it exits (0: for ever)."""
+def warm_idle() -> float:
+    """$PYRELUNE_WARM_IDLE: seconds an idle warm process waits before it exits (0: for ever),
+    `WARM_IDLE` when unset or empty."""
     setting = os.environ.get("PYRELUNE_WARM_IDLE", "")
     return (seconds("PYRELUNE_WARM_IDLE", setting, zero="never idles out") if setting.strip()
-            else default)
+            else WARM_IDLE)
 
 
 def max_output(default: Default) -> int | Default:

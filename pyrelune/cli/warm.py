@@ -42,9 +42,11 @@ def status_command(preload: Preload = None) -> None:
     """Whether the warm process runs, and its pid, preloaded modules, memory and idle time."""
     from pyrelune.warm import control
 
-    found = control.status(_preload(preload))
+    chosen = _preload(preload)
+    found = control.status(chosen)
     if found is None:
-        typer.echo("not running")
+        failure = control.failure(chosen)
+        typer.echo("not running" if failure is None else f"not running: {failure}")
         raise typer.Exit(1)
     typer.echo(describe(found))
 
@@ -56,12 +58,9 @@ def start_command(preload: Preload = None) -> None:
 
     try:
         found = control.start(_preload(preload))
-    except place.Unsafe as refusal:
+    except (place.Unsafe, control.NotStarted) as refusal:
         typer.echo(f"not started: {refusal}", err=True)
         raise typer.Exit(1) from None
-    if found is None:
-        typer.echo("not started: the warm process did not answer", err=True)
-        raise typer.Exit(1)
     typer.echo(describe(found))
 
 

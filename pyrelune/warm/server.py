@@ -26,10 +26,9 @@ from typing import Any, NoReturn
 
 from pyrelune import settings
 from pyrelune.cli.entry import warm_paths
-from pyrelune.warm import frames, place, sandbox, served
+from pyrelune.warm import frames, place, sandbox, served, starts
 from pyrelune.warm.route import LOCK_FD
 
-DEFAULT_IDLE = 600.0
 #: The counts the warm process shares with its spares: cells served, the last one's time.
 _COUNTS = struct.Struct("Qd")
 #: Seconds a connected client has to name its request's kind (a launcher does at once).
@@ -52,7 +51,7 @@ OWN = ("pyrelune.modes.oneshot", "pyrelune.worker.runtime", "pyrelune.supervisor
 def main(argv: list[str], cold: Iterable[str]) -> None:
     """`argv`: the preload names. `cold`: the modules loaded before this one, as in cold."""
     preload = argv[0]
-    idle = settings.warm_idle(DEFAULT_IDLE)  # checked by the starter too: see route.Start
+    idle = settings.warm_idle()  # checked by its starter too: see route.Start
     environ = served.relevant(dict(os.environb))
     path = list(sys.path)
     loaded = preload_modules(preload)
@@ -66,14 +65,19 @@ def main(argv: list[str], cold: Iterable[str]) -> None:
     listener, identity = _listen(socket_path)
     baseline = served.Baseline(environ, shadowable, stamp, path, sandbox.identity(), matplotlibrc)
     warm = Warm(listener, preload, loaded, baseline, idle)
-    signal.signal(signal.SIGTERM, _leave)
-    signal.signal(signal.SIGHUP, _leave)
-    signal.signal(signal.SIGINT, _leave)
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, warm.leave)
     signal.signal(signal.SIGCHLD, _reap)
+    started = starts.Record.read(LOCK_FD)  # as the starter wrote it
+    starts.Record(starts.SERVING, started.failures, started.last).write(LOCK_FD)
+    clean = False
     try:
         warm.serve()
+        clean = True
     finally:
         _unlink_if_ours(socket_path, identity)
+        if clean:
+            starts.Record(starts.ENDED, 0, started.last).write(LOCK_FD)
 
 
 def preload_modules(names: str) -> list[str]:
@@ -131,6 +135,7 @@ class Warm:
         self.baseline = baseline
         self.idle = idle
         self.started = time.monotonic()
+        self._notes, self._notify = os.pipe()
         # The cells served and when the last one came: written by this process as
         # runtimes tell it, read by the spare that answers a status (it was forked before).
         self._counts = mmap.mmap(-1, _COUNTS.size)
@@ -159,8 +164,7 @@ class Warm:
         """
         import select
 
-        notes, self._notify = os.pipe()
-        self._notes = notes
+        notes = self._notes
         exited, alive = self._fork_spare()
         try:
             while True:
@@ -174,6 +178,8 @@ class Warm:
                         if note == self.STOP_ALL[0]:
                             return
                         if note == self.SERVED[0]:
+                            if not self.served:  # it works: no longer a start that fails
+                                starts.Record(starts.SERVING, 0, time.time()).write(LOCK_FD)
                             self._count(self.served + 1, time.monotonic())
                         replace = replace or note == self.TOOK_A_CELL[0]
                 if replace:  # the spare took a cell, or died: another one waits
@@ -182,6 +188,14 @@ class Warm:
                     exited, alive = self._fork_spare()
         finally:
             os.close(alive)  # the spare dies now, unless it has taken a cell
+
+    def leave(self, signum: int, frame: object) -> None:
+        """A signal's handler: `serve` returns, as for a stop.
+
+        It raises nothing: an exception raised in a handler that runs inside
+        an at-fork hook (logging's, say) is printed and lost.
+        """
+        _tell(self._notify, self.STOP_ALL)
 
     def _fork_spare(self) -> tuple[int, int]:
         """A new spare child: a descriptor readable once it has exited, and its lifeline."""
@@ -335,10 +349,6 @@ def _unlink_if_ours(path: str, identity: tuple[int, int]) -> None:
             os.unlink(path)
     except OSError:
         pass
-
-
-def _leave(signum: int, frame: object) -> None:
-    raise SystemExit(0)
 
 
 def _reap(signum: int, frame: object) -> None:

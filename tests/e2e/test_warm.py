@@ -742,3 +742,72 @@ def test_editing_the_matplotlibrc_the_warm_process_read_ends_it(
     assert result.text() == "cold\n4.0\n"
     assert cold_reason(result).endswith(f"({config / 'matplotlibrc'} changed)")
     assert warmhost.wait_until(lambda: pid not in warm.processes(), 30)  # it was stale
+
+
+# --- settings and starts that fail -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["1e10", "-1", "inf", "nan", "ten"])
+def test_an_idle_timeout_out_of_range_is_refused_clearly_and_starts_nothing(
+        warm: Warm, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("PYRELUNE_WARM_IDLE", value)
+    said = (f"PYRELUNE_WARM_IDLE must be seconds, from 0 to 604800 (0: never idles out), "
+            f"not {value!r}")
+    started = warmhost.command("start")
+    assert started.returncode == 1, started
+    assert started.stderr == f"not started: {said}\n"
+    for _ in range(2):
+        which, result = warm.which()
+        assert which == "cold"
+        assert cold_reason(result).endswith(f"({said})")
+    assert warm.processes() == []
+
+
+def test_a_warm_process_that_keeps_dying_is_not_restarted_for_every_cell(
+        warm: Warm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It dies while it preloads: the second death in a row makes cells wait to restart it,
+    and `warm status` and doctor say why."""
+    library, tries = tmp_path / "library", tmp_path / "tries"
+    library.mkdir()
+    (library / "pyrelune_test_dies.py").write_text(
+        f"import os, signal, sys\nopen({str(tries)!r}, 'a').write('x')\n"
+        "print('preloading failed: out of luck', file=sys.stderr, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n")
+    monkeypatch.setenv("PYTHONPATH", str(library))
+    monkeypatch.setenv("PYRELUNE_WARM", "pyrelune_test_dies")
+    lock = None
+    for attempt in (1, 2):
+        which, result = warm.which()
+        assert which == "cold"
+        assert cold_reason(result).endswith("(starting a warm process)"), attempt
+        lock = warm.lock()
+
+        def died(lock: Path = lock, attempt: int = attempt) -> bool:
+            return tries.exists() and len(tries.read_text()) == attempt and not held(lock)
+
+        assert warmhost.wait_until(died, 60)
+    which, result = warm.which()
+    assert which == "cold"
+    assert "the warm process died 2 times in a row without ending cleanly; next start after" \
+        in cold_reason(result)
+    assert not held(lock) and tries.read_text() == "xx"  # not started again
+    shown = warmhost.command("status")
+    assert shown.returncode == 1
+    assert shown.stdout.startswith("not running: the warm process died 2 times in a row")
+    assert shown.stdout.rstrip().endswith("its last words: preloading failed: out of luck")
+    asked = warmhost.command("start")  # a person asks: it is tried, and says why it failed
+    assert asked.returncode == 1
+    assert "died 3 times in a row" in asked.stderr
+    assert asked.stderr.rstrip().endswith("preloading failed: out of luck")
+
+
+def held(lock: Path | None) -> bool:
+    assert lock is not None
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
