@@ -32,7 +32,7 @@ def describe(found: dict[str, object]) -> str:
     return (f"running: pid {found['pid']} ({found['python']})\n"
             f"preloaded: {preloaded} (asked: {found['preload']})\n"
             f"memory: {rss / mib:.0f} MiB resident, {private / mib:.0f} MiB its own (PSS, with "
-            "its spare child)\n"
+            "its spare child and the worker it forked ahead)\n"
             f"idle: {found['idle']} s (exits after {found['idle_timeout']} s idle), "
             f"cells served: {found['served']}")
 

@@ -61,7 +61,7 @@ def _exchange(conn: _socket.socket, raw: bytes, until: float) -> int | None:
     umask = os.umask(0o077)
     os.umask(umask)
     argv0 = sys.argv[0].encode("utf-8", "surrogateescape") if sys.argv else b""
-    path = b"\0".join(p.encode("utf-8", "surrogateescape") for p in sys.path)
+    path = frames.paths_bytes(sys.path)
     _in_time(conn, until)
     conn.sendall(frames.RUN + frames.pack(argv0, str(umask).encode(),
                                           frames.environ_bytes(dict(os.environb)), path, raw))

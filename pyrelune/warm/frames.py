@@ -66,6 +66,15 @@ def environ_bytes(environ: dict[bytes, bytes]) -> bytes:
     return b"\0".join(key + b"=" + value for key, value in environ.items())
 
 
+def paths_bytes(paths: list[str]) -> bytes:
+    """File names (sys.path, say) NUL-separated, as the file system spells them."""
+    return b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths)
+
+
+def paths_of(data: bytes) -> list[str]:
+    return [p.decode("utf-8", "surrogateescape") for p in data.split(b"\0")] if data else []
+
+
 def environ_of(data: bytes) -> dict[bytes, bytes]:
     pairs = (entry.partition(b"=") for entry in data.split(b"\0") if entry)
     return {key: value for key, _, value in pairs}

@@ -23,6 +23,11 @@ from typing import NoReturn
 from pyrelune.warm import frames, sandbox
 from pyrelune.warm.started import started
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pyrelune.supervisor.process import WorkerProcess
+    from pyrelune.warm.ahead import Ahead
+
 #: Environment variables that modules read at import (or the interpreter at start-up):
 #: by prefix, by suffix and by name. A request whose values differ runs cold.
 _PREFIXES = (b"PYTHON", b"MPL", b"MATPLOTLIB", b"LC_", b"OMP_", b"MKL_", b"OPENBLAS_", b"GOTO",
@@ -36,6 +41,8 @@ _RLIMITS = tuple(n for n in ("RLIMIT_AS", "RLIMIT_CORE", "RLIMIT_CPU", "RLIMIT_D
                              "RLIMIT_FSIZE", "RLIMIT_MEMLOCK", "RLIMIT_MSGQUEUE", "RLIMIT_NICE",
                              "RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_RSS", "RLIMIT_RTPRIO",
                              "RLIMIT_RTTIME", "RLIMIT_SIGPENDING", "RLIMIT_STACK"))
+#: The limits on memory: set, they send the cell cold (see `_limits`).
+_MEMORY = ("RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_RSS")
 #: Seconds a client has to send its request once connected (it sends it at once).
 REQUEST_WAIT = 10.0
 
@@ -115,11 +122,12 @@ def shadowable(modules: Iterable[str], cold: Iterable[str]) -> frozenset[str]:
 
 
 def serve(conn: socket.socket, peer: int, baseline: Baseline, inherited: tuple[int, ...],
-          served: Callable[[], None]) -> NoReturn:
+          served: Callable[[], None], ahead: Ahead) -> NoReturn:
     """Run one request in this forked child, then exit; never returns.
 
     `inherited`: the warm process's descriptors to close (its listening
-    socket, its lock); `served`: tells the warm process once the cell is ours.
+    socket, its lock); `served`: tells the warm process once the cell is ours;
+    `ahead`: the cell's worker, forked already.
     """
     status = 1
     try:
@@ -128,7 +136,7 @@ def serve(conn: socket.socket, peer: int, baseline: Baseline, inherited: tuple[i
         _signal.signal(_signal.SIGINT, _signal.default_int_handler)
         for fd in inherited:
             os.close(fd)  # the listening socket and the lock are the warm process's alone
-        status = _serve(conn, peer, baseline, served)
+        status = _serve(conn, peer, baseline, served, ahead)
     except BaseException:  # an uncaught error ends a cold runtime so too
         try:
             traceback.print_exc()
@@ -139,47 +147,76 @@ def serve(conn: socket.socket, peer: int, baseline: Baseline, inherited: tuple[i
         os._exit(status)
 
 
-def _serve(conn: socket.socket, peer: int, baseline: Baseline,
-           served: Callable[[], None]) -> int:
+def _serve(conn: socket.socket, peer: int, baseline: Baseline, served: Callable[[], None],
+           ahead: Ahead) -> int:
     """The handshake (see `frames`), then the cell as the cold runtime runs it."""
-    conn.settimeout(REQUEST_WAIT)
-    sections = _receive_sections(conn)
-    if sections is None:
-        return 0  # the client gave up (it runs the cell cold), or it is no client of ours
-    argv0, umask, environ_data, path_data, raw = sections
-    stale = baseline.stamp.changed()
-    if stale:
-        conn.sendall(frames.COLD + stale.encode("utf-8", "replace"))
-        os.kill(os.getppid(), _signal.SIGTERM)  # the warm process: its modules are stale
+    try:
+        taken = _handshake(conn, peer, baseline, ahead.worker.pid)
+    except OSError:
+        return 0  # the client went before it committed: it runs the cell cold
+    if taken is None:
         return 0
-    environ = frames.environ_of(environ_data)
-    path = [p.decode("utf-8", "surrogateescape") for p in path_data.split(b"\0") if p]
-    reason = (_environment(environ, baseline) or sandbox.differs(peer, baseline.sandbox)
-              or _limits(peer) or sandbox.carry_over(peer, (os.getpid(),))
-              or _same_imports(raw, path, peer, baseline))
-    if reason or not umask.isdigit():
-        conn.sendall(frames.COLD + (reason or "a malformed request").encode("utf-8", "replace"))
-        return 0
-    conn.sendall(frames.ACCEPT + os.getpid().to_bytes(8, "big"))
-    conn.settimeout(None)  # the client sends GO at once: waiting longer costs nothing
-    go, fds, _, _ = socket.recv_fds(conn, len(frames.GO), frames.FDS)
-    if go != frames.GO or len(fds) != frames.FDS:
-        for fd in fds:
-            os.close(fd)
-        return 0  # the client timed out and runs the cell cold: nothing ran here
+    fds, (argv0, umask, environ_data, path_data, raw) = taken
     served()
     _die_with(conn)
-    _become(fds, environ, int(umask), argv0, path)
+    environ, path = frames.environ_of(environ_data), frames.paths_of(path_data)
+    for target, fd in enumerate(fds[:3]):
+        os.dup2(fd, target)
+    os.fchdir(fds[3])
+    for fd in fds:
+        os.close(fd)
+    take_on(environ, int(umask), argv0, path)
     from pyrelune.modes import oneshot
     from pyrelune.transports import stdio
 
-    stdio.write_all(oneshot.handle(raw, None, started(peer)))
+    def start_worker(source: str, filename: str, folders: tuple[str, ...], cap: int
+                     ) -> WorkerProcess:
+        return ahead.start(source, filename, folders, cap,
+                           (environ_data, int(umask), argv0, path))
+
+    stdio.write_all(oneshot.handle(raw, None, started(peer), start_worker))
     status = 0
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     _release_std_fds()
     conn.sendall(bytes((status,)))
     return status
+
+
+def _handshake(conn: socket.socket, peer: int, baseline: Baseline, worker: int
+               ) -> tuple[list[int], list[bytes]] | None:
+    """The launcher's descriptors and request once it committed; None if it did not.
+
+    Every check comes before the accept, and the launcher's limits and
+    scheduling are taken on (by this process and its `worker`) meanwhile.
+    """
+    conn.settimeout(REQUEST_WAIT)
+    sections = _receive_sections(conn)
+    if sections is None:
+        return None  # the client gave up (it runs the cell cold), or it is no client of ours
+    _, umask, environ_data, path_data, raw = sections
+    stale = baseline.stamp.changed()
+    if stale:
+        conn.sendall(frames.COLD + stale.encode("utf-8", "replace"))
+        os.kill(os.getppid(), _signal.SIGTERM)  # the warm process: its modules are stale
+        return None
+    pids = (os.getpid(), worker)
+    reason = ("a malformed request" if not umask.isdigit() or int(umask) > 0o777 else None
+              or _environment(frames.environ_of(environ_data), baseline)
+              or sandbox.differs(peer, baseline.sandbox) or _limits(peer, pids)
+              or sandbox.carry_over(peer, pids)
+              or _same_imports(raw, frames.paths_of(path_data), peer, baseline))
+    if reason:
+        conn.sendall(frames.COLD + reason.encode("utf-8", "replace"))
+        return None
+    conn.sendall(frames.ACCEPT + os.getpid().to_bytes(8, "big"))
+    conn.settimeout(None)  # the client sends GO at once: waiting longer costs nothing
+    go, fds, _, _ = socket.recv_fds(conn, len(frames.GO), frames.FDS)
+    if go != frames.GO or len(fds) != frames.FDS:
+        for fd in fds:
+            os.close(fd)
+        return None  # the client timed out and runs the cell cold: nothing ran here
+    return fds, sections
 
 
 def _receive_sections(conn: socket.socket) -> list[bytes] | None:
@@ -206,8 +243,12 @@ def _environment(environ: dict[bytes, bytes], baseline: Baseline) -> str | None:
     return None
 
 
-def _limits(peer: int) -> str | None:
-    """Take on the launcher's resource limits; why not, if not."""
+def _limits(peer: int, pids: tuple[int, ...]) -> str | None:
+    """Give processes `pids` the launcher's resource limits; why not, if not.
+
+    A limit on memory cannot mean the same: a copy of the warm process has
+    the preloaded modules mapped already, which a cold one would not.
+    """
     import resource
 
     for name in _RLIMITS:
@@ -216,21 +257,19 @@ def _limits(peer: int) -> str | None:
             continue
         try:
             wanted = resource.prlimit(peer, limit)
-            if resource.getrlimit(limit) != wanted:
-                resource.setrlimit(limit, wanted)
+            if name in _MEMORY and wanted[0] != resource.RLIM_INFINITY:
+                return f"resource limits: {name} limits memory"
+            for pid in pids:
+                if resource.prlimit(pid, limit) != wanted:
+                    resource.prlimit(pid, limit, wanted)
         except (OSError, ValueError):
             return f"resource limits: {name} cannot be matched"
     return None
 
 
-def _become(fds: list[int], environ: dict[bytes, bytes], umask: int, argv0: bytes,
-            path: list[str]) -> None:
-    """Become the launcher: its descriptors, directory, environment, umask, argv and sys.path."""
-    for target, fd in enumerate(fds[:3]):
-        os.dup2(fd, target)
-    os.fchdir(fds[3])
-    for fd in fds:
-        os.close(fd)
+def take_on(environ: dict[bytes, bytes], umask: int, argv0: bytes, path: list[str]) -> None:
+    """Become the launcher, as a cold runtime (and its worker) is it: its environment, umask,
+    argv and sys.path; a new process's random state."""
     os.environb.clear()
     os.environb.update(environ)
     os.umask(umask)

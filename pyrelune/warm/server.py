@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 from pyrelune import settings
 from pyrelune.cli.entry import warm_paths
-from pyrelune.warm import frames, place, sandbox, served, starts
+from pyrelune.warm import ahead, frames, place, sandbox, served, starts
 from pyrelune.warm.route import LOCK_FD
 
 #: The counts the warm process shares with its spares: cells served, the last one's time.
@@ -161,18 +161,26 @@ class Warm:
         this process is gone, until it takes a cell (see `_take`). Leaving
         kills no one: a spare that has taken a cell is its runtime, and
         answers it whatever becomes of this process.
+
+        Once a spare has taken a cell, the next one is forked when another
+        client waits (the listening socket is readable) or that cell's
+        runtime has ended: not while the cell runs beside it for nothing
+        (a fork of this process, and the spare's of its worker, take the
+        processors for milliseconds).
         """
         import select
 
-        notes = self._notes
+        notes, listening = self._notes, self.listener.fileno()
         exited, alive = self._fork_spare()
+        busy = False  # the spare took a cell: it runs it, and accepts no more
         try:
             while True:
                 wait = self.idle - (time.monotonic() - self.last) if self.idle else None
                 if wait is not None and wait <= 0:
                     return
-                ready, _, _ = select.select([notes, exited], [], [], wait)
-                replace = exited in ready
+                watched = [notes, exited, listening] if busy else [notes, exited]
+                ready, _, _ = select.select(watched, [], [], wait)
+                replace = exited in ready or listening in ready
                 if notes in ready:
                     for note in os.read(notes, 512):
                         if note == self.STOP_ALL[0]:
@@ -181,11 +189,12 @@ class Warm:
                             if not self.served:  # it works: no longer a start that fails
                                 starts.Record(starts.SERVING, 0, time.time()).write(LOCK_FD)
                             self._count(self.served + 1, time.monotonic())
-                        replace = replace or note == self.TOOK_A_CELL[0]
-                if replace:  # the spare took a cell, or died: another one waits
+                        busy = busy or note == self.TOOK_A_CELL[0]
+                if replace:  # another cell waits, or the spare (or the cell it took) ended
                     os.close(exited)
                     os.close(alive)
                     exited, alive = self._fork_spare()
+                    busy = False
         finally:
             os.close(alive)  # the spare dies now, unless it has taken a cell
 
@@ -215,7 +224,9 @@ class Warm:
         return os.pidfd_open(pid), alive
 
     def _spare(self, lifeline: int) -> None:
-        """In the spare: serve connections until one brings a cell (or a stop)."""
+        """In the spare: fork the next cell's worker, then serve connections until one
+        brings a cell (or a stop)."""
+        self._ahead = ahead.Ahead()
         while True:
             conn, _ = self.listener.accept()
             with conn:
@@ -255,17 +266,20 @@ class Warm:
             _tell(notify, self.SERVED)
             os.close(notify)
 
-        served.serve(conn, peer, self.baseline, (self.listener.fileno(), LOCK_FD), committed)
+        served.serve(conn, peer, self.baseline, (self.listener.fileno(), LOCK_FD), committed,
+                     self._ahead)
 
     def status(self) -> dict[str, Any]:
         """The warm process's status (asked in the spare, forked since the last cell)."""
         warm, spare = _memory(os.getppid()), _memory(os.getpid())
+        worker = _memory(self._ahead.worker.pid)
         return {
             "pid": os.getppid(), "preload": self.preload, "preloaded": self.loaded,
             "python": sys.executable, "rss": warm.get("Rss", 0),
-            # What the two cost together: their own pages, and those they share counted
-            # once between them (PSS; the spare shares nearly all of the warm process's).
-            "private": warm.get("Pss", 0) + spare.get("Pss", 0),
+            # What the three cost together (it, its spare, the spare's worker): their own
+            # pages, and those they share counted once between them (PSS: the spare and
+            # the worker share nearly all of the warm process's).
+            "private": warm.get("Pss", 0) + spare.get("Pss", 0) + worker.get("Pss", 0),
             "idle": round(time.monotonic() - self.last, 1), "idle_timeout": self.idle,
             "uptime": round(time.monotonic() - self.started, 1), "served": self.served,
         }

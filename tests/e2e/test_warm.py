@@ -716,14 +716,17 @@ def test_a_matplotlibrc_a_cold_cell_reads_sends_the_cell_cold(
     assert warm.host.run_cell(source).text() == "3.0\n"
 
 
-def test_a_warm_cells_sys_path_is_a_cold_ones(warm: Warm) -> None:
-    """A cold runtime starts with its launcher's folder (the venv's bin) first."""
-    source = WHICH + "\nimport json, sys\nprint(json.dumps(sys.path))"
+def test_a_warm_cells_sys_path_and_stdin_are_a_cold_ones(warm: Warm) -> None:
+    """A cold runtime starts with its launcher's folder (the venv's bin) first; its worker's
+    stdin is what a cold one has (the warm cell's worker was forked before the cell came)."""
+    source = (WHICH + "\nimport json, os, stat, sys\nprint(json.dumps(sys.path))\n"
+              "print(stat.S_ISFIFO(os.fstat(0).st_mode), repr(sys.stdin.read()))")
     cold = VixHost().run_cell(source, env={"PYRELUNE_WARM": "0"}).text().splitlines()
     warm.start()
     served = warm.host.run_cell(source).text().splitlines()
     assert (cold[0], served[0]) == ("cold", "warm")
     assert json.loads(served[1]) == json.loads(cold[1])
+    assert served[2] == cold[2]
 
 
 def test_editing_the_matplotlibrc_the_warm_process_read_ends_it(
