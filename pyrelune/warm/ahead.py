@@ -63,6 +63,7 @@ class Ahead:
 def _wait(fds: WorkerFds) -> NoReturn:
     """In the worker: wait for the cell, become what a cold worker is, run it."""
     try:
+        served.reseed()  # while it waits: each worker is a fork of its own
         channel = socket.socket(fileno=0)
         first, passed, _, _ = socket.recv_fds(channel, 1, 2)
         data = bytearray(first)

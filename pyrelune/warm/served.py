@@ -269,13 +269,12 @@ def _limits(peer: int, pids: tuple[int, ...]) -> str | None:
 
 def take_on(environ: dict[bytes, bytes], umask: int, argv0: bytes, path: list[str]) -> None:
     """Become the launcher, as a cold runtime (and its worker) is it: its environment, umask,
-    argv and sys.path; a new process's random state."""
+    argv and sys.path."""
     os.environb.clear()
     os.environb.update(environ)
     os.umask(umask)
     sys.argv = [argv0.decode("utf-8", "surrogateescape")]
     sys.path[:] = path + [p for p in sys.path if p not in path]  # and what the preload added
-    _reseed()
 
 
 def _same_imports(raw: bytes, path: list[str], peer: int, baseline: Baseline) -> str | None:
@@ -363,7 +362,7 @@ def _matplotlibrc(working: str) -> str | None:
     return matplotlibrc()
 
 
-def _reseed() -> None:
+def reseed() -> None:
     """Fresh random state, as a new process has (Python's `random` reseeds itself at fork)."""
     numpy_random = sys.modules.get("numpy.random")
     if numpy_random is not None:
