@@ -804,6 +804,21 @@ def test_a_warm_process_that_keeps_dying_is_not_restarted_for_every_cell(
     assert asked.stderr.rstrip().endswith("preloading failed: out of luck")
 
 
+def test_doctor_says_why_the_warm_process_does_not_start(
+        warm: Warm, vix_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "pyrelune_test_dies.py").write_text(
+        "import sys\nprint('preloading failed: out of luck', file=sys.stderr, flush=True)\n"
+        "import os\nos._exit(3)\n")
+    monkeypatch.setenv("PYTHONPATH", str(library))
+    assert vix("install", "--warm", "--preload", "pyrelune_test_dies").returncode == 0
+    doctor = vix("doctor")
+    line = next(line for line in doctor.stdout.splitlines() if "warm start" in line)
+    assert "but the warm process did not start: the warm process died 1 time(s) in a row " \
+        "without ending cleanly; its last words: preloading failed: out of luck" in line, line
+
+
 def held(lock: Path | None) -> bool:
     assert lock is not None
     fd = os.open(lock, os.O_RDONLY)
