@@ -76,7 +76,7 @@ def start(preload: str, timeout: float = 120.0) -> dict[str, Any]:
         found = status(preload)
         if found is not None:
             return found
-        if not _held(lock_path):  # no warm process, nor one starting: it died
+        if not starts.held(lock_path):  # no warm process, nor one starting: it died
             found = status(preload)
             if found is not None:
                 return found
@@ -88,23 +88,6 @@ def start(preload: str, timeout: float = 120.0) -> dict[str, Any]:
 def failure(preload: str) -> str | None:
     """Why the warm process is not running, if its last start failed (see `starts`)."""
     return starts.describe(warm_paths(preload)[1])
-
-
-def _held(lock_path: str) -> bool:
-    """Whether a warm process (or its starter) holds the lock."""
-    import fcntl
-
-    try:
-        lock = os.open(lock_path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(lock)
-    return False
 
 
 def stop(preload: str, timeout: float = 10.0) -> int | None:

@@ -72,6 +72,23 @@ class Record:
                 f" next start after {time.strftime('%H:%M:%S', time.localtime(retry))}")
 
 
+def held(lock_path: str) -> bool:
+    """Whether a warm process (or its starter) holds the lock at `lock_path`."""
+    import fcntl
+
+    try:
+        lock = os.open(lock_path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(lock)
+    return False
+
+
 def log_path(lock_path: str) -> str:
     """Where the warm process of `lock_path` writes its stderr (truncated at each start)."""
     return lock_path.removesuffix(".lock") + ".log"
@@ -80,17 +97,14 @@ def log_path(lock_path: str) -> str:
 def describe(lock_path: str) -> str | None:
     """Why the warm process is not running, when it failed; None when nothing failed
     (or it is starting: its lock is held)."""
-    import fcntl
-
+    if held(lock_path):
+        return None
     try:
         lock = os.open(lock_path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
         record = Record.read(lock).after_a_crash()
-    except OSError:
-        return None
     finally:
         os.close(lock)
     if record.failures == 0:

@@ -142,17 +142,11 @@ class WarmSocket:
 def warm_socket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmSocket]:
     runtime = tmp_path_factory.mktemp("warm-fuzz")
     runtime.chmod(0o700)
-    saved = {name: os.environ.get(name) for name in ("XDG_RUNTIME_DIR", "PYRELUNE_WARM")}
-    os.environ.update(XDG_RUNTIME_DIR=str(runtime), PYRELUNE_WARM="colorsys")
-    try:
-        yield WarmSocket(runtime)
-    finally:
-        warmhost.stop_all(runtime)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with warmhost.environment(XDG_RUNTIME_DIR=str(runtime), PYRELUNE_WARM="colorsys"):
+        try:
+            yield WarmSocket(runtime)
+        finally:
+            warmhost.stop_all(runtime)
 
 
 def _read(conn: socket.socket, enough: Callable[[bytes], bool]) -> bytes:

@@ -27,6 +27,8 @@ import pytest
 import warmhost
 from vixhost import HostResult, VixHost, encode_request, pyrelune_command
 
+from pyrelune.warm import starts
+
 PRELOAD = "colorsys"
 WHICH = "import sys\nprint('warm' if 'colorsys' in sys.modules else 'cold')"
 
@@ -821,11 +823,4 @@ def test_doctor_says_why_the_warm_process_does_not_start(
 
 def held(lock: Path | None) -> bool:
     assert lock is not None
-    fd = os.open(lock, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return starts.held(str(lock))
