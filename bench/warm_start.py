@@ -151,7 +151,7 @@ def main() -> None:
             assert status is not None
             print(f"idle warm process: {status['rss'] / 2**20:.0f} MiB resident, "
                   f"{status['private'] / 2**20:.0f} MiB its own (PSS of it, its spare child "
-                  "and the worker that forked ahead)")
+                  "and the worker the spare forked ahead)")
             stamp = served.Stamp()
             each = min(timeit.repeat(stamp.changed, number=1000, repeat=5)) / 1000
             print(f"staleness check: {each * 1e6:.1f} us per request "

@@ -1,13 +1,17 @@
 """The warm process's child: one request, run by the cold oneshot runtime itself.
 
-Forked per cell. It takes the caller's descriptors, current directory,
-environment, umask and resource limits, so that `oneshot.handle` runs as in
-a freshly started runtime; what the preloaded modules make impossible to
-match (an environment they read at import, a module of the cell's folders
-that would stand in for one of them) is refused before anything runs, and
-the caller runs the cell cold. A host that SIGKILLs the caller SIGKILLs this
-process too (O_ASYNC on the socket), and with it, as in cold, the cell's
-process group.
+A spare that took a cell. Before it accepts, it checks all that could make
+the cell's answer differ from a cold one (the environment the preloaded
+modules read at import, the installed packages and settings files, sys.path
+and a module of the cell's folders that would stand in for a preloaded one,
+a matplotlibrc, the launcher's sandbox and memory limits) and takes on the
+launcher's limits and scheduling; a refusal means the launcher runs the
+cell cold, nothing having run. Once the launcher commits, it takes the
+launcher's descriptors, current directory, environment, umask, argv and
+sys.path, and `oneshot.handle` runs as in a freshly started runtime, its
+worker forked ahead (`ahead`). A host that SIGKILLs the launcher SIGKILLs
+this process too (O_ASYNC on the socket), and with it, as in cold, the
+cell's process group.
 """
 
 from __future__ import annotations

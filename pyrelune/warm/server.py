@@ -3,11 +3,12 @@
 Started detached once the first warm cell has answered (`route.Start`) or by `pyrelune
 warm start`. It holds the lock for its whole life (one warm process per
 socket), preloads, listens on a socket only its user can reach, and for each
-request of the same user a child forked ahead of time becomes the cold
-runtime (`served`). It never holds the descriptors a request brings: the
-child receives them. It exits after an idle timeout, when
-the installed packages change, on `pyrelune warm stop` or SIGTERM, and
-removes its socket as it goes.
+request of the same user a child forked ahead of time (with the worker of
+its cell: `ahead`) becomes the cold runtime (`served`). It never holds the
+descriptors a request brings: the child receives them. It exits after an
+idle timeout, when the installed packages or the settings files it read
+change, on `pyrelune warm stop` or SIGTERM, and removes its socket as it
+goes; its starts are recorded in its lock file (`starts`).
 """
 
 from __future__ import annotations
