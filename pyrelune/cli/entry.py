@@ -113,22 +113,29 @@ def preload_names(setting: str) -> str:
         name.strip() for name in setting.split(",") if name.strip())
 
 
-def gains(raw: bytes, preload: str) -> bool:
+def gains(raw: bytes, preload: str, plain: frozenset[bytes] | None = None) -> bool:
     """Whether the request `raw` may use a preloaded module, so that warm can be faster.
 
     Yes when its bytes hold the name of a preloaded module, a `%` (a magic),
     a computed import, or an import statement of a module outside the
-    standard library; a cell without any (`print(2 + 3)`, `import math`) is
-    faster cold, where no fork of a big process is on its way. Tests on the
+    standard library that is not known to import nothing preloaded (`plain`:
+    as the warm process published them, see `warm.reach`; read when None);
+    a cell without any (`print(2 + 3)`, `import math`, `import pygments`) is
+    faster cold, where no copy of a big process is on its way. Tests on the
     request as it came, without JSON decoding: a false yes costs only speed.
     """
     names = (name.partition(".")[0].encode() for name in preload.split(","))
-    return (any(n in raw for n in names if n) or any(word in raw for word in _IMPORTING)
-            or (b"import" in raw and _imports_beyond_stdlib(raw)))
+    if any(n in raw for n in names if n) or any(word in raw for word in _IMPORTING):
+        return True
+    beyond = _imports_beyond_stdlib(raw) if b"import" in raw else set()
+    if not beyond:
+        return False
+    return not beyond <= (_published_plain(preload) if plain is None else plain)
 
 
-def _imports_beyond_stdlib(raw: bytes) -> bool:
-    """Whether an `import x` or `from x import y` in `raw` names a module outside the stdlib.
+def _imports_beyond_stdlib(raw: bytes) -> set[bytes]:
+    """The top-level names of the modules outside the stdlib that an `import x` or
+    `from x import y` in `raw` names.
 
     Statements are found where they may start (see `_STATEMENT_STARTS`), so
     `import` inside other text is not one; an odd one (`import x\\`) counts.
@@ -137,6 +144,7 @@ def _imports_beyond_stdlib(raw: bytes) -> bool:
     for start in _STATEMENT_STARTS:
         pieces = [part for piece in pieces for part in piece.split(start)]
     stdlib = sys.stdlib_module_names
+    found = set()
     for piece in pieces:
         words = piece.replace(b"\\t", b" ").replace(b"\\r", b" ").replace(b",", b" ").split()
         if len(words) < 2 or words[0] not in (b"import", b"from"):
@@ -144,9 +152,24 @@ def _imports_beyond_stdlib(raw: bytes) -> bool:
         modules = words[1:2] if words[0] == b"from" else [  # not `as` nor what follows it
             word for i, word in enumerate(words[1:], 1) if b"as" not in (word, words[i - 1])]
         for module in modules:
-            if module.partition(b".")[0].decode("ascii", "replace") not in stdlib:
-                return True
-    return False
+            top = module.partition(b".")[0]
+            if top.decode("ascii", "replace") not in stdlib:
+                found.add(top)
+    return found
+
+
+def _published_plain(preload: str) -> frozenset[bytes]:
+    """The modules the warm process of `preload` found to gain nothing (none if unknown)."""
+    try:
+        with open(plain_path(preload), "rb") as published:
+            return frozenset(published.read(1 << 20).split())
+    except OSError:
+        return frozenset()
+
+
+def plain_path(preload: str) -> str:
+    """Where the warm process of `preload` publishes the modules that gain nothing from it."""
+    return warm_paths(preload)[0].removesuffix(".sock") + ".plain"
 
 
 def warm_folder() -> str:

@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from typing import Any, NoReturn
 
 from pyrelune import settings
-from pyrelune.cli.entry import warm_paths
-from pyrelune.warm import ahead, frames, place, sandbox, served, starts
+from pyrelune.cli.entry import plain_path, warm_paths
+from pyrelune.warm import ahead, frames, place, reach, sandbox, served, starts
 from pyrelune.warm.route import LOCK_FD
 
 #: The counts the warm process shares with its spares: cells served, the last one's time.
@@ -59,10 +59,12 @@ def main(argv: list[str], cold: Iterable[str]) -> None:
     shadowable = served.shadowable(sys.modules, cold)
     matplotlibrc = served.matplotlibrc()
     stamp = served.Stamp(() if matplotlibrc is None else (matplotlibrc,))
-    gc.collect()
-    gc.freeze()  # the children's garbage collections leave the preloaded objects' pages shared
     socket_path, _ = warm_paths(preload)
     place.check_folder(os.path.dirname(socket_path), create=True)
+    plain = plain_path(preload)
+    reach.publish(plain, list(sys.modules))  # before the socket: launchers read it once there
+    gc.collect()
+    gc.freeze()  # the children's garbage collections leave the preloaded objects' pages shared
     listener, identity = _listen(socket_path)
     baseline = served.Baseline(environ, shadowable, stamp, path, sandbox.identity(), matplotlibrc)
     warm = Warm(listener, preload, loaded, baseline, idle)
@@ -77,6 +79,10 @@ def main(argv: list[str], cold: Iterable[str]) -> None:
         clean = True
     finally:
         _unlink_if_ours(socket_path, identity)
+        try:
+            os.unlink(plain)
+        except OSError:
+            pass
         if clean:
             starts.Record(starts.ENDED, 0, started.last).write(LOCK_FD)
 

@@ -824,3 +824,24 @@ def test_doctor_says_why_the_warm_process_does_not_start(
 def held(lock: Path | None) -> bool:
     assert lock is not None
     return starts.held(str(lock))
+
+
+def test_a_cell_that_imports_only_modules_that_gain_nothing_runs_cold(warm: Warm) -> None:
+    """pygments imports nothing the warm process loaded: a copy of it would only cost."""
+    pytest.importorskip("pygments")
+    source = "import pygments\nprint(pygments.__name__)"
+    cold = VixHost().run_cell(source, env={"PYRELUNE_WARM": "0"})
+    warm.start()
+    routed = warm.host.run_cell(source)
+    assert cold_reason(routed).endswith("(the cell uses no preloaded module)")
+    assert routed.stdout == cold.stdout
+
+
+def test_a_module_that_requires_a_preloaded_one_is_served_warm(
+        warm: Warm, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pandas")
+    monkeypatch.setenv("PYRELUNE_WARM", "numpy")
+    warm.start()
+    served = warm.host.run_cell("import pandas\nprint(pandas.Series([1]).sum())")
+    assert b"pyrelune warm: cold" not in served.stderr, served
+    assert served.text() == "1\n"
