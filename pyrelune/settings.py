@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 #: clamped: `select` and asyncio overflow long before infinity (about 292
 #: years), and whoever asks for more means "none", which is 0 for a deadline.
 MAX_SECONDS = 7 * 24 * 3600
+#: How long an idle warm process waits for a cell before it exits: ten minutes.
+WARM_IDLE = 600.0
 #: The smallest byte limit: room for the markers and a little of each end.
 MIN_BYTES = 1024
 #: The largest byte limit (1 TiB): anything above is a typo, and a number of
@@ -38,10 +40,11 @@ class SettingError(ValueError):
     """A setting's value breaks its rule; the message names the setting and the rule."""
 
 
-def seconds(name: str, text: str, minimum: float = 0.0) -> float:
+def seconds(name: str, text: str, minimum: float = 0.0, zero: str = "no deadline") -> float:
     """`text` as seconds: a number from `minimum` to `MAX_SECONDS` (0 for a deadline: none).
 
     Python's number syntax in ASCII, so `inf` and `nan` parse, and are refused.
+    `zero`: what 0 means, said in the error when 0 is allowed.
     """
     try:
         # ASCII: float() takes other scripts' digits too. NaN fails every comparison.
@@ -49,7 +52,7 @@ def seconds(name: str, text: str, minimum: float = 0.0) -> float:
     except ValueError:
         value = -1.0
     if not minimum <= value <= MAX_SECONDS:
-        none = " (0: no deadline)" if minimum == 0 else ""
+        none = f" (0: {zero})" if minimum == 0 else ""
         raise SettingError(f"{name} must be seconds, from {minimum:g} to {MAX_SECONDS}{none}, "
                            f"not {text[:_QUOTED]!r}")
     return value
@@ -93,6 +96,14 @@ def timeout(default: float) -> float:
     """$PYRELUNE_TIMEOUT: seconds a oneshot cell may run, or `default` when unset or empty."""
     setting = os.environ.get("PYRELUNE_TIMEOUT", "")
     return seconds("PYRELUNE_TIMEOUT", setting) if setting.strip() else default
+
+
+def warm_idle() -> float:
+    """$PYRELUNE_WARM_IDLE: seconds an idle warm process waits before it exits (0: for ever),
+    `WARM_IDLE` when unset or empty."""
+    setting = os.environ.get("PYRELUNE_WARM_IDLE", "")
+    return (seconds("PYRELUNE_WARM_IDLE", setting, zero="never idles out") if setting.strip()
+            else WARM_IDLE)
 
 
 def max_output(default: Default) -> int | Default:

@@ -3,7 +3,6 @@ them, a raised recursion limit."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,23 +43,17 @@ def warm_everywhere(request: pytest.FixtureRequest,
         return
     folder = tmp_path_factory.mktemp("runtime")
     folder.chmod(0o700)
-    saved = {name: os.environ.get(name)
-             for name in ("XDG_RUNTIME_DIR", "PYRELUNE_WARM", "PYRELUNE_WARM_EVERY")}
     # Every cell, even one that would run cold for speed (no import: see entry.gains).
-    os.environ.update(XDG_RUNTIME_DIR=str(folder), PYRELUNE_WARM="1", PYRELUNE_WARM_EVERY="1")
-    try:
-        status = warmhost.start()
-        yield
-        served = warmhost.status()
-        assert served is not None and served["pid"] == status["pid"], served
-        assert served["served"] > 0, served
-    finally:
-        warmhost.stop_all(folder)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with warmhost.environment(XDG_RUNTIME_DIR=str(folder), PYRELUNE_WARM="1",
+                              PYRELUNE_WARM_EVERY="1"):
+        try:
+            status = warmhost.start()
+            yield
+            served = warmhost.status()
+            assert served is not None and served["pid"] == status["pid"], served
+            assert served["served"] > 0, served
+        finally:
+            warmhost.stop_all(folder)
 
 
 @pytest.fixture(params=MODES)

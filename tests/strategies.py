@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from pyrelune.protocols import validation
+from pyrelune.warm import frames
 
 #: Every code point, lone surrogates included: cells print them.
 any_text = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()))
@@ -120,3 +121,41 @@ def near_valid_requests(draw: st.DrawFn) -> bytes:
 #: Anything a host may write as a request: JSON values, request-shaped objects, bytes.
 request_bytes = (json_values.map(encode) | requests().map(encode) | near_valid_requests()
                  | st.binary(max_size=300))
+
+
+#: What a client of the warm process's socket may send for each of a run's sections
+#: (argv[0], umask, environment, sys.path, the request), given the values a real
+#: launcher would send (`real`): those, or anything.
+_UMASKS = st.sampled_from([b"18", b"0", b"", b"abc", b"-1", b"1" * 40, b"\xff"])
+
+
+@st.composite
+def warm_socket_messages(draw: st.DrawFn, real: tuple[bytes, ...]) -> tuple[bytes, bytes | None]:
+    """Bytes a client sends on connecting, and the GO byte it may send after an ACCEPT
+    (b"": it closes instead; None: it half-closes at once).
+
+    Mostly a run's frames with some sections real (so that the warm process
+    goes deep) and others anything, cut anywhere or with lengths that lie;
+    some any bytes, some a status. Never a stop (a user's client may stop
+    it: that is no fault).
+    """
+    kind = draw(st.sampled_from(["run", "run", "run", "lying", "bytes", "status"]))
+    if kind == "bytes":
+        data = draw(st.binary(max_size=200))
+    elif kind == "status":
+        data = frames.STATUS + draw(st.binary(max_size=16))
+    elif kind == "lying":
+        data = (frames.RUN + draw(st.integers(0, 2**64 - 1)).to_bytes(8, "big")
+                + draw(st.binary(max_size=32)))
+    else:
+        sections = [value if draw(st.integers(0, 3)) else draw(other) for value, other in
+                    zip(real, (st.binary(max_size=40), _UMASKS, st.binary(max_size=200),
+                               st.binary(max_size=200), request_bytes), strict=True)]
+        count = draw(st.sampled_from([frames.SECTIONS] * 6 + [0, 1, 4, 6]))
+        data = frames.RUN + frames.pack(*[*sections, b"extra"][:count])
+        if draw(st.integers(0, 3)) == 0:
+            data = data[:draw(st.integers(0, len(data)))]
+    if data.startswith(frames.STOP):
+        data = b"x" + data
+    go = draw(st.sampled_from([frames.GO, frames.GO, b"X", b"", None]))
+    return data, go

@@ -7,6 +7,8 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +77,21 @@ def wait_until(condition: Any, within: float = START_WITHIN) -> bool:
             return True
         time.sleep(0.05)
     return bool(condition())
+
+
+@contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """os.environ with `values` set, then as it was."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def stop_all(runtime_dir: Path) -> None:

@@ -39,7 +39,7 @@ _STATEMENT_STARTS = (b"\\n", b";", b'"', b":")
 def main(warm: str | None = None) -> None:
     """`warm`: the launcher's warm-start setting (`vix install --warm`); $PYRELUNE_WARM wins."""
     if len(sys.argv) == 1:
-        raw = start = None
+        raw = start = started = None
         setting = os.environ.get("PYRELUNE_WARM", warm or "")
         if setting.lower() not in WARM_OFF and not os.isatty(0):
             from pyrelune.transports import stdio
@@ -48,12 +48,12 @@ def main(warm: str | None = None) -> None:
             if not (stdio.closed(0) or stdio.closed(1)):
                 raw = stdio.read_all(0, stdio.MAX_REQUEST)
                 if len(raw) <= stdio.MAX_REQUEST:
-                    served, start = _warm(raw, preload_names(setting))
+                    served, start, started = _warm(raw, preload_names(setting))
                     if served is not None:
                         os._exit(served)  # answered by the warm runtime: nothing of ours left
         from pyrelune.modes import oneshot
 
-        status = oneshot.main(raw=raw)
+        status = oneshot.main(raw=raw, started=started)
         # The response is out and the worker's group is gone: once the exit
         # begins, nothing is left to do, and the interpreter's teardown of
         # its modules (about 4 ms, a tenth of a cell's run) would only delay
@@ -97,7 +97,7 @@ def main(warm: str | None = None) -> None:
 # start costs. Everything else goes on to pyrelune.warm.route.
 
 
-def _warm(raw: bytes, preload: str) -> tuple[int | None, Start | None]:
+def _warm(raw: bytes, preload: str) -> tuple[int | None, Start | None, float | None]:
     """What `route.run` answers for the request `raw`; a cell that cannot gain (`gains`)
     with the warm process's socket in place is cold without asking it.
 
@@ -109,7 +109,7 @@ def _warm(raw: bytes, preload: str) -> tuple[int | None, Start | None]:
     if not handed and not os.environ.get("PYRELUNE_WARM_DEBUG"):
         try:
             os.lstat(warm_paths(preload)[0])
-            return None, None  # a warm process's (or one route refuses): nothing to start
+            return None, None, None  # a warm process's (or one route refuses): nothing to start
         except OSError:
             pass  # none there (first use), or an error: route starts one, or says why not
     from pyrelune.warm import route
@@ -123,22 +123,29 @@ def preload_names(setting: str) -> str:
         name.strip() for name in setting.split(",") if name.strip())
 
 
-def gains(raw: bytes, preload: str) -> bool:
+def gains(raw: bytes, preload: str, plain: frozenset[bytes] | None = None) -> bool:
     """Whether the request `raw` may use a preloaded module, so that warm can be faster.
 
     Yes when its bytes hold the name of a preloaded module, a `%` (a magic),
     a computed import, or an import statement of a module outside the
-    standard library; a cell without any (`print(2 + 3)`, `import math`) is
-    faster cold, where no fork of a big process is on its way. Tests on the
+    standard library that is not known to import nothing preloaded (`plain`:
+    as the warm process published them, see `warm.reach`; read when None);
+    a cell without any (`print(2 + 3)`, `import math`, `import pygments`) is
+    faster cold, where no copy of a big process is on its way. Tests on the
     request as it came, without JSON decoding: a false yes costs only speed.
     """
     names = (name.partition(".")[0].encode() for name in preload.split(","))
-    return (any(n in raw for n in names if n) or any(word in raw for word in _IMPORTING)
-            or (b"import" in raw and _imports_beyond_stdlib(raw)))
+    if any(n in raw for n in names if n) or any(word in raw for word in _IMPORTING):
+        return True
+    beyond = _imports_beyond_stdlib(raw) if b"import" in raw else set()
+    if not beyond:
+        return False
+    return not beyond <= (_published_plain(preload) if plain is None else plain)
 
 
-def _imports_beyond_stdlib(raw: bytes) -> bool:
-    """Whether an `import x` or `from x import y` in `raw` names a module outside the stdlib.
+def _imports_beyond_stdlib(raw: bytes) -> set[bytes]:
+    """The top-level names of the modules outside the stdlib that an `import x` or
+    `from x import y` in `raw` names.
 
     Statements are found where they may start (see `_STATEMENT_STARTS`), so
     `import` inside other text is not one; an odd one (`import x\\`) counts.
@@ -147,6 +154,7 @@ def _imports_beyond_stdlib(raw: bytes) -> bool:
     for start in _STATEMENT_STARTS:
         pieces = [part for piece in pieces for part in piece.split(start)]
     stdlib = sys.stdlib_module_names
+    found = set()
     for piece in pieces:
         words = piece.replace(b"\\t", b" ").replace(b"\\r", b" ").replace(b",", b" ").split()
         if len(words) < 2 or words[0] not in (b"import", b"from"):
@@ -154,9 +162,24 @@ def _imports_beyond_stdlib(raw: bytes) -> bool:
         modules = words[1:2] if words[0] == b"from" else [  # not `as` nor what follows it
             word for i, word in enumerate(words[1:], 1) if b"as" not in (word, words[i - 1])]
         for module in modules:
-            if module.partition(b".")[0].decode("ascii", "replace") not in stdlib:
-                return True
-    return False
+            top = module.partition(b".")[0]
+            if top.decode("ascii", "replace") not in stdlib:
+                found.add(top)
+    return found
+
+
+def _published_plain(preload: str) -> frozenset[bytes]:
+    """The modules the warm process of `preload` found to gain nothing (none if unknown)."""
+    try:
+        with open(plain_path(preload), "rb") as published:
+            return frozenset(published.read(1 << 20).split())
+    except OSError:
+        return frozenset()
+
+
+def plain_path(preload: str) -> str:
+    """Where the warm process of `preload` publishes the modules that gain nothing from it."""
+    return warm_paths(preload)[0].removesuffix(".sock") + ".plain"
 
 
 def warm_folder() -> str:

@@ -34,7 +34,7 @@ def describe(found: dict[str, object]) -> str:
     return (f"running: pid {found['pid']} ({found['python']})\n"
             f"preloaded: {preloaded} (asked: {found['preload']})\n"
             f"memory: {rss / mib:.0f} MiB resident, {private / mib:.0f} MiB its own (PSS, with "
-            "its spare child)\n"
+            "its spare child and the worker it forked ahead)\n"
             f"idle: {found['idle']} s (exits after {found['idle_timeout']} s idle), "
             f"cells served: {found['served']}")
 
@@ -47,9 +47,11 @@ def status_command(preload: Preload = None) -> None:
     """
     from pyrelune.warm import control
 
-    found = control.status(_preload(preload))
+    chosen = _preload(preload)
+    found = control.status(chosen)
     if found is None:
-        typer.echo("not running")
+        failure = control.failure(chosen)
+        typer.echo("not running" if failure is None else f"not running: {failure}")
         raise typer.Exit(1)
     typer.echo(describe(found))
 
@@ -64,12 +66,9 @@ def start_command(preload: Preload = None) -> None:
 
     try:
         found = control.start(_preload(preload))
-    except place.Unsafe as refusal:
+    except (place.Unsafe, control.NotStarted) as refusal:
         typer.echo(f"not started: {refusal}", err=True)
         raise typer.Exit(1) from None
-    if found is None:
-        typer.echo("not started: the warm process did not answer", err=True)
-        raise typer.Exit(1)
     typer.echo(describe(found))
 
 

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from pyrelune.supervisor.limits import OutputBudget
     from pyrelune.supervisor.process import WorkerFds
 
+    #: What starts a cell's worker: (source, filename, sys.path folders, output cap).
+    StartWorker = Callable[[str, str, tuple[str, ...], int], WorkerProcess]
+
 #: Vix Note kills the runtime at 10 s and then shows nothing. Past the
 #: deadline the cell is interrupted, and killed with its process group GRACE
 #: later; what it wrote is sent. Measured with two busy processes on two
@@ -74,12 +77,13 @@ def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
         raise vixnote.Rejected(INVALID_CONFIGURATION, str(exc)) from None
 
 
-def main(timeout: float | None = None, raw: bytes | None = None) -> int:
+def main(timeout: float | None = None, raw: bytes | None = None,
+         started: float | None = None) -> int:
     """Run the request on stdin (or `raw`, read already); the status is 0 once answered.
 
     Streams the host left closed, or a stdout that cannot take the response
     (`/dev/full`), get one line on stderr and status 1; stdin is read to its
-    end first whenever it can be (see `stdio.read_all`).
+    end first whenever it can be (see `stdio.read_all`). `started`: see `handle`.
     """
     if raw is None:
         if stdio.closed(0):
@@ -91,7 +95,7 @@ def main(timeout: float | None = None, raw: bytes | None = None) -> int:
     if stdio.closed(1):
         return _cannot("stdout is closed: the response is written to it")
     try:
-        stdio.write_all(handle(raw, timeout))
+        stdio.write_all(handle(raw, timeout, started))
     except OSError as exc:
         return _cannot(f"cannot write the response to stdout: {exc.strerror or exc}")
     return 0
@@ -103,8 +107,15 @@ def _cannot(reason: str) -> int:
     return 1
 
 
-def handle(raw: bytes, timeout: float | None) -> bytes:
-    """The response bytes for one request's bytes."""
+def handle(raw: bytes, timeout: float | None, started: float | None = None,
+           start_worker: StartWorker | None = None) -> bytes:
+    """The response bytes for one request's bytes.
+
+    `started`: when the deadline's clock started (`time.monotonic()`), when
+    that was before this call: a cell that went through a warm process
+    first is answered within the same deadline. `start_worker`: how the
+    worker starts (a warm runtime's was forked ahead); else forked now.
+    """
     signals = _Signals()
     request_id = None
     try:
@@ -116,9 +127,9 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
     folders = (note, folder) if note is not None and note != folder else (folder,)
-    worker = WorkerProcess(_cell_runner(request.source, request.filename, folders, max_output))
+    worker = (start_worker or _fork_worker)(request.source, request.filename, folders, max_output)
     signals.watch(worker)
-    budget, failure = _collect(worker, deadline, max_output, order)
+    budget, failure = _collect(worker, deadline, max_output, order, started)
     if signals.received:
         failure = _signalled(signals.received, failure)
     return vixnote.respond(budget, failure, request_id)
@@ -179,6 +190,10 @@ def _signalled(signum: int, error: CellError | None) -> CellError:
                      error.line if error else None)
 
 
+def _fork_worker(source: str, filename: str, folders: tuple[str, ...], cap: int) -> WorkerProcess:
+    return WorkerProcess(_cell_runner(source, filename, folders, cap))
+
+
 def _cell_runner(
     source: str, filename: str, folders: tuple[str, ...], cap: int
 ) -> Callable[[WorkerFds], NoReturn]:
@@ -193,7 +208,8 @@ def _cell_runner(
 
 
 def _collect(
-    worker: WorkerProcess, deadline: float, max_output: int, order: tuple[str, ...]
+    worker: WorkerProcess, deadline: float, max_output: int, order: tuple[str, ...],
+    started: float | None,
 ) -> tuple[OutputBudget, CellError | None]:
     """The cell's output, shaped for Vix Note and within budget, and how it ended."""
     # Imported after the fork, so that on two cores they load while the
@@ -212,7 +228,7 @@ def _collect(
 
     screen = Presenter(keep, plain=True)  # Vix Note shows text raw: no colour codes
     failure = None
-    for event in supervise(worker, deadline or None, GRACE, max_output):
+    for event in supervise(worker, deadline or None, GRACE, max_output, started):
         if isinstance(event, Done):
             failure = event.error
         elif isinstance(event, (Stream, Display, Clear)):

@@ -32,18 +32,20 @@ CHECK_EVERY = 1.0
 
 
 def supervise(
-    worker: WorkerProcess, timeout: float | None, grace: float, cap: int
+    worker: WorkerProcess, timeout: float | None, grace: float, cap: int,
+    started: float | None = None,
 ) -> Iterator[Event]:
     """A oneshot cell's events through its Done, then the output still in flight.
 
     Once the cell is over, so is every process it left behind in its group:
     they are killed, and what they wrote in time is kept (see `linger`).
     `grace`: from the deadline's interrupt to the kill (see `Session.begin`);
-    `cap`: the output cap the worker cuts its events to.
+    `cap`: the output cap the worker cuts its events to; `started`: when the
+    deadline's clock started, if not now (see `WorkerLink.begin`).
     """
     link = WorkerLink(worker, cap)
     try:
-        link.begin(timeout, grace)
+        link.begin(timeout, grace, started)
         yield from run(link)
         worker.signal_group(_signal.SIGKILL)
         yield from linger(link)

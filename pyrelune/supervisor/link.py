@@ -180,9 +180,14 @@ class WorkerLink:
 
             self.send(to_wire(FreshRing(lap)))
 
-    def begin(self, timeout: float | None = None, grace: float = GRACE) -> None:
-        """A new cell starts: the session's clock, and no interrupt meant for an earlier one."""
-        self.session.begin(time.monotonic(), timeout, grace)
+    def begin(self, timeout: float | None = None, grace: float = GRACE,
+              started: float | None = None) -> None:
+        """A new cell starts: the session's clock, and no interrupt meant for an earlier one.
+
+        `started`: when the deadline's clock started (a `time.monotonic()`
+        value), if before now: a warm cell's counts from its launcher's start.
+        """
+        self.session.begin(time.monotonic() if started is None else started, timeout, grace)
         if self.worker.interrupts is not None:
             self.worker.interrupts.forget()
 

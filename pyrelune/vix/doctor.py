@@ -112,14 +112,19 @@ def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
     if interpreter is None or os.path.abspath(interpreter) != os.path.abspath(sys.executable):
         return Check("warm start", True, f"on ({where}); not checked: the launcher runs "
                      "another Python than this command")
+    backing_off = control.failure(preload) if control.status(preload) is None else None
     try:
         before = control.start(preload)
     except place.Unsafe as refusal:
         return Check("warm start", False, f"on ({where}), but refused: {refusal}",
                      f"remove {warm_folder()} (another user's, or open to others)")
-    if before is None:
-        return Check("warm start", False, f"on ({where}), but the warm process did not start",
-                     "run `pyrelune warm start` to see why")
+    except control.NotStarted as failure:
+        return Check("warm start", False, f"on ({where}), but the warm process did not start: "
+                     f"{failure}", "fix what it said (see `pyrelune warm status`); cells run "
+                     "cold meanwhile")
+    if backing_off is not None:
+        return Check("warm start", True, f"on ({where}); started now, but it had failed: "
+                     f"{backing_off}", "see `pyrelune warm status`", warning=True)
     runner(extension.command, host.request(WARM_PROBE, extension.id, extension.version))
     after = control.status(preload)
     if after is None or after["served"] <= before["served"]:

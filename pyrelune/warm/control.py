@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from pyrelune.cli.entry import WARM_OFF, preload_names, warm_paths
-from pyrelune.warm import frames, place, route
+from pyrelune.warm import frames, place, route, starts
 
 
 def setting() -> str:
@@ -48,21 +48,46 @@ def status(preload: str) -> dict[str, Any] | None:
     return found
 
 
-def start(preload: str, timeout: float = 120.0) -> dict[str, Any] | None:
-    """Start the warm process unless it runs, and wait until it answers; its status."""
+class NotStarted(Exception):
+    """The warm process could not be started, or died before it served; the message says why."""
+
+
+def start(preload: str, timeout: float = 120.0) -> dict[str, Any]:
+    """Start the warm process unless it runs, and wait until it answers; its status.
+
+    Asked by a person (`warm start`, doctor): it starts even while cells back
+    off from a warm process that keeps dying (see `starts`), and says why it
+    died if it does. Raises NotStarted, or place.Unsafe.
+    """
     socket_path, lock_path = warm_paths(preload)
     place.check_folder(os.path.dirname(socket_path), create=True)
+    found = status(preload)
+    if found is not None:
+        return found
+    start = route.Start.reserve(preload, lock_path, patient=False)
+    if isinstance(start, route.Start):
+        said = start.spawn()
+        if said != route.STARTING:
+            raise NotStarted(said)
+    elif start != route.BUSY:
+        raise NotStarted(start)
     deadline = time.monotonic() + timeout
-    started = False
     while time.monotonic() < deadline:
         found = status(preload)
         if found is not None:
             return found
-        if not started:
-            start = route.Start.reserve(preload, lock_path)
-            started = not isinstance(start, str) and start.spawn() == "starting a warm process"
+        if not starts.held(lock_path):  # no warm process, nor one starting: it died
+            found = status(preload)
+            if found is not None:
+                return found
+            raise NotStarted(starts.describe(lock_path) or "the warm process ended at once")
         time.sleep(0.05)
-    return None
+    raise NotStarted(f"the warm process did not answer within {timeout:g} s")
+
+
+def failure(preload: str) -> str | None:
+    """Why the warm process is not running, if its last start failed (see `starts`)."""
+    return starts.describe(warm_paths(preload)[1])
 
 
 def stop(preload: str, timeout: float = 10.0) -> int | None:

@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from pyrelune.cli.entry import warm_paths
 from pyrelune.warm import place
 
 #: The lock's descriptor in the warm process (see `Start`).
 LOCK_FD = 3
+#: What `Start` says when a warm process is on its way: one spawned, or another's.
+STARTING = "starting a warm process"
+BUSY = "warm process starting"
 _PROGRAM = """\
 import os, sys
 if not getattr(sys.flags, "safe_path", False):
@@ -32,9 +36,11 @@ main(sys.argv[1:], cold)
 """
 
 
-def run(raw: bytes, preload: str, handed: bool) -> tuple[int | None, Start | None]:
+def run(raw: bytes, preload: str, handed: bool
+        ) -> tuple[int | None, Start | None, float | None]:
     """The exit status once the warm runtime answered the request `raw` (None: run it cold),
-    and the warm process to start once the cold cell has answered, if none runs.
+    the warm process to start once the cold cell has answered, if none runs, and
+    when the cold cell's deadline started, if the warm process was asked first.
 
     `handed`: the cell goes to the warm process if one serves (it may gain
     from the preload: `entry.gains`, or every cell does); else it runs cold.
@@ -44,26 +50,31 @@ def run(raw: bytes, preload: str, handed: bool) -> tuple[int | None, Start | Non
         place.check_folder(os.path.dirname(socket_path), create=True)
         place.check_socket(socket_path)
     except place.Unsafe as refusal:
-        return cold(str(refusal)), None
+        return cold(str(refusal)), None, None
     except FileNotFoundError:
         return _first_use(preload, lock_path)
     except OSError as exc:
-        return cold(f"socket: {exc}"), None
+        return cold(f"socket: {exc}"), None, None
     if not handed:
-        return cold("the cell uses no preloaded module"), None
+        return cold("the cell uses no preloaded module"), None, None
     from pyrelune.warm import client
 
     try:
-        return client.run(raw, socket_path), None
+        status = client.run(raw, socket_path)
     except (ConnectionRefusedError, FileNotFoundError):  # a warm process that died
         return _first_use(preload, lock_path)
+    if status is not None:
+        return status, None, None
+    from pyrelune.warm.started import started
+
+    return None, None, started()  # the time the warm process took counts
 
 
-def _first_use(preload: str, lock_path: str) -> tuple[int | None, Start | None]:
+def _first_use(preload: str, lock_path: str) -> tuple[int | None, Start | None, None]:
     start = Start.reserve(preload, lock_path)
     if isinstance(start, str):
-        return cold(start), None
-    return cold("starting a warm process"), start
+        return cold(start), None, None
+    return cold(STARTING), start, None
 
 
 def cold(reason: str) -> int | None:
@@ -84,15 +95,24 @@ class Start:
     with the cell for the processors.
     """
 
-    def __init__(self, preload: str, lock: int) -> None:
+    def __init__(self, preload: str, lock: int, log: str) -> None:
         self.preload = preload
         self.lock = lock
+        self.log = log
 
     @classmethod
-    def reserve(cls, preload: str, lock_path: str) -> Start | str:
-        """The start to make, or why none: one is starting (or running), or an error."""
+    def reserve(cls, preload: str, lock_path: str, patient: bool = True) -> Start | str:
+        """The start to make, or why none: one is starting (or running), the setting is
+        wrong, the last ones died (unless not `patient`: see `starts`), or an error."""
         import fcntl  # first use only
 
+        from pyrelune import settings
+        from pyrelune.warm import starts
+
+        try:
+            settings.warm_idle()  # the warm process's own: it would die of a bad one
+        except settings.SettingError as exc:
+            return str(exc)
         try:
             lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
@@ -103,23 +123,32 @@ class Start:
                 moved = fcntl.fcntl(lock, fcntl.F_DUPFD_CLOEXEC, LOCK_FD + 1)
                 os.close(lock)
                 lock = moved
+            record = starts.Record.read(lock).after_a_crash()
+            refusal = record.refusal(time.time()) if patient else None
+            if refusal is None:
+                starts.Record(starts.STARTING, record.failures, time.time()).write(lock)
         except OSError:
             os.close(lock)
-            return "warm process starting"
-        return cls(preload, lock)
+            return BUSY
+        if refusal is not None:
+            os.close(lock)
+            return refusal
+        return cls(preload, lock, starts.log_path(lock_path))
 
     def spawn(self) -> str:
         """Start the warm process, detached; say how it went.
 
-        posix_spawn (no fork of this process): its own session, stdio on
-        /dev/null, the lock as LOCK_FD and every other descriptor this
+        posix_spawn (no fork of this process): its own session, stdin and
+        stdout on /dev/null, stderr to its log (see `starts`), the lock as
+        LOCK_FD and every other descriptor this
         process has closed (Vix Note's server sockets are open in it). Not
         waited for: it outlives this process (then no one's child, so never
         a zombie).
         """
         actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),
-            (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2),
+            (os.POSIX_SPAWN_DUP2, 0, 1),
+            (os.POSIX_SPAWN_OPEN, 2, self.log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
             (os.POSIX_SPAWN_DUP2, self.lock, LOCK_FD)]
         try:
             actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in map(int, os.listdir("/proc/self/fd"))
@@ -130,4 +159,4 @@ class Start:
             return f"spawn: {exc}"
         finally:
             os.close(self.lock)
-        return "starting a warm process"
+        return STARTING

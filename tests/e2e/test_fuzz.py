@@ -9,16 +9,22 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import socket
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings
+import warmhost
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from lines_host import RESPONSE_SCHEMA, Host, strict_json
-from strategies import any_text, encode, json_values, request_bytes
-from vixhost import VixHost
+from strategies import any_text, encode, json_values, request_bytes, warm_socket_messages
+from vixhost import VixHost, pyrelune_command
+
+from pyrelune.warm import frames
 
 #: Each oneshot example is a process (tens of milliseconds): a modest number.
 ONESHOT = settings(max_examples=60, deadline=None,
@@ -106,3 +112,129 @@ def test_the_fuzzed_lines_kernel_is_alive_at_the_end(kernel: Host) -> None:
     """Runs after the fuzz test (file order): the same kernel still answers and ends cleanly."""
     assert kernel.execute("print(6 * 7)")["stdout"] == "42\n"
     assert kernel.close() == 0
+
+
+# --- the warm process's socket ----------------------------------------------------------------
+
+#: Each example is a connection, most a spare taking it (a fork): a modest number.
+WARM = settings(max_examples=60, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+class WarmSocket:
+    """A warm process of the module's own, and what a real launcher would send it."""
+
+    def __init__(self, runtime: Path) -> None:
+        self.runtime = runtime
+        self.pid = warmhost.start()["pid"]
+        (self.path,) = (runtime / "pyrelune").glob("*.sock")
+        self.marker = runtime / "ran"
+        source = f"_ = open({str(self.marker)!r}, 'a').write('x')"
+        self.real = (pyrelune_command().encode(), b"18", frames.environ_bytes(dict(os.environb)),
+                     b"\0".join(p.encode() for p in sys.path),
+                     encode({"source": source}))
+
+    def ran(self) -> int:
+        return len(self.marker.read_text()) if self.marker.exists() else 0
+
+
+@pytest.fixture(scope="module")
+def warm_socket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmSocket]:
+    runtime = tmp_path_factory.mktemp("warm-fuzz")
+    runtime.chmod(0o700)
+    with warmhost.environment(XDG_RUNTIME_DIR=str(runtime), PYRELUNE_WARM="colorsys"):
+        try:
+            yield WarmSocket(runtime)
+        finally:
+            warmhost.stop_all(runtime)
+
+
+def _read(conn: socket.socket, enough: Callable[[bytes], bool]) -> bytes:
+    data = b""
+    try:
+        while not enough(data) and (chunk := conn.recv(4096)):
+            data += chunk
+    except OSError:
+        pass
+    return data
+
+
+def accepted(data: bytes) -> bool:
+    return data[:1] == frames.ACCEPT and len(data) >= 9
+
+
+@WARM
+@given(st.data())
+def test_the_warm_socket_never_answers_wrongly(warm_socket: WarmSocket, data: st.DataObject
+                                               ) -> None:
+    """Whatever a client of the same user sends: a refusal, an accept that runs nothing
+    until a proper GO, or the cell's own answer; and the warm process lives on."""
+    sent, go = data.draw(warm_socket_messages(warm_socket.real))
+    passed = data.draw(st.sampled_from([4, 4, 4, 0, 1, 3]))  # descriptors sent with the GO
+    before = warm_socket.ran()
+    committed = False
+    out_r, out_w = os.pipe()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(60)
+        conn.connect(str(warm_socket.path))
+        try:
+            conn.sendall(sent)
+        except OSError:
+            pass  # refused before it was all read
+        if go is None:
+            conn.shutdown(socket.SHUT_WR)
+        else:
+            conn.settimeout(1.0)  # a cut request waits for more: give up, as a client does
+        answer = _read(conn, accepted)
+        conn.settimeout(60)
+        if not accepted(answer) and go is not None:
+            conn.shutdown(socket.SHUT_WR)
+            answer += _read(conn, lambda got: False)
+        elif accepted(answer) and go:
+            here = os.open(warm_socket.runtime, os.O_RDONLY)
+            try:
+                socket.send_fds(conn, [go], [out_w, out_w, out_w, here][:passed])
+            finally:
+                os.close(here)
+            committed = go == frames.GO and passed == frames.FDS
+            answer += _read(conn, lambda got: False)  # no half-close: it ends a cell's runtime
+    os.close(out_w)
+    with os.fdopen(out_r, "rb") as out:
+        written = out.read()
+    event("committed" if committed else "accepted" if accepted(answer)
+          else "refused" if answer[:1] == frames.COLD else "dropped" if not answer else "other")
+    if sent.startswith(frames.STATUS):
+        assert answer == b"" or json.loads(answer)["pid"] == warm_socket.pid, answer
+    elif committed:
+        assert answer[9:] == b"\0", (sent, answer)  # its exit status: 0, answered
+        assert b'"ok":' in written or b'"ok": ' in written, written
+    elif accepted(answer):
+        assert len(answer) == 9, answer  # and nothing more: no GO, no cell
+        assert written == b""
+    else:
+        assert answer == b"" or answer[:1] == frames.COLD, answer
+        answer[1:].decode("utf-8")
+        assert written == b""
+    assert warm_socket.ran() - before <= committed  # a cell runs once, and only committed
+    os.kill(warm_socket.pid, 0)  # alive
+
+
+def test_the_fuzzed_warm_process_still_serves_and_holds_no_host(warm_socket: WarmSocket
+                                                                 ) -> None:
+    """Runs after the fuzz test (file order). Connections that stall (silent, or a request
+    cut short) hang no host: a cell beside them is answered, and served warm once they go."""
+    stalled = []
+    try:
+        for sent in (b"", frames.RUN[:2], frames.RUN + frames.pack(b"x")[:5]):
+            conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            conn.connect(str(warm_socket.path))
+            conn.sendall(sent)
+            stalled.append(conn)
+        beside = VixHost().run_cell("import sys\nprint('colorsys' in sys.modules)")
+        assert beside.text() in ("True\n", "False\n")  # answered, warm or cold
+    finally:
+        for conn in stalled:
+            conn.close()
+    result = VixHost().run_cell("import sys\nprint('colorsys' in sys.modules)")
+    assert result.text() == "True\n"
+    os.kill(warm_socket.pid, 0)

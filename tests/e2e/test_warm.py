@@ -19,12 +19,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import warmhost
 from vixhost import HostResult, VixHost, encode_request, pyrelune_command
+
+from pyrelune.warm import starts
 
 PRELOAD = "colorsys"
 WHICH = "import sys\nprint('warm' if 'colorsys' in sys.modules else 'cold')"
@@ -398,11 +401,12 @@ conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 conn.connect(sys.argv[1])
 answer = b""
 try:
-    socket.send_fds(conn, [frames.RUN], [0, 1, 2, os.open("/", os.O_RDONLY)])
-    conn.sendall(frames.pack(b"x", b"18", b"", request))
+    conn.sendall(frames.RUN + frames.pack(b"x", b"18", b"", b"", request))
     conn.settimeout(10)
     while chunk := conn.recv(4096):
         answer += chunk
+        if answer[:1] == frames.ACCEPT:
+            socket.send_fds(conn, [frames.GO], [0, 1, 2, os.open("/", os.O_RDONLY)])
 except OSError:
     pass
 print(repr(answer))
@@ -553,3 +557,291 @@ def test_doctor_reports_warm_start_working_and_suggests_it_when_off(
     (pid,) = warm.processes()
     assert (f"ok   warm start: on (the launcher): warm process {pid} serves cells "
             "(preloaded: colorsys;") in on.stdout
+
+
+# --- faults of the warm process -----------------------------------------------------------------
+
+
+def in_background(call: Callable[[], HostResult]) -> Future[HostResult]:
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(call)
+    pool.shutdown(wait=False)
+    return future
+
+
+def resume(pid: int, group: bool = False) -> None:
+    try:
+        (os.killpg if group else os.kill)(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_cell_handed_over_as_the_warm_process_dies_is_answered(
+        warm: Warm, tmp_path: Path, signum: int) -> None:
+    """Stopped, the warm process cannot hear that its spare took the cell; then it goes."""
+    pid = warm.start()["pid"]
+    assert isinstance(pid, int)
+    began, go = tmp_path / "began", tmp_path / "go"
+    source = (f"{WHICH}\nimport os, time\nopen({str(began)!r}, 'w').close()\n"
+              f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.01)\nprint('done')")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        answer = in_background(lambda: warm.host.run_cell(source))
+        assert warmhost.wait_until(began.exists, 60)
+        os.kill(pid, signum)
+    finally:
+        resume(pid)
+    assert warmhost.wait_until(lambda: pid not in warm.processes(), 30)
+    go.touch()
+    result = answer.result(timeout=120)
+    assert result.text() == "warm\ndone\n", result
+
+
+def test_a_stalled_warm_process_means_cold_and_holds_no_pipe_of_the_host(
+        warm: Warm, tmp_path: Path) -> None:
+    """The warm process and its spare stopped: the cell runs cold, the host reads its EOF
+    (VixHost reports `hung` else), and the stale request, once they resume, runs nothing."""
+    pid = warm.start()["pid"]
+    assert isinstance(pid, int)
+    ran = tmp_path / "ran"
+    source = f"{WHICH}\n_ = open({str(ran)!r}, 'a').write('x')"
+    os.killpg(pid, signal.SIGSTOP)
+    try:
+        result = warm.host.run_cell(source)
+    finally:
+        resume(pid, group=True)
+    assert result.text() == "cold\n"
+    assert "did not answer within" in cold_reason(result)
+    assert warmhost.wait_until(lambda: warm.which()[0] == "warm", 60)
+    assert warm.host.run_cell(source).text() == "warm\n"
+    assert ran.read_text() == "xx"  # once cold, once warm: the stale request never ran
+
+
+def test_a_deadline_cell_beside_a_stalled_warm_process_is_answered_in_the_hosts_time(
+        warm: Warm) -> None:
+    """The wait for the warm process counts towards the deadline (VixHost kills at 10 s)."""
+    pid = warm.start()["pid"]
+    assert isinstance(pid, int)
+    os.killpg(pid, signal.SIGSTOP)
+    try:
+        result = warm.host.run_cell(f"{WHICH}\nwhile True: pass", env={"PYRELUNE_WARM_DEBUG": ""})
+    finally:
+        resume(pid, group=True)
+    assert result.error["code"] == "timeout", result
+    assert result.response["stdout"] == "cold\n"
+
+
+# --- the launcher's sandbox, settings and sys.path ---------------------------------------------
+
+
+def launcher_script(tmp_path: Path, wrapper: str) -> str:
+    script = tmp_path / "launch"
+    script.write_text(f"#!/bin/sh\nexec {wrapper} {pyrelune_command()}\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_the_launchers_niceness_and_cpu_affinity_are_the_warm_cells(
+        warm: Warm, tmp_path: Path) -> None:
+    for tool in ("nice", "taskset"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed")
+    warm.start()
+    host = VixHost(command=launcher_script(tmp_path, "nice -n 10 taskset -c 0"))
+    source = ("import os, sys\nprint('colorsys' in sys.modules, os.nice(0), "
+              "sorted(os.sched_getaffinity(0)))")
+    cold = host.run_cell(source, env={"PYRELUNE_WARM": "0"}).text()
+    served = host.run_cell(source).text()
+    assert served.split(" ", 1) == ["True", cold.split(" ", 1)[1]], (served, cold)
+    assert cold.split(" ", 1)[1] == f"{os.nice(0) + 10} [0]\n"
+
+
+def unshare_wrapper() -> str:
+    """How this machine's user puts a command in a network namespace of its own."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not installed")
+    for wrapper in ("unshare -n", "unshare -rn"):
+        if subprocess.run([*wrapper.split(), "true"], capture_output=True).returncode == 0:
+            return wrapper
+    pytest.skip("this machine cannot unshare a network namespace")
+
+
+def test_a_launcher_in_another_network_namespace_runs_cold(warm: Warm, tmp_path: Path) -> None:
+    wrapper = unshare_wrapper()
+    warm.start()
+    host = VixHost(command=launcher_script(tmp_path, wrapper))
+    source = WHICH + "\nimport socket\nprint(sorted(n for _, n in socket.if_nameindex()))"
+    result = host.run_cell(source)
+    assert result.text().splitlines()[0] == "cold", result
+    assert "another sandbox: its namespace net differs" in cold_reason(result)
+    assert result.text().splitlines()[1] == "['lo']"
+    assert warm.which()[0] == "warm"  # beside it, the warm process still serves
+
+
+def test_a_launcher_with_no_new_privs_runs_cold(warm: Warm, tmp_path: Path) -> None:
+    """What a process cannot take on after the fact (as a seccomp filter, which sets it)."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv is not installed")
+    warm.start()
+    host = VixHost(command=launcher_script(tmp_path, "setpriv --no-new-privs"))
+    result = host.run_cell(WHICH)
+    assert result.text() == "cold\n"
+    assert "another sandbox: its NoNewPrivs differs" in cold_reason(result)
+
+
+def test_a_matplotlibrc_a_cold_cell_reads_sends_the_cell_cold(
+        warm: Warm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the working directory, named by MATPLOTLIBRC, or written in the user's settings
+    after the warm process started: warm cells give what cold ones give."""
+    pytest.importorskip("matplotlib")
+    config = tmp_path / "mplconfig"
+    config.mkdir()
+    monkeypatch.setenv("MPLCONFIGDIR", str(config))
+    monkeypatch.setenv("PYRELUNE_WARM", "matplotlib,colorsys")
+    warm.start()
+    source = "import matplotlib as mpl\nprint(mpl.rcParams['lines.linewidth'])"
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "matplotlibrc").write_text("lines.linewidth: 7.0\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "matplotlibrc").write_text("lines.linewidth: 5.0\n")
+    assert warm.host.run_cell(source).text() == "1.5\n"  # served warm, the default
+    in_project = warm.host.run_cell(source, workingDirectory=str(project))
+    assert in_project.text() == "7.0\n"
+    assert "matplotlib would read its settings from" in cold_reason(in_project)
+    named = warm.host.run_cell(source, env={"MATPLOTLIBRC": str(elsewhere)})
+    assert named.text() == "5.0\n"
+    assert cold_reason(named).endswith("(environment differs: MATPLOTLIBRC)")
+    (config / "matplotlibrc").write_text("lines.linewidth: 3.0\n")
+    assert warm.host.run_cell(source).text() == "3.0\n"
+
+
+def test_a_warm_cells_sys_path_and_stdin_are_a_cold_ones(warm: Warm) -> None:
+    """A cold runtime starts with its launcher's folder (the venv's bin) first; its worker's
+    stdin is what a cold one has (the warm cell's worker was forked before the cell came)."""
+    source = (WHICH + "\nimport json, os, stat, sys\nprint(json.dumps(sys.path))\n"
+              "print(stat.S_ISFIFO(os.fstat(0).st_mode), repr(sys.stdin.read()))")
+    cold = VixHost().run_cell(source, env={"PYRELUNE_WARM": "0"}).text().splitlines()
+    warm.start()
+    served = warm.host.run_cell(source).text().splitlines()
+    assert (cold[0], served[0]) == ("cold", "warm")
+    assert json.loads(served[1]) == json.loads(cold[1])
+    assert served[2] == cold[2]
+
+
+def test_editing_the_matplotlibrc_the_warm_process_read_ends_it(
+        warm: Warm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("matplotlib")
+    config = tmp_path / "mplconfig"
+    config.mkdir()
+    (config / "matplotlibrc").write_text("lines.linewidth: 3.0\n")
+    monkeypatch.setenv("MPLCONFIGDIR", str(config))
+    monkeypatch.setenv("PYRELUNE_WARM", "matplotlib,colorsys")
+    pid = warm.start()["pid"]
+    source = WHICH + "\nimport matplotlib as mpl\nprint(mpl.rcParams['lines.linewidth'])"
+    assert warm.host.run_cell(source).text() == "warm\n3.0\n"
+    (config / "matplotlibrc").write_text("lines.linewidth: 4.0\n")
+    result = warm.host.run_cell(source)
+    assert result.text() == "cold\n4.0\n"
+    assert cold_reason(result).endswith(f"({config / 'matplotlibrc'} changed)")
+    assert warmhost.wait_until(lambda: pid not in warm.processes(), 30)  # it was stale
+
+
+# --- settings and starts that fail -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["1e10", "-1", "inf", "nan", "ten"])
+def test_an_idle_timeout_out_of_range_is_refused_clearly_and_starts_nothing(
+        warm: Warm, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("PYRELUNE_WARM_IDLE", value)
+    said = (f"PYRELUNE_WARM_IDLE must be seconds, from 0 to 604800 (0: never idles out), "
+            f"not {value!r}")
+    started = warmhost.command("start")
+    assert started.returncode == 1, started
+    assert started.stderr == f"not started: {said}\n"
+    for _ in range(2):
+        which, result = warm.which()
+        assert which == "cold"
+        assert cold_reason(result).endswith(f"({said})")
+    assert warm.processes() == []
+
+
+def test_a_warm_process_that_keeps_dying_is_not_restarted_for_every_cell(
+        warm: Warm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It dies while it preloads: the second death in a row makes cells wait to restart it,
+    and `warm status` and doctor say why."""
+    library, tries = tmp_path / "library", tmp_path / "tries"
+    library.mkdir()
+    (library / "pyrelune_test_dies.py").write_text(
+        f"import os, signal, sys\nopen({str(tries)!r}, 'a').write('x')\n"
+        "print('preloading failed: out of luck', file=sys.stderr, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n")
+    monkeypatch.setenv("PYTHONPATH", str(library))
+    monkeypatch.setenv("PYRELUNE_WARM", "pyrelune_test_dies")
+    lock = None
+    for attempt in (1, 2):
+        which, result = warm.which()
+        assert which == "cold"
+        assert cold_reason(result).endswith("(starting a warm process)"), attempt
+        lock = warm.lock()
+
+        def died(lock: Path = lock, attempt: int = attempt) -> bool:
+            return tries.exists() and len(tries.read_text()) == attempt and not held(lock)
+
+        assert warmhost.wait_until(died, 60)
+    which, result = warm.which()
+    assert which == "cold"
+    assert "the warm process died 2 times in a row without ending cleanly; next start after" \
+        in cold_reason(result)
+    assert not held(lock) and tries.read_text() == "xx"  # not started again
+    shown = warmhost.command("status")
+    assert shown.returncode == 1
+    assert shown.stdout.startswith("not running: the warm process died 2 times in a row")
+    assert shown.stdout.rstrip().endswith("its last words: preloading failed: out of luck")
+    asked = warmhost.command("start")  # a person asks: it is tried, and says why it failed
+    assert asked.returncode == 1
+    assert "died 3 times in a row" in asked.stderr
+    assert asked.stderr.rstrip().endswith("preloading failed: out of luck")
+
+
+def test_doctor_says_why_the_warm_process_does_not_start(
+        warm: Warm, vix_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "pyrelune_test_dies.py").write_text(
+        "import sys\nprint('preloading failed: out of luck', file=sys.stderr, flush=True)\n"
+        "import os\nos._exit(3)\n")
+    monkeypatch.setenv("PYTHONPATH", str(library))
+    assert vix("install", "--warm", "--preload", "pyrelune_test_dies").returncode == 0
+    doctor = vix("doctor")
+    line = next(line for line in doctor.stdout.splitlines() if "warm start" in line)
+    assert "but the warm process did not start: the warm process died 1 time(s) in a row " \
+        "without ending cleanly; its last words: preloading failed: out of luck" in line, line
+
+
+def held(lock: Path | None) -> bool:
+    assert lock is not None
+    return starts.held(str(lock))
+
+
+def test_a_cell_that_imports_only_modules_that_gain_nothing_runs_cold(warm: Warm) -> None:
+    """pygments imports nothing the warm process loaded: a copy of it would only cost."""
+    pytest.importorskip("pygments")
+    source = "import pygments\nprint(pygments.__name__)"
+    cold = VixHost().run_cell(source, env={"PYRELUNE_WARM": "0"})
+    warm.start()
+    routed = warm.host.run_cell(source)
+    assert cold_reason(routed).endswith("(the cell uses no preloaded module)")
+    assert routed.stdout == cold.stdout
+
+
+def test_a_module_that_requires_a_preloaded_one_is_served_warm(
+        warm: Warm, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pandas")
+    monkeypatch.setenv("PYRELUNE_WARM", "numpy")
+    warm.start()
+    served = warm.host.run_cell("import pandas\nprint(pandas.Series([1]).sum())")
+    assert b"pyrelune warm: cold" not in served.stderr, served
+    assert served.text() == "1\n"

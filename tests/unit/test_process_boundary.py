@@ -19,6 +19,7 @@ PACKAGE = Path(pyrelune.__file__).parent
 FORK_TARGETS = {
     ("supervisor/kernel.py", "_serve"),
     ("modes/oneshot.py", "work"),
+    ("warm/ahead.py", "_wait"),  # the worker forked ahead of its cell
     ("__init__.py", "__getattr__"),
 }
 #: The warm process imports the worker's modules on purpose, before it serves any

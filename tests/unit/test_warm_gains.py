@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pyrelune.cli.entry import DEFAULT_PRELOAD, gains
+from pyrelune.warm import reach
 
 
 @pytest.mark.parametrize("source", [
@@ -43,3 +44,23 @@ def test_the_names_are_those_preloaded_top_level_ones() -> None:
     assert gains(b'{"source": "scipy.linalg"}', "scipy.linalg,numpy")
     assert not gains(b'{"source": "pandas"}', "numpy")
     assert not gains(b'{"source": "x"}', "")
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("import pygments", False), ("import pygments as p, json", False),
+    ("from pygments.lexers import PythonLexer", False),
+    ("import pygments, seaborn", True), ("import mymodule", True)])
+def test_a_cell_that_imports_only_modules_that_gain_nothing_does_not(
+        source: str, expected: bool) -> None:
+    raw = f'{{"source": "{source}"}}'.encode()
+    assert gains(raw, DEFAULT_PRELOAD, plain=frozenset({b"pygments", b"attr"})) is expected
+
+
+def test_what_gains_nothing_is_what_neither_is_loaded_nor_requires_what_is() -> None:
+    pytest.importorskip("pandas")
+    pytest.importorskip("pygments")
+    plain = reach.plain_modules(["numpy", "numpy.random", "colorsys"])
+    assert "pygments" in plain
+    assert "pandas" not in plain  # it requires numpy
+    assert "numpy" not in plain  # loaded
+    assert "pygments" not in reach.plain_modules(["pygments"])
