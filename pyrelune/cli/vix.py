@@ -47,7 +47,8 @@ def _target(package_id: str | None, warm: str = "") -> Target:
     return install.Target(chosen, install.interpreter(), loaded, warm=warm)
 
 
-def _finish(plan: Plan, dry_run: bool) -> None:
+def show_plan(plan: Plan, dry_run: bool) -> None:
+    """Print the plan (`--dry-run`) or carry it out and say what was done."""
     from pyrelune.vix import install
 
     if dry_run:
@@ -78,7 +79,7 @@ def _carry_out(
         where = project.absolute() if project is not None else None
         with install.global_lock(places, dry_run) if where is None else nullcontext():
             plan = make_plan(places, where, target)
-            _finish(plan, dry_run)
+            show_plan(plan, dry_run)
     except (install.InstallError, descriptor.InvalidDescriptor, OSError) as error:
         raise _fail(error) from None
     return target, plan
