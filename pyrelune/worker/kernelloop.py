@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from pyrelune.supervisor.process import WorkerFds
+    from pyrelune.wire.commands import Command
     from pyrelune.wire.ring import RingWriter
     from pyrelune.worker.liveprint import LivePrint
 
@@ -211,6 +212,9 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             from pyrelune.worker import eventloop
 
             eventloop.forget_inherited()
+        # A host that sees output only when a cell ends (lines) waits between cells: so does
+        # its worker. An interactive one's goes on running the cells' tasks (see `between`).
+        receive: Callable[[], Command] = channel.receive
         if interactive:
             from pyrelune.wire.ring import RingWriter
             from pyrelune.worker import show
@@ -228,6 +232,10 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             hand_over = HandOver(writer, channel)
             flush_first(hand_over)
             flush_before_c_calls(hand_over)
+            from pyrelune.worker import between
+
+            between.watch_for_asyncio()
+            receive = lambda: between.next_command(channel, writer)  # noqa: E731
         elif buffered:
             from pyrelune.worker.flushfirst import flush_first
 
@@ -235,7 +243,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             flush_first(flush_stdout)
         namespace = fresh_namespace()
         while True:
-            command = channel.receive()
+            command = receive()
             if isinstance(command, Reset):
                 cells_loop = sys.modules.get("pyrelune.worker.eventloop")
                 if cells_loop is not None:
@@ -244,6 +252,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
                 channel.send(Done())
             elif isinstance(command, Execute):
                 std.restore()
+                if interactive:
+                    between.before_cell()
                 namespace.update(command.inputs or {})
                 run(Cell(command.source, command.filename, command.cell), namespace, channel)
             # Anything else answered an input() that an interrupt ended first: nothing waits for it.

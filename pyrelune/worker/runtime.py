@@ -93,6 +93,22 @@ class Channel:
         """Whether the calling thread may wait for the session's answers."""
         return _thread.get_ident() == self._owner
 
+    def lend(self, owner: int | None) -> None:
+        """Who may wait: None while a kernel is idle (see `between`), the main thread again after.
+
+        Between cells the main thread runs the cells' tasks while it waits for
+        the next command: an answer it waited for there could be that command.
+        """
+        self._owner = owner
+
+    @property
+    def control_fd(self) -> int:
+        return self._control_fd
+
+    def pending(self) -> bool:
+        """Whether the session's next command has begun to arrive (`receive` will not wait long)."""
+        return self._commands.pending()
+
     def send(self, event: Display | Clear | InputRequest | Done) -> None:
         """Report `event` (and any posted before it) after everything the cell wrote."""
         flush_output()
