@@ -70,6 +70,12 @@ def main(warm: str | None = None) -> None:
         from pyrelune.modes import lines
 
         sys.exit(lines.main())
+    from pyrelune.cli import jupyterargs
+
+    if (connection_file := jupyterargs.connection_file(sys.argv[1:])) is not None:
+        from pyrelune.modes import jupyter
+
+        sys.exit(jupyter.main(connection_file))
     from pyrelune.cli import rpcargs
 
     # The rpc kernel's host waits for `kernel.ready` too: its options are read

@@ -32,7 +32,7 @@ from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.supervisor.presentation import Presenter
 from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.transports.reactor import Reactor
-from pyrelune.wire.events import Clear, Display, InputRequest, Stream
+from pyrelune.wire.events import Clear, Display, InputRequest, Reply, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -325,6 +325,8 @@ class RpcServer:
         if isinstance(event, Stream):
             self._screen.add(event)  # \r and \b applied; on to _present
             return
+        if isinstance(event, Reply):
+            return  # the answer to a Query, which this protocol never asks
         if isinstance(event, InputRequest) and self._input_ended:
             self.kernel.cancel_input()
         self._screen.flush()  # the lines held back go first, as `Presenter.add` has a display

@@ -60,8 +60,16 @@ class EventedKernel:
         self._tell()
         self._catch_quick_end(self._watch())
 
+    def query(self, kind: str, args: dict[str, Any]) -> None:
+        self._kernel.query(kind, args)
+        self._tell()
+        self._catch_quick_end(self._watch())
+
     def reply_input(self, value: str) -> None:
         self._kernel.reply_input(value)
+
+    def refuse_input(self) -> None:
+        self._kernel.refuse_input()
 
     def cancel_input(self) -> None:
         self._kernel.cancel_input()

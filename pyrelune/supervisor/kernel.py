@@ -15,7 +15,15 @@ from pyrelune.supervisor import blocking
 from pyrelune.supervisor.link import WorkerLink
 from pyrelune.supervisor.process import WorkerProcess, describe_exit
 from pyrelune.supervisor.session import PATIENCE
-from pyrelune.wire.commands import CancelInput, Execute, InputReply, Reset, to_wire
+from pyrelune.wire.commands import (
+    CancelInput,
+    Execute,
+    InputReply,
+    Query,
+    RefuseInput,
+    Reset,
+    to_wire,
+)
 from pyrelune.wire.events import WORKER_DIED, CellError, Done, Stream
 from pyrelune.wire.interrupts import Interrupts
 from pyrelune.wire.ring import OutputRing
@@ -123,6 +131,19 @@ class Kernel:
     def cancel_input(self) -> None:
         """The running cell's `input()` raises EOFError: no one is left to answer it."""
         self._command(CancelInput())
+
+    def refuse_input(self) -> None:
+        """The running cell's `input()` raises StdinNotImplementedError: the host never answers."""
+        self._command(RefuseInput())
+
+    def query(self, kind: str, args: dict[str, Any]) -> None:
+        """Ask the idle worker about its namespace (see `worker.introspect`): a Reply and a
+        Done follow, as a cell's events do. A worker that died in between is replaced first."""
+        if (status := self.link.worker.reap(block=False)) is not None:
+            self.replace_lost(status)
+        self.link.begin()
+        self._sent = None
+        self._command(Query(kind, args, self.link.session.cell))
 
     def reset(self) -> None:
         """A fresh namespace (the cell must be over); blocks until the worker confirms."""

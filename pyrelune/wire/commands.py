@@ -48,6 +48,25 @@ class CancelInput:
     __slots__ = ()
 
 
+class RefuseInput:
+    """The host cannot answer input at all: the cell's `input()` raises
+    StdinNotImplementedError (a Jupyter front end that sent allow_stdin false)."""
+
+    __slots__ = ()
+
+
+class Query:
+    """Answer `kind` (complete, inspect, expressions: see `worker.introspect`) about the
+    namespace with a Reply event, then a Done; numbered as a cell is, for its interrupt."""
+
+    __slots__ = ("args", "cell", "kind")
+
+    def __init__(self, kind: str, args: dict[str, Any], cell: int = 0) -> None:
+        self.kind = kind
+        self.args = args
+        self.cell = cell
+
+
 class Continue:
     """The session has read everything the worker wrote before its last message: go on."""
 
@@ -55,10 +74,10 @@ class Continue:
 
 
 if TYPE_CHECKING:
-    Command: TypeAlias = Execute | Reset | InputReply | CancelInput | Continue
+    Command: TypeAlias = Execute | Reset | InputReply | CancelInput | Continue | Query | RefuseInput
 
-_SIMPLE: dict[str, type[Reset | CancelInput | Continue]] = {
-    "reset": Reset, "cancel": CancelInput, "continue": Continue}
+_SIMPLE: dict[str, type[Reset | CancelInput | Continue | RefuseInput]] = {
+    "reset": Reset, "cancel": CancelInput, "continue": Continue, "refuse": RefuseInput}
 
 
 def to_wire(command: Command) -> bytes:
@@ -71,6 +90,9 @@ def to_wire(command: Command) -> bytes:
             message["inputs"] = command.inputs
     elif isinstance(command, InputReply):
         message = {"op": "input", "value": command.value}
+    elif isinstance(command, Query):
+        message = {"op": "query", "kind": command.kind, "args": command.args,
+                   "cell": command.cell}
     else:
         message = {"op": next(op for op, kind in _SIMPLE.items() if isinstance(command, kind))}
     return (fastjson.dumps(message) + "\n").encode()
@@ -85,4 +107,6 @@ def from_wire(line: bytes) -> Command:
                        message.get("inputs"))
     if op == "input":
         return InputReply(message["value"])
+    if op == "query":
+        return Query(message["kind"], message["args"], message["cell"])
     return _SIMPLE[op]()

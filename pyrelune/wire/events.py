@@ -179,12 +179,29 @@ class Done:
         return f"Done({self.error!r})"
 
 
+class Reply:
+    """The worker's answer to a `commands.Query` (completions, an object's help): a JSON object.
+
+    A Done follows it, as it follows a cell.
+    """
+
+    __slots__ = ("content",)
+
+    def __init__(self, content: dict[str, Any]) -> None:
+        self.content = content
+
+    def __repr__(self) -> str:
+        return f"Reply({sorted(self.content)})"
+
+
 if TYPE_CHECKING:
-    Event: TypeAlias = Stream | Display | Clear | InputRequest | Done
+    Event: TypeAlias = Stream | Display | Clear | InputRequest | Reply | Done
 
 
-def to_wire(event: Display | Clear | InputRequest | Done) -> dict[str, Any]:
+def to_wire(event: Display | Clear | InputRequest | Reply | Done) -> dict[str, Any]:
     """The JSON-ready form the worker sends to its session."""
+    if isinstance(event, Reply):
+        return {"t": "reply", "content": event.content}
     if isinstance(event, Display):
         message: dict[str, Any] = {"t": "display", "data": event.data,
                                    "metadata": event.metadata, "result": event.is_result}
@@ -202,7 +219,7 @@ def to_wire(event: Display | Clear | InputRequest | Done) -> dict[str, Any]:
     return {"t": "done", "error": {slot: getattr(error, slot) for slot in CellError.__slots__}}
 
 
-def from_wire(message: Any) -> Display | Clear | InputRequest | Done:
+def from_wire(message: Any) -> Display | Clear | InputRequest | Reply | Done:
     """Inverse of `to_wire`; ValueError for anything it cannot have made.
 
     The worker's own messages always pass, but a cell can write to the event
@@ -228,6 +245,10 @@ def from_wire(message: Any) -> Display | Clear | InputRequest | Done:
         prompt, password = message.get("prompt"), message.get("password")
         if isinstance(prompt, str) and isinstance(password, bool):
             return InputRequest(prompt, password)
+    elif kind == "reply":
+        content = message.get("content")
+        if isinstance(content, dict):
+            return Reply(content)
     elif kind == "done":
         error = message.get("error")
         if error is None:

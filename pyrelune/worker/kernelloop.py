@@ -19,8 +19,9 @@ import io
 import os
 import sys
 
-from pyrelune.wire.commands import Execute, InputReply, Reset
+from pyrelune.wire.commands import Execute, InputReply, Query, RefuseInput, Reset
 from pyrelune.wire.events import Done, InputRequest
+from pyrelune.worker import importhooks
 from pyrelune.worker.mainmodule import fresh_namespace
 from pyrelune.worker.runtime import (
     TEXT_OPTIONS,
@@ -175,16 +176,29 @@ def _current_directory_first() -> None:
         sys.path[0] = ""
 
 
+class StdinNotImplementedError(NotImplementedError):
+    """input() in a cell whose front end cannot answer it (IPython's name and meaning)."""
+
+
 class Prompter:
-    """`input()` for hosts that can answer: asks the session and waits."""
+    """`input()` for hosts that can answer: asks the session and waits.
 
-    def __init__(self, channel: Channel) -> None:
+    With `password`, it is `getpass.getpass`: the host hides what is typed.
+    """
+
+    def __init__(self, channel: Channel, password: bool = False) -> None:
         self._channel = channel
+        self._password = password
 
-    def __call__(self, prompt: object = "") -> str:
+    def __call__(self, prompt: object = "", stream: object = None) -> str:
         if not self._channel.waits_here():
             raise EOFError("input() can be answered only on the thread that runs the cell")
-        reply = self._channel.ask(InputRequest(str(prompt)))
+        if prompt == "" and self._password:
+            prompt = "Password: "  # getpass's own default
+        reply = self._channel.ask(InputRequest(str(prompt), self._password))
+        if isinstance(reply, RefuseInput):
+            raise StdinNotImplementedError(
+                "raw_input was called, but this frontend does not support input requests.")
         if not isinstance(reply, InputReply):
             raise EOFError("input() was cancelled")
         return reply.value
@@ -222,6 +236,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             from pyrelune.worker.liveprint import HandOver, LivePrint
 
             builtins.input = Prompter(channel)
+            importhooks.after_import("getpass", lambda getpass: setattr(
+                getpass, "getpass", Prompter(channel, password=True)))
             show.install()
             assert fds.ring is not None  # an interactive kernel's worker has one
             writer = RingWriter(fds.ring)
@@ -256,6 +272,10 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
                     between.before_cell()
                 namespace.update(command.inputs or {})
                 run(Cell(command.source, command.filename, command.cell), namespace, channel)
+            elif isinstance(command, Query):
+                from pyrelune.worker.introspect import answer
+
+                answer(command, namespace, channel)
             # Anything else answered an input() that an interrupt ended first: nothing waits for it.
     finally:
         os._exit(0)

@@ -18,6 +18,7 @@ Empty figures are never shown; GUI backends keep their windows.
 from __future__ import annotations
 
 import io
+import os
 import weakref
 
 from matplotlib._pylab_helpers import Gcf
@@ -36,6 +37,21 @@ if TYPE_CHECKING:
 #: Formats a figure is drawn in when the display asks for none in particular.
 DEFAULT_FORMATS = ("image/svg+xml",)
 _FORMATS = {"image/svg+xml": "svg", "image/png": "png", "image/jpeg": "jpeg"}
+#: The names PYRELUNE_FIGURE_FORMATS takes (IPython's `InlineBackend.figure_formats`).
+#: `retina` is PNG at twice the resolution, shown at the figure's size.
+_NAMED = {"svg": "image/svg+xml", "png": "image/png", "jpeg": "image/jpeg",
+          "jpg": "image/jpeg", "retina": "image/png"}
+
+
+def _chosen_formats() -> tuple[tuple[str, ...], bool]:
+    """The default formats, and whether PNG is retina: $PYRELUNE_FIGURE_FORMATS (a
+    comma-separated list of `_NAMED`; the Jupyter mode sets `png`, as ipykernel draws)."""
+    names = [n.strip().lower() for n in os.environ.get("PYRELUNE_FIGURE_FORMATS", "").split(",")]
+    mimes = tuple(dict.fromkeys(_NAMED[n] for n in names if n in _NAMED))
+    return mimes or DEFAULT_FORMATS, "retina" in names
+
+
+_defaults, _retina = _chosen_formats()
 
 #: Figures already displayed or saved, and so not shown again at the end of the cell.
 _shown: weakref.WeakSet[Figure] = weakref.WeakSet()
@@ -114,21 +130,28 @@ def is_empty(figure: Figure) -> bool:
 
 def figure_bundle(
     figure: Figure, include: Collection[str] | None, exclude: Collection[str] | None
-) -> dict[str, str]:
-    """The display formatter for `Figure`: SVG unless other formats are asked for.
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The display formatter for `Figure`: SVG (or the chosen formats) unless others are
+    asked for; a PNG's metadata gives the size to show it at, as IPython's inline backend.
 
     An empty figure has no image (its `repr` says it has 0 Axes).
     """
     if is_empty(figure):
-        return {}
-    wanted = [m for m in (include or DEFAULT_FORMATS) if m in _FORMATS]
+        return {}, {}
+    wanted = [m for m in (include or _defaults) if m in _FORMATS]
     data: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
     for mime in wanted:
         if exclude is None or mime not in exclude:
             buffer = io.BytesIO()
-            figure.savefig(buffer, format=_FORMATS[mime], bbox_inches="tight")
+            scale = 2 if _retina and mime == "image/png" else 1
+            figure.savefig(buffer, format=_FORMATS[mime], bbox_inches="tight",
+                           dpi=figure.dpi * scale)
             image = buffer.getvalue()
             data[mime] = image.decode("utf-8") if mime == "image/svg+xml" else image
+            if mime == "image/png" and image[12:16] == b"IHDR":
+                width, height = (int.from_bytes(image[at:at + 4], "big") for at in (16, 20))
+                metadata[mime] = {"width": width // scale, "height": height // scale}
     if data:
         _shown.add(figure)
-    return data
+    return data, metadata

@@ -28,6 +28,7 @@ from pyrelune.wire.events import (
     Display,
     Done,
     InputRequest,
+    Reply,
     message_limit,
     to_wire,
 )
@@ -109,7 +110,7 @@ class Channel:
         """Whether the session's next command has begun to arrive (`receive` will not wait long)."""
         return self._commands.pending()
 
-    def send(self, event: Display | Clear | InputRequest | Done) -> None:
+    def send(self, event: Display | Clear | InputRequest | Reply | Done) -> None:
         """Report `event` (and any posted before it) after everything the cell wrote."""
         flush_output()
         self._write(self._queued + self._line(event))
@@ -176,15 +177,17 @@ class Channel:
             flush_output()
             self._write(self._line(event, wait=False))
 
-    def _line(self, event: Display | Clear | InputRequest | Done, wait: bool = True) -> bytes:
+    def _line(self, event: Display | Clear | InputRequest | Reply | Done,
+              wait: bool = True) -> bytes:
         """One message to the session: a JSON line, signed, within the event limit.
 
         Text far over it is cut before it is encoded: a 300 MB display is
         not copied into a 300 MB line first.
         """
-        if isinstance(event, (InputRequest, Clear)) or _text_size(event) <= self._limit:
+        small = (InputRequest, Clear, Reply)  # a Reply is kept small (`introspect`)
+        if isinstance(event, small) or _text_size(event) <= self._limit:
             line = self._signed(event, wait)
-            if len(line) <= self._limit or isinstance(event, (InputRequest, Clear)):
+            if len(line) <= self._limit or isinstance(event, small):
                 return line  # a prompt is cut by the codec that shows it
         from pyrelune.worker import bounds
 
@@ -193,7 +196,8 @@ class Channel:
             return line
         return self._signed(bounds.plain(bounded, self._cap), wait)
 
-    def _signed(self, event: Display | Clear | InputRequest | Done, wait: bool) -> bytes:
+    def _signed(self, event: Display | Clear | InputRequest | Reply | Done,
+                wait: bool) -> bytes:
         message = to_wire(event)
         message["k"] = self._key
         if not wait:

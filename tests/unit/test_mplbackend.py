@@ -28,12 +28,12 @@ def test_other_formats_when_asked() -> None:
     data, _ = mime_bundle(plotted(), include=["image/png", "text/plain"])
     assert set(data) == {"image/png", "text/plain"}
     assert base64.b64decode(data["image/png"]).startswith(b"\x89PNG")
-    assert figure_bundle(plotted(), None, ["image/svg+xml"]) == {}
+    assert figure_bundle(plotted(), None, ["image/svg+xml"]) == ({}, {})
 
 
 def test_an_empty_figure_has_no_image() -> None:
     figure = Figure()
-    assert is_empty(figure) and figure_bundle(figure, None, None) == {}
+    assert is_empty(figure) and figure_bundle(figure, None, None) == ({}, {})
     figure.text(0.5, 0.5, "only text")
     assert not is_empty(figure)
 
@@ -44,3 +44,18 @@ def test_a_failing_draw_is_reported_and_skipped(capsys: pytest.CaptureFixture[st
     data, _ = mime_bundle(figure)
     assert set(data) == {"text/plain"}
     assert "figure_bundle failed; skipped" in capsys.readouterr().err
+
+
+def test_a_png_says_the_size_to_show_it_at_retina_half_its_pixels(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyrelune.worker import mplbackend
+
+    for names, scale in (("png", 1), ("retina", 2)):
+        monkeypatch.setenv("PYRELUNE_FIGURE_FORMATS", names)
+        monkeypatch.setattr(mplbackend, "_defaults", mplbackend._chosen_formats()[0])
+        monkeypatch.setattr(mplbackend, "_retina", mplbackend._chosen_formats()[1])
+        data, metadata = figure_bundle(plotted(), None, None)
+        png = data["image/png"]
+        width, height = (int.from_bytes(png[at:at + 4], "big") for at in (16, 20))
+        assert metadata == {"image/png": {"width": width // scale, "height": height // scale}}
+        assert list(data) == ["image/png"]

@@ -1,0 +1,28 @@
+"""The Jupyter kernel's command line, read without typer: a front end waits for the kernel.
+
+`pyrelune --mode jupyter -f CONNECTION_FILE`, as a kernelspec's argv has it
+(`--connection-file` too, `=VALUE` forms, any order). Anything else goes to
+the full command line, which says what is wrong.
+"""
+
+from __future__ import annotations
+
+
+def connection_file(args: list[str]) -> str | None:
+    """The connection file `args` name, if they are exactly `--mode jupyter` and one."""
+    mode = path = None
+    at = 0
+    while at < len(args):
+        name, equals, value = args[at].partition("=")
+        if not equals:
+            if at + 1 == len(args):
+                return None
+            value = args[at + 1]
+        at += 1 if equals else 2
+        if name == "--mode" and mode is None:
+            mode = value
+        elif name in ("-f", "--connection-file") and path is None and value:
+            path = value
+        else:
+            return None
+    return path if mode == "jupyter" and path is not None else None

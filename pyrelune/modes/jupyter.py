@@ -1,0 +1,258 @@
+"""Jupyter kernel mode: Jupyter's messaging protocol over ZeroMQ, on the kernels' worker.
+
+`pyrelune --mode jupyter -f CONNECTION_FILE`, as a kernelspec starts it. One
+event loop (`transports.reactor.Reactor`) does everything, as in the rpc
+kernel over a pipe: it reads the sockets (`transports.zmqsockets`), hands
+each message to the state machine (`protocols.jupyterkernel`), carries out
+its commands on the kernel (`supervisor.evented`, which watches the worker
+on the same loop) and sends what it answers. The heartbeat echoes on a
+thread of its own. The worker, where cells run, holds no socket: whatever
+a cell does, it cannot write into the protocol, and whatever kills it
+costs a cell, never the kernel.
+"""
+
+from __future__ import annotations
+
+import _signal
+import os
+import sys
+import time
+
+from pyrelune.protocols import jupyter
+from pyrelune.protocols.jupyterkernel import (
+    AnswerInput,
+    AskWorker,
+    Interrupt,
+    JupyterCodec,
+    RefuseInput,
+    RunCell,
+    Shutdown,
+)
+from pyrelune.protocols.streaming import DEFAULT_LIMIT
+from pyrelune.supervisor.evented import EventedKernel
+from pyrelune.transports.reactor import Reactor
+from pyrelune.wire.events import Done
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pyrelune.protocols.jupyterkernel import Command, Outcome
+    from pyrelune.transports.reactor import TimerHandle
+    from pyrelune.transports.zmqsockets import ZmqSockets
+    from pyrelune.wire.events import Event
+
+INSTALL_HINT = ("pyrelune: --mode jupyter needs pyzmq, which the 'jupyter' extra installs: "
+                "pip install 'pyrelune[jupyter]'\n")
+CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
+
+
+class ConfigError(Exception):
+    """A connection file the kernel refuses to start with; the message says why."""
+
+
+class Connection:
+    """What a connection file says: where to bind, and how messages are signed."""
+
+    def __init__(self, transport: str, ip: str, ports: dict[str, int], key: bytes,
+                 signature_scheme: str) -> None:
+        self.transport = transport
+        self.ip = ip
+        self.ports = ports
+        self.key = key
+        self.signature_scheme = signature_scheme
+
+
+def read_connection(path: str) -> Connection:
+    """The connection file at `path`, checked: `ConfigError` says what is wrong with it."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as file:
+            info = json.load(file)
+    except OSError as exc:
+        raise ConfigError(f"cannot read the connection file {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError(f"the connection file {path} is not JSON: {exc}") from None
+    if not isinstance(info, dict):
+        raise ConfigError(f"the connection file {path} is not a JSON object")
+    transport = info.get("transport", "tcp")
+    if transport not in ("tcp", "ipc"):
+        raise ConfigError(f"transport {transport!r}: expected 'tcp' or 'ipc'")
+    ip = info.get("ip", "127.0.0.1")
+    if not isinstance(ip, str) or not ip:
+        raise ConfigError("ip must be a non-empty string")
+    ports = {}
+    for channel in CHANNELS:
+        port = info.get(f"{channel}_port", 0)
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+            raise ConfigError(f"{channel}_port {port!r}: expected a port number 0-65535")
+        ports[channel] = port
+    key = info.get("key", "")
+    scheme = info.get("signature_scheme", "hmac-sha256")
+    if not isinstance(key, str) or not isinstance(scheme, str):
+        raise ConfigError("key and signature_scheme must be strings")
+    try:
+        jupyter.Signer(b"", scheme)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    connection = Connection(transport, ip, ports, key.encode(), scheme)
+    check(connection)
+    return connection
+
+
+def check(connection: Connection) -> None:
+    """Refuse to run code for anyone who can reach the port: no key, no network address."""
+    from pyrelune.modes.rpc import is_loopback
+
+    if not connection.key and connection.transport == "tcp" and not is_loopback(connection.ip):
+        raise ConfigError(
+            f"refusing to listen on {connection.ip} with an empty key: anyone who can reach "
+            "it could run code; give the connection file a key, or use 127.0.0.1")
+
+
+class JupyterServer:
+    """Connects the sockets, the state machine and the kernel."""
+
+    def __init__(self, connection: Connection, sockets: ZmqSockets, loop: Reactor,
+                 cap: int | None = None) -> None:
+        self.loop = loop
+        self.sockets = sockets
+        self.signer = jupyter.Signer(connection.key, connection.signature_scheme)
+        builder = jupyter.Builder(os.urandom(16).hex(), _username())
+        self.codec = JupyterCodec(builder, self.signer, cap)
+        # It asks of its loop only what `Loop` offers, though typed for asyncio's.
+        self.kernel = EventedKernel(loop, self._on_event,  # type: ignore[arg-type]
+                                    DEFAULT_LIMIT if cap is None else cap)
+        self._pump_due = False
+        self._flush_timer: TimerHandle | None = None
+        self.stopping: Shutdown | None = None
+        for fd in sockets.fds():
+            loop.add_reader(fd, self._pump)
+        self._apply(self.codec.starting())
+
+    def _pump(self) -> None:
+        """Read every message waiting on the sockets, control first."""
+        self._pump_due = False
+        for channel in ("control", "shell", "stdin"):
+            while self.stopping is None and (frames := self.sockets.receive(channel)) is not None:
+                self._apply(self.codec.receive(channel, frames))
+
+    def _look_again(self) -> None:
+        """After a send: the sockets' edge-triggered descriptors may not wake the loop."""
+        if not self._pump_due and any(self.sockets.pending(c) for c in ("control", "shell",
+                                                                         "stdin")):
+            self._pump_due = True
+            self.loop.call_soon(self._pump)
+
+    def _apply(self, outcome: Outcome) -> None:
+        for channel, message in outcome.messages:
+            self.sockets.send(channel, jupyter.serialize(message, self.signer))
+        for problem in outcome.problems:
+            sys.stderr.write(f"pyrelune: {problem}\n")
+        for command in outcome.commands:
+            self._carry_out(command)
+        if self.codec.flush_at is not None:
+            self._arm_flush()
+        self._look_again()
+
+    def _carry_out(self, command: Command) -> None:
+        if isinstance(command, (RunCell, AskWorker)):
+            # Next turn: this may be the Done of the cell before, still being delivered.
+            self.loop.call_soon(self._start, command)
+        elif isinstance(command, Interrupt):
+            self.kernel.interrupt()
+        elif isinstance(command, AnswerInput):
+            self.kernel.reply_input(command.value)
+        elif isinstance(command, RefuseInput):
+            self.kernel.refuse_input()
+        elif isinstance(command, Shutdown):
+            self.stopping = command
+            self.loop.call_soon(self.loop.stop)
+
+    def _start(self, command: RunCell | AskWorker) -> None:
+        if self.stopping is not None:
+            return
+        if isinstance(command, RunCell):
+            self.kernel.execute(command.source, command.filename)
+        else:
+            self.kernel.query(command.kind, command.args)
+
+    def _on_event(self, event: Event) -> None:
+        if isinstance(event, Done):
+            self._pump()  # what was sent meanwhile is queued first: a failure may abort it
+        self._apply(self.codec.output(event, time.monotonic()))
+
+    def _arm_flush(self) -> None:
+        due = self.codec.flush_at
+        if due is None or (self._flush_timer is not None and self._flush_timer.when() <= due):
+            return
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+        self._flush_timer = self.loop.call_at(due, self._flush)
+
+    def _flush(self) -> None:
+        self._flush_timer = None
+        self._apply(self.codec.tick(time.monotonic()))
+
+    def interrupt(self) -> None:
+        """SIGINT to the kernel process (interrupt_mode "signal"): interrupt what runs."""
+        if self.codec.busy:
+            self.kernel.interrupt()
+
+    def close(self) -> None:
+        self.kernel.close()
+
+
+def _username() -> str:
+    try:
+        import getpass
+
+        return getpass.getuser()
+    except (ImportError, KeyError, OSError):
+        return "pyrelune"
+
+
+def serve(connection: Connection, cap: int | None = None) -> None:
+    """Bind the sockets and serve until a shutdown_request or SIGTERM."""
+    from pyrelune.transports.zmqsockets import ZmqSockets
+
+    # Figures as ipykernel's inline backend draws them, unless the user chose.
+    os.environ.setdefault("PYRELUNE_FIGURE_FORMATS", "png")
+    sockets = ZmqSockets(connection.transport, connection.ip, connection.ports)
+    reactor = Reactor()
+    server = None
+    try:
+        server = JupyterServer(connection, sockets, reactor, cap)
+        reactor.add_signal_handler(_signal.SIGTERM, reactor.stop)
+        reactor.add_signal_handler(_signal.SIGINT, server.interrupt)
+        reactor.run()
+    finally:
+        if server is not None:
+            server.close()
+        reactor.close()
+        sockets.close()
+
+
+def main(connection_file: str) -> int:
+    """Start the kernel; the exit status is 2 for a connection file it refuses."""
+    try:
+        import zmq  # noqa: F401  (only to say clearly when it is missing)
+    except ImportError:
+        sys.stderr.write(INSTALL_HINT)
+        return 2
+    try:
+        connection = read_connection(connection_file)
+    except ConfigError as exc:
+        sys.stderr.write(f"pyrelune: {exc}\n")
+        return 2
+    from pyrelune import settings
+
+    try:
+        cap = settings.max_output(None)
+        serve(connection, cap)
+    except settings.SettingError as exc:
+        sys.stderr.write(f"pyrelune: {exc}\n")
+        return 2
+    except OSError as exc:  # zmq.ZMQError is one: the address is taken, ...
+        sys.stderr.write(f"pyrelune: cannot start the Jupyter kernel: {exc}\n")
+        return 1
+    return 0

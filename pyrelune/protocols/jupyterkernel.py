@@ -1,0 +1,543 @@
+"""The Jupyter kernel's state machine: requests and engine events in, messages and commands out.
+
+No I/O and no clock of its own, as the rpc codec (h11's way): the driver
+(`modes.jupyter`) hands it each message's frames with the channel they came
+on, and each engine event with the time; it sends the messages returned on
+their channels and carries out the commands (run a cell, ask the worker,
+interrupt, answer `input()`, shut down).
+
+Shell requests are served one at a time, in order, as ipykernel serves them:
+one that needs the worker (execute, complete, inspect) holds the queue until
+the worker's answer is in. Control requests (interrupt, shutdown,
+kernel_info) are answered at once, even while a cell runs. Every request is
+wrapped in `status` busy and idle on IOPub, with the request as parent; a
+cell's output goes out under its execute_request, and output that arrives
+between cells (a thread the cell started) under the last one.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+
+from pyrelune import __version__
+from pyrelune.protocols.colourtb import coloured
+from pyrelune.protocols.jupyter import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
+from pyrelune.protocols.streaming import Cap, Coalescer
+from pyrelune.wire import events
+from pyrelune.wire.events import Clear, Display, Done, InputRequest, Reply, Stream
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any, TypeAlias
+
+    from pyrelune.protocols.jupyter import Signer
+    from pyrelune.wire.events import CellError
+
+    Command: TypeAlias = "RunCell | AskWorker | Interrupt | AnswerInput | RefuseInput | Shutdown"
+
+SHELL, CONTROL, STDIN, IOPUB = "shell", "control", "stdin", "iopub"
+#: The names an error without a Python exception (the worker died, ...) goes by.
+_ENAMES = {events.WORKER_DIED: "WorkerDied", events.TIMEOUT: "Timeout"}
+#: The history's session number: this kernel keeps only its own session's cells.
+SESSION = 1
+HELP_LINKS = [
+    {"text": "Python Reference",
+     "url": "https://docs.python.org/{}.{}".format(*sys.version_info[:2])},
+    {"text": "NumPy Reference", "url": "https://numpy.org/doc/stable/reference/"},
+    {"text": "Matplotlib Reference", "url": "https://matplotlib.org/stable/contents.html"},
+    {"text": "pandas Reference", "url": "https://pandas.pydata.org/pandas-docs/stable/"},
+]
+
+
+class RunCell:
+    """Run `source` in the worker; its events follow, ending with a Done."""
+
+    __slots__ = ("filename", "source")
+
+    def __init__(self, source: str, filename: str) -> None:
+        self.source = source
+        self.filename = filename
+
+
+class AskWorker:
+    """Ask the worker about its namespace (`wire.commands.Query`); a Reply and a Done follow."""
+
+    __slots__ = ("args", "kind")
+
+    def __init__(self, kind: str, args: dict[str, Any]) -> None:
+        self.kind = kind
+        self.args = args
+
+
+class Interrupt:
+    """KeyboardInterrupt to the running cell, and a kill if it does not end."""
+
+
+class AnswerInput:
+    """Hand `value` to the `input()` the cell waits in."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+
+class RefuseInput:
+    """The front end cannot answer (allow_stdin false): `input()` raises, as in ipykernel."""
+
+
+class Shutdown:
+    """Stop the kernel once the messages are sent; `restart` says whether one will follow."""
+
+    __slots__ = ("restart",)
+
+    def __init__(self, restart: bool) -> None:
+        self.restart = restart
+
+
+class Outcome:
+    """What the driver must do: send `messages` (channel, message) in order, carry out
+    `commands`, and log `problems` (messages dropped)."""
+
+    __slots__ = ("commands", "messages", "problems")
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, Message]] = []
+        self.commands: list[Command] = []
+        self.problems: list[str] = []
+
+
+class _Cell:
+    """The execute_request being run, and what its reply needs."""
+
+    __slots__ = ("count", "error", "request", "silent", "stop_on_error", "user_expressions")
+
+    def __init__(self, request: Message, count: int) -> None:
+        content = request.content
+        self.request = request
+        self.count = count
+        self.silent = bool(content.get("silent", False))
+        self.stop_on_error = bool(content.get("stop_on_error", True))
+        expressions = content.get("user_expressions") or {}
+        self.user_expressions = expressions if isinstance(expressions, dict) else {}
+        self.error: CellError | None = None
+
+
+class JupyterCodec:
+    """The protocol state of one kernel, for every front end connected to it."""
+
+    def __init__(self, builder: Builder, signer: Signer, limit: int | None = None) -> None:
+        self.builder = builder
+        self.signer = signer
+        self.execution_count = 0
+        self.history: list[tuple[int, str]] = []  # (execution count, source) of stored cells
+        self._queue: deque[Message] = deque()  # shell requests waiting for the current one
+        self._current: Message | None = None  # the shell request the worker is serving
+        self._cell: _Cell | None = None  # the execute_request among them, while it runs
+        self._asked = ""  # what the worker was asked (AskWorker.kind), while it answers
+        self._last_cell: Message | None = None  # the parent of output between cells
+        self._prompted: Message | None = None  # the input_request the cell waits on
+        self._replied = False  # the worker's Reply to what it was asked came
+        self._coalescer = Coalescer()
+        self._cap = Cap() if limit is None else Cap(limit)
+        self.comms: dict[str, dict[str, str]] = {}  # comm_id: {"target_name": ...} (comm_info)
+
+    @property
+    def busy(self) -> bool:
+        """Whether the worker is serving a shell request (others wait in the queue)."""
+        return self._current is not None
+
+    @property
+    def running(self) -> bool:
+        """Whether a cell is running (an interrupt has something to stop)."""
+        return self._cell is not None and self._asked == ""
+
+    @property
+    def flush_at(self) -> float | None:
+        """When `tick()` has stream text to send (time.monotonic), if it has any."""
+        return self._coalescer.flush_at
+
+    def starting(self) -> Outcome:
+        """The kernel's first message: status `starting` on IOPub."""
+        outcome = Outcome()
+        self._status(outcome, "starting", None)
+        return outcome
+
+    # -- requests ----------------------------------------------------------------------
+
+    def receive(self, channel: str, frames: Sequence[bytes]) -> Outcome:
+        """One message off `channel`; a bad one is dropped, its problem given to log."""
+        outcome = Outcome()
+        try:
+            message = parse(frames, self.signer)
+        except BadMessage as exc:
+            outcome.problems.append(f"dropped a message on {channel}: {exc}")
+            return outcome
+        if channel == STDIN:
+            self._on_stdin(message, outcome)
+        elif channel == CONTROL:
+            self._handle(CONTROL, message, outcome)
+        elif self.busy:
+            self._queue.append(message)
+        else:
+            self._handle(SHELL, message, outcome)
+        return outcome
+
+    def _handle(self, channel: str, request: Message, outcome: Outcome) -> None:
+        """Serve `request`: busy, the reply (or the worker's command), idle once answered."""
+        self._status(outcome, "busy", request)
+        kind = request.msg_type
+        handler = _HANDLERS.get(kind)
+        if handler is None or (channel == CONTROL and kind not in _CONTROL):
+            outcome.problems.append(f"unknown message type on {channel}: {kind!r}")
+            self._status(outcome, "idle", request)
+            return
+        if getattr(self, handler)(channel, request, outcome):
+            self._status(outcome, "idle", request)
+
+    def _reply(self, outcome: Outcome, channel: str, request: Message,
+               content: dict[str, Any]) -> None:
+        outcome.messages.append((channel, self.builder.reply(request, content)))
+
+    def _status(self, outcome: Outcome, state: str, parent: Message | None) -> None:
+        self._publish(outcome, "status", {"execution_state": state}, parent)
+
+    def _publish(self, outcome: Outcome, msg_type: str, content: dict[str, Any],
+                 parent: Message | None, metadata: dict[str, Any] | None = None) -> None:
+        outcome.messages.append((IOPUB, self.builder.publish(msg_type, content, parent,
+                                                             metadata)))
+
+    # Each handler answers True when the request is over (idle follows at once).
+
+    def _on_kernel_info(self, channel: str, request: Message, outcome: Outcome) -> bool:
+        self._reply(outcome, channel, request, kernel_info())
+        return True
+
+    def _on_execute(self, channel: str, request: Message, outcome: Outcome) -> bool:
+        content = request.content
+        code = content.get("code")
+        if not isinstance(code, str):
+            self._reply(outcome, channel, request, _error_content(
+                "ValueError", "execute_request without code", self.execution_count))
+            return True
+        silent = bool(content.get("silent", False))
+        if bool(content.get("store_history", True)) and not silent:
+            self.execution_count += 1
+            self.history.append((self.execution_count, code))
+            filename = f"<In[{self.execution_count}]>"
+        else:
+            filename = f"<In[{self.execution_count}] silent>"
+        cell = self._cell = _Cell(request, self.execution_count)
+        self._current = self._last_cell = request
+        if not silent:
+            self._publish(outcome, "execute_input", {"code": code,
+                                                     "execution_count": cell.count}, request)
+        self._cap.begin()
+        outcome.commands.append(RunCell(code, filename))
+        return False
+
+    def _on_complete(self, channel: str, request: Message, outcome: Outcome) -> bool:
+        return self._ask(request, outcome, "complete", _code_and_cursor(request.content))
+
+    def _on_inspect(self, channel: str, request: Message, outcome: Outcome) -> bool:
+        args = _code_and_cursor(request.content)
+        level = request.content.get("detail_level", 0)
+        args["detail_level"] = level if level in (0, 1) else 0
+        return self._ask(request, outcome, "inspect", args)
+
+    def _ask(self, request: Message, outcome: Outcome, kind: str, args: dict[str, Any]) -> bool:
+        self._current = request
+        self._asked = kind
+        outcome.commands.append(AskWorker(kind, args))
+        return False
+
+    def _on_is_complete(self, channel: str, request: Message, outcome: Outcome) -> bool:
+        code = request.content.get("code")
+        return self._ask(request, outcome, "is_complete",
+                         {"code": code if isinstance(code, str) else ""})
+
+    def _on_history(self, channel: str, request: Message, outcome: Outcome) -> bool:
+        self._reply(outcome, channel, request,
+                    {"status": "ok", "history": history(self.history, request.content)})
+        return True
+
+    def _on_comm_info(self, channel: str, request: Message, outcome: Outcome) -> bool:
+        target = request.content.get("target_name")
+        comms = {comm_id: info for comm_id, info in self.comms.items()
+                 if target is None or info.get("target_name") == target}
+        self._reply(outcome, channel, request, {"status": "ok", "comms": comms})
+        return True
+
+    def _on_interrupt(self, channel: str, request: Message, outcome: Outcome) -> bool:
+        if self.running:
+            outcome.commands.append(Interrupt())
+        self._reply(outcome, channel, request, {"status": "ok"})
+        return True
+
+    def _on_shutdown(self, channel: str, request: Message, outcome: Outcome) -> bool:
+        restart = bool(request.content.get("restart", False))
+        content = {"status": "ok", "restart": restart}
+        self._reply(outcome, channel, request, content)
+        # Also on IOPub, as ipykernel does: every front end learns the kernel is going.
+        self._publish(outcome, "shutdown_reply", content, request)
+        self._status(outcome, "idle", request)
+        outcome.commands.append(Shutdown(restart))
+        return False
+
+    def _on_stdin(self, message: Message, outcome: Outcome) -> None:
+        if message.msg_type != "input_reply":
+            outcome.problems.append(f"unknown message type on stdin: {message.msg_type!r}")
+            return
+        if self._prompted is None:
+            outcome.problems.append("an input_reply with no input() waiting: ignored")
+            return
+        self._prompted = None
+        value = message.content.get("value", "")
+        outcome.commands.append(AnswerInput(value if isinstance(value, str) else str(value)))
+
+    # -- the engine's events ---------------------------------------------------------------
+
+    def output(self, item: Stream | Display | Clear | InputRequest | Reply | Done,
+               now: float) -> Outcome:
+        """One engine event of the request the worker serves (or a late one of a past cell's)."""
+        outcome = Outcome()
+        parent = self._cell.request if self._cell is not None else self._last_cell
+        if isinstance(item, Stream):
+            sent = self._cap.add(item) if self._cell is not None else item
+            if sent is not None:
+                self._streams(outcome, self._coalescer.add(sent, now), parent)
+            return outcome
+        self._flush(outcome, parent)
+        if isinstance(item, Display):
+            self._display(outcome, item, parent)
+        elif isinstance(item, Clear):
+            self._publish(outcome, "clear_output", {"wait": item.wait}, parent)
+        elif isinstance(item, InputRequest):
+            self._input_request(outcome, item)
+        elif isinstance(item, Reply):
+            self._answered(outcome, item.content)
+        else:
+            self._done(outcome, item)
+        return outcome
+
+    def tick(self, now: float) -> Outcome:
+        """Stream text whose time has come (the driver's timer at `flush_at`)."""
+        outcome = Outcome()
+        parent = self._cell.request if self._cell is not None else self._last_cell
+        self._streams(outcome, self._coalescer.due(now), parent)
+        return outcome
+
+    def _flush(self, outcome: Outcome, parent: Message | None) -> None:
+        streams = self._coalescer.flush() if self._coalescer.flush_at is not None else []
+        self._streams(outcome, streams + self._cap.release(), parent)
+
+    def _streams(self, outcome: Outcome, streams: list[Stream], parent: Message | None) -> None:
+        for stream in streams:
+            if stream.text:
+                self._publish(outcome, "stream", {"name": stream.name, "text": stream.text},
+                              parent)
+
+    def _display(self, outcome: Outcome, display: Display, parent: Message | None) -> None:
+        content: dict[str, Any] = {"data": display.data, "metadata": display.metadata}
+        if display.is_result and self._cell is not None:
+            if self._cell.silent:
+                return
+            content["execution_count"] = self._cell.count
+            self._publish(outcome, "execute_result", content, parent)
+            return
+        content["transient"] = {}
+        if display.display_id is not None:
+            content["transient"] = {"display_id": display.display_id}
+        kind = "update_display_data" if display.update else "display_data"
+        self._publish(outcome, kind, content, parent)
+
+    def _input_request(self, outcome: Outcome, request: InputRequest) -> None:
+        cell = self._cell
+        if cell is None or not cell.request.content.get("allow_stdin", True):
+            outcome.commands.append(RefuseInput())
+            return
+        self._prompted = cell.request
+        outcome.messages.append((STDIN, self.builder.to(
+            cell.request, "input_request", {"prompt": request.prompt,
+                                            "password": request.password})))
+
+    def _answered(self, outcome: Outcome, content: dict[str, Any]) -> None:
+        """The worker's answer to what it was asked: the reply, or the cell's user_expressions."""
+        if self._asked == "expressions" and self._cell is not None:
+            self._cell.user_expressions = content
+            return
+        if self._current is not None and not self._replied:
+            self._replied = True
+            self._reply(outcome, SHELL, self._current, {"status": "ok", **content})
+
+    def _done(self, outcome: Outcome, done: Done) -> None:
+        self._prompted = None
+        request, asked, cell = self._current, self._asked, self._cell
+        if request is None:
+            return  # not ours: nothing was asked of the worker
+        if cell is not None:
+            if asked == "":  # the cell itself is over
+                cell.error = done.error
+                if done.error is None and cell.user_expressions:
+                    self._asked = "expressions"  # the reply waits for their values
+                    outcome.commands.append(AskWorker("expressions",
+                                                      {"expressions": cell.user_expressions}))
+                    return
+            elif done.error is not None:  # its user_expressions could not be evaluated
+                cell.user_expressions = {}
+            self._finish_cell(outcome, cell)
+            return
+        if done.error is not None or not self._replied:  # the worker died while it answered
+            error = done.error
+            ename, evalue = (_ename(error), error.evalue) if error else ("WorkerDied", "no reply")
+            self._reply(outcome, SHELL, request, {
+                "status": "error", "ename": ename, "evalue": evalue,
+                "traceback": coloured(error.traceback if error else "", ename, evalue)})
+        self._status(outcome, "idle", request)
+        self._current, self._asked, self._replied = None, "", False
+        self._next(outcome)
+
+    def _finish_cell(self, outcome: Outcome, cell: _Cell) -> None:
+        """The execute_reply (after the error on IOPub); then what a failure aborts."""
+        self._cell, self._current, self._asked = None, None, ""
+        error = cell.error
+        if error is None:
+            self._reply(outcome, SHELL, cell.request, {
+                "status": "ok", "execution_count": cell.count,
+                "user_expressions": cell.user_expressions, "payload": []})
+        else:
+            content = _error_content(_ename(error), error.evalue, cell.count,
+                                     coloured(error.traceback, _ename(error), error.evalue))
+            if not cell.silent:
+                self._publish(outcome, "error", {k: content[k] for k in (
+                    "ename", "evalue", "traceback")}, cell.request)
+            self._reply(outcome, SHELL, cell.request, content)
+        self._status(outcome, "idle", cell.request)
+        if error is not None and cell.stop_on_error:
+            self._abort_queued(outcome)
+        self._next(outcome)
+
+    def _abort_queued(self, outcome: Outcome) -> None:
+        """Every execute_request queued behind a failed cell is answered `aborted`, unrun.
+
+        As ipykernel does: a notebook's "run all" stops at the first error.
+        Requests of other kinds (completion, say) are still served.
+        """
+        kept: deque[Message] = deque()
+        for request in self._queue:
+            if request.msg_type != "execute_request":
+                kept.append(request)
+                continue
+            self._status(outcome, "busy", request)
+            self._reply(outcome, SHELL, request, {"status": "aborted",
+                                                  "execution_count": self.execution_count})
+            self._status(outcome, "idle", request)
+        self._queue = kept
+
+    def _next(self, outcome: Outcome) -> None:
+        """Serve the queued shell requests until one needs the worker."""
+        while self._current is None and self._queue:
+            self._handle(SHELL, self._queue.popleft(), outcome)
+
+
+def kernel_info() -> dict[str, Any]:
+    """kernel_info_reply's content: language_info as ipykernel gives it."""
+    import platform  # here: few requests need it
+
+    python = platform.python_version()
+    return {
+        "status": "ok",
+        "protocol_version": PROTOCOL_VERSION,
+        "implementation": "pyrelune",
+        "implementation_version": __version__,
+        "language_info": {
+            "name": "python",
+            "version": python,
+            "mimetype": "text/x-python",
+            "codemirror_mode": {"name": "ipython", "version": 3},
+            "pygments_lexer": "ipython3",
+            "nbconvert_exporter": "python",
+            "file_extension": ".py",
+        },
+        "banner": (f"Python {sys.version}\npyrelune {__version__}: a kernel whose interrupt "
+                   "always ends the cell and whose worker is replaced if it dies\n"),
+        "help_links": HELP_LINKS,
+        "debugger": False,
+    }
+
+
+def history(cells: list[tuple[int, str]], request: dict[str, Any]) -> list[list[Any]]:
+    """history_request's entries over this session's `cells`: tail, range or search."""
+    output = bool(request.get("output", False))
+    access = request.get("hist_access_type", "tail")
+    chosen: list[tuple[int, str]]
+    if access == "range":
+        session = request.get("session", 0)
+        if session not in (0, SESSION):
+            return []  # earlier sessions: this kernel keeps none
+        start = _int(request.get("start"), None) or 1
+        stop = _int(request.get("stop"), None)
+        chosen = [(n, s) for n, s in cells if n >= start and (stop is None or n < stop)]
+    elif access == "search":
+        from fnmatch import fnmatchcase
+
+        pattern = request.get("pattern") or "*"
+        chosen = [(n, s) for n, s in cells if fnmatchcase(s, str(pattern))]
+        if request.get("unique"):
+            seen: set[str] = set()
+            unique = []
+            for n, s in reversed(chosen):  # the last run of each source is kept
+                if s not in seen:
+                    seen.add(s)
+                    unique.append((n, s))
+            chosen = unique[::-1]
+        chosen = _last(chosen, request.get("n"))
+    else:
+        chosen = _last(cells, request.get("n", 10))
+    return [[SESSION, n, [s, None] if output else s] for n, s in chosen]
+
+
+def _last(cells: list[tuple[int, str]], n: Any) -> list[tuple[int, str]]:
+    count = _int(n, None)
+    return cells if count is None else (cells[-count:] if count > 0 else [])
+
+
+def _int(value: Any, default: int | None) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _code_and_cursor(content: dict[str, Any]) -> dict[str, Any]:
+    code = content.get("code")
+    code = code if isinstance(code, str) else ""
+    cursor = content.get("cursor_pos")
+    if not isinstance(cursor, int) or isinstance(cursor, bool) or not 0 <= cursor <= len(code):
+        cursor = len(code)
+    return {"code": code, "cursor_pos": cursor}
+
+
+def _ename(error: CellError) -> str:
+    return error.ename or _ENAMES.get(error.code, "Error")
+
+
+def _error_content(ename: str, evalue: str, count: int,
+                   traceback: list[str] | None = None) -> dict[str, Any]:
+    return {"status": "error", "execution_count": count, "ename": ename, "evalue": evalue,
+            "traceback": traceback or [f"{ename}: {evalue}"], "user_expressions": {},
+            "payload": []}
+
+
+#: Each request type's handler; `_CONTROL` are served on the control channel too.
+_HANDLERS = {
+    "kernel_info_request": "_on_kernel_info",
+    "execute_request": "_on_execute",
+    "complete_request": "_on_complete",
+    "inspect_request": "_on_inspect",
+    "is_complete_request": "_on_is_complete",
+    "history_request": "_on_history",
+    "comm_info_request": "_on_comm_info",
+    "interrupt_request": "_on_interrupt",
+    "shutdown_request": "_on_shutdown",
+}
+_CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request"})

@@ -1,0 +1,131 @@
+"""The five ZeroMQ sockets of a Jupyter kernel: frames in and out, no messages.
+
+Shell, control and stdin are ROUTER sockets, IOPub a PUB socket, bound where
+the connection file says (`tcp://ip:port`, or `ipc://ip-port`). The
+heartbeat is a REP socket echoing every ping from a thread of its own, in a
+ZeroMQ context of its own (as ipykernel's): a front end checks that the
+kernel process is alive, and it is, whatever a cell is doing, since cells
+run in the worker. The worker never holds any of them: it closes every
+descriptor it inherits (see `supervisor.process`).
+
+A socket's `FD` is edge-triggered: it says "look" once, and a send on the
+socket may consume that. So `receive` reads until nothing is left, and the
+driver looks again after each of its own sends (`pending`).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import zmq
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+SHELL, CONTROL, STDIN, IOPUB, HEARTBEAT = "shell", "control", "stdin", "iopub", "hb"
+#: The channels a request can come in on, the most urgent first.
+INCOMING = (CONTROL, SHELL, STDIN)
+#: How long closing waits for the last messages (a shutdown_reply) to leave, in ms.
+LINGER = 1000
+
+
+def address(transport: str, ip: str, port: int) -> str:
+    """A channel's ZeroMQ address, as jupyter_client makes it."""
+    return f"tcp://{ip}:{port}" if transport == "tcp" else f"ipc://{ip}-{port}"
+
+
+class ZmqSockets:
+    """The kernel's sockets, bound; `ports` says where (a port 0 becomes a free one)."""
+
+    def __init__(self, transport: str, ip: str, ports: dict[str, int]) -> None:
+        self.context = zmq.Context()
+        self._sockets: dict[str, zmq.Socket[bytes]] = {}
+        self.ports: dict[str, int] = {}
+        try:
+            for channel, kind in ((SHELL, zmq.ROUTER), (CONTROL, zmq.ROUTER),
+                                  (STDIN, zmq.ROUTER), (IOPUB, zmq.PUB)):
+                socket = self._sockets[channel] = self.context.socket(kind)
+                socket.linger = LINGER
+                if kind == zmq.ROUTER:
+                    socket.router_handover = 1  # a front end that reconnects keeps its identity
+                self.ports[channel] = _bind(socket, transport, ip, ports[channel])
+            self.heartbeat = Heartbeat(transport, ip, ports[HEARTBEAT])
+        except BaseException:
+            self.close()
+            raise
+        self.ports[HEARTBEAT] = self.heartbeat.port
+
+    def fds(self) -> dict[int, str]:
+        """The descriptors to wait on, each with its channel."""
+        return {int(self._sockets[channel].getsockopt(zmq.FD)): channel for channel in INCOMING}
+
+    def pending(self, channel: str) -> bool:
+        """Whether a message waits on `channel` (the edge-triggered FD may not say so)."""
+        return bool(int(self._sockets[channel].getsockopt(zmq.EVENTS)) & zmq.POLLIN)
+
+    def receive(self, channel: str) -> list[bytes] | None:
+        """The next message's frames on `channel`, or None if none waits."""
+        try:
+            return self._sockets[channel].recv_multipart(zmq.NOBLOCK)
+        except zmq.Again:
+            return None
+
+    def send(self, channel: str, frames: Sequence[bytes]) -> None:
+        """Queue `frames` on `channel`; a front end gone (unroutable) loses them silently."""
+        self._sockets[channel].send_multipart(frames)
+
+    def close(self) -> None:
+        """Close every socket, letting queued messages leave for up to `LINGER` ms."""
+        for socket in self._sockets.values():
+            socket.close()
+        self.context.term()
+        if hasattr(self, "heartbeat"):
+            self.heartbeat.stop()
+
+
+def _bind(socket: zmq.Socket[bytes], transport: str, ip: str, port: int) -> int:
+    """Bind `socket` at `port` (0: a free one); the port it is bound at."""
+    if transport == "tcp":
+        if port == 0:
+            return socket.bind_to_random_port(f"tcp://{ip}")
+        socket.bind(address(transport, ip, port))
+        return port
+    if port == 0:  # ipc: the first unused name from 1 on, as ipykernel picks it
+        import os
+
+        port = 1
+        while os.path.exists(f"{ip}-{port}"):
+            port += 1
+    socket.bind(address(transport, ip, port))
+    return port
+
+
+class Heartbeat:
+    """The REP socket that echoes pings, on a thread of its own."""
+
+    def __init__(self, transport: str, ip: str, port: int) -> None:
+        self._context = zmq.Context()
+        socket = self._context.socket(zmq.REP)
+        socket.linger = 0
+        try:
+            self.port = _bind(socket, transport, ip, port)
+        except BaseException:
+            socket.close()
+            self._context.term()
+            raise
+        self._thread = threading.Thread(target=self._echo, args=(socket,), name="heartbeat",
+                                        daemon=True)
+        self._thread.start()
+
+    def _echo(self, socket: zmq.Socket[bytes]) -> None:
+        try:
+            zmq.proxy(socket, socket)  # a REP socket as both ends: every ping comes back
+        except zmq.ContextTerminated:
+            pass
+        finally:
+            socket.close()
+
+    def stop(self) -> None:
+        self._context.term()
+        self._thread.join(timeout=5)

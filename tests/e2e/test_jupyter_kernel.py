@@ -1,0 +1,394 @@
+"""The Jupyter kernel as a front end sees it: a KernelManager from a kernelspec, jupyter_client.
+
+Every request type a Python kernel answers, with the status and IOPub
+messages around it, as ipykernel gives them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jupyter_host
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager
+from jupyter_host import TIMEOUT, collect, execute
+
+Kernel = tuple[KernelManager, BlockingKernelClient]
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    with jupyter_host.started(tmp_path_factory.mktemp("jupyter")) as started:
+        yield started
+
+
+@pytest.fixture
+def client(kernel: Kernel) -> BlockingKernelClient:
+    jupyter_host.drain_iopub(kernel[1])
+    return kernel[1]
+
+
+def test_kernel_info_is_ipykernels_language_info_with_pyrelune_as_implementation(
+        client: BlockingKernelClient) -> None:
+    run = collect(client, client.kernel_info())
+    content = run.content
+    assert content["status"] == "ok"
+    assert content["implementation"] == "pyrelune"
+    assert content["implementation_version"]
+    assert tuple(int(n) for n in content["protocol_version"].split(".")) >= (5, 3)
+    assert content["language_info"] == {
+        "name": "python", "version": ".".join(map(str, sys.version_info[:3])),
+        "mimetype": "text/x-python", "codemirror_mode": {"name": "ipython", "version": 3},
+        "pygments_lexer": "ipython3", "nbconvert_exporter": "python", "file_extension": ".py"}
+    assert "pyrelune" in content["banner"] and content["help_links"]
+    assert run.kinds == ["status:busy", "status:idle"]
+
+
+def test_execute_streams_and_shows_the_result_with_its_execution_count(
+        client: BlockingKernelClient) -> None:
+    first = execute(client, "print('hello'); 6 * 7")
+    assert first.content["status"] == "ok"
+    assert first.kinds == ["status:busy", "execute_input", "stream", "execute_result",
+                           "status:idle"]
+    count = first.content["execution_count"]
+    assert first.of("execute_input") == [{"code": "print('hello'); 6 * 7",
+                                          "execution_count": count}]
+    assert first.stdout() == "hello\n"
+    assert first.of("execute_result") == [{"data": {"text/plain": "42"}, "metadata": {},
+                                           "execution_count": count}]
+    second = execute(client, "import sys; print('oops', file=sys.stderr)")
+    assert second.content["execution_count"] == count + 1
+    assert second.stdout("stderr") == "oops\n"
+
+
+def test_a_silent_cell_runs_without_input_result_or_history(
+        client: BlockingKernelClient) -> None:
+    before = execute(client, "silent_marker = 0").content["execution_count"]
+    run = execute(client, "silent_marker = 5\nprint('seen')\nsilent_marker", silent=True)
+    assert run.content["status"] == "ok"
+    assert "execute_input" not in run.kinds and "execute_result" not in run.kinds
+    assert run.stdout() == "seen\n"
+    unstored = execute(client, "silent_marker + 1", store_history=False)
+    assert unstored.of("execute_result")[0]["data"]["text/plain"] == "6"
+    after = execute(client, "silent_marker").content["execution_count"]
+    assert after == before + 1
+    history = client.history(hist_access_type="tail", n=3, reply=True)["content"]["history"]
+    assert "silent_marker + 1" not in [entry[2] for entry in history]
+
+
+def test_an_error_is_coloured_and_shows_only_the_users_frames(
+        client: BlockingKernelClient) -> None:
+    run = execute(client, "def inner():\n    return 1 / 0\n\ninner()")
+    content = run.content
+    assert content["status"] == "error"
+    assert (content["ename"], content["evalue"]) == ("ZeroDivisionError", "division by zero")
+    (error,) = run.of("error")
+    assert error["traceback"] == content["traceback"]
+    text = "\n".join(content["traceback"])
+    assert "\x1b[" in text  # coloured
+    plain = _plain(text)
+    assert "in inner" in plain and "return 1 / 0" in plain
+    assert plain.rstrip().endswith("ZeroDivisionError: division by zero")
+    assert "pyrelune" not in plain  # none of the runtime's frames
+
+
+def test_a_syntax_error_is_reported_as_one(client: BlockingKernelClient) -> None:
+    content = execute(client, "x = (1,\nprint(").content
+    assert content["status"] == "error" and content["ename"] == "SyntaxError"
+
+
+def test_every_mime_type_of_a_bundle_reaches_the_front_end(
+        client: BlockingKernelClient) -> None:
+    code = """
+class Rich:
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {"text/plain": "rich", "text/html": "<b>rich</b>", "text/markdown": "**rich**",
+                "application/vnd.custom+json": {"n": 1}, "image/svg+xml": "<svg></svg>"}
+from IPython.display import display
+display(Rich())
+Rich()
+"""
+    run = execute(client, code)
+    (shown,) = run.of("display_data")
+    (result,) = run.of("execute_result")
+    for bundle in (shown["data"], result["data"]):
+        assert bundle == {"text/plain": "rich", "text/html": "<b>rich</b>",
+                          "text/markdown": "**rich**", "application/vnd.custom+json": {"n": 1},
+                          "image/svg+xml": "<svg></svg>"}
+
+
+def test_update_display_and_clear_output_are_sent_as_such(
+        client: BlockingKernelClient) -> None:
+    code = """
+from IPython.display import display, update_display, clear_output
+display("first", display_id="slot")
+update_display("second", display_id="slot")
+clear_output(wait=True)
+print("after")
+"""
+    run = execute(client, code)
+    assert run.kinds == ["status:busy", "execute_input", "display_data", "update_display_data",
+                         "clear_output", "stream", "status:idle"]
+    shown, updated = run.of("display_data")[0], run.of("update_display_data")[0]
+    assert shown["transient"] == updated["transient"] == {"display_id": "slot"}
+    assert updated["data"]["text/plain"] == "'second'"
+    assert run.of("clear_output") == [{"wait": True}]
+
+
+def test_matplotlib_figures_come_as_png_with_their_size(client: BlockingKernelClient) -> None:
+    code = ("import matplotlib.pyplot as plt\n"
+            "fig = plt.figure(figsize=(4, 3), dpi=50)\nplt.plot([1, 2, 3])\nplt.show()")
+    run = execute(client, code)
+    assert run.content["status"] == "ok", run.content
+    (figure,) = run.of("display_data")
+    png = base64.b64decode(figure["data"]["image/png"])
+    assert png.startswith(b"\x89PNG")
+    width, height = (int.from_bytes(png[at:at + 4], "big") for at in (16, 20))
+    assert figure["metadata"]["image/png"] == {"width": width, "height": height}
+    assert 100 < width <= 200 and 75 < height <= 150  # 4 x 3 inches at 50 dpi, cropped tight
+
+
+def test_user_expressions_are_evaluated_after_the_cell(client: BlockingKernelClient) -> None:
+    run = execute(client, "ue = 20", user_expressions={"double": "ue * 2", "bad": "nope"})
+    values = run.content["user_expressions"]
+    assert values["double"] == {"status": "ok", "data": {"text/plain": "40"}, "metadata": {}}
+    assert values["bad"]["status"] == "error" and values["bad"]["ename"] == "NameError"
+
+
+def test_after_an_error_the_queued_cells_are_aborted(client: BlockingKernelClient) -> None:
+    failing = client.execute("import time; time.sleep(0.5); raise ValueError('first')")
+    queued = [client.execute("print('never ran')") for _ in range(2)]
+    assert collect(client, failing).content["status"] == "error"
+    for msg_id in queued:
+        run = collect(client, msg_id)
+        assert run.content["status"] == "aborted"
+        assert run.kinds == ["status:busy", "status:idle"]
+    assert execute(client, "print('runs again')").stdout() == "runs again\n"
+
+
+def test_without_stop_on_error_the_queued_cells_run(client: BlockingKernelClient) -> None:
+    failing = client.execute("import time; time.sleep(0.5); raise ValueError('x')",
+                             stop_on_error=False)
+    queued = client.execute("print('ran')")
+    assert collect(client, failing).content["status"] == "error"
+    assert collect(client, queued).stdout() == "ran\n"
+
+
+def test_input_asks_the_front_end_on_stdin(client: BlockingKernelClient) -> None:
+    msg_id = client.execute("name = input('Who? ')\nprint('hi', name)", allow_stdin=True)
+    request = client.get_stdin_msg(timeout=TIMEOUT)
+    assert request["msg_type"] == "input_request"
+    assert request["parent_header"]["msg_id"] == msg_id
+    assert request["content"] == {"prompt": "Who? ", "password": False}
+    client.input("Ada")
+    run = collect(client, msg_id)
+    assert run.content["status"] == "ok"
+    assert run.stdout() == "hi Ada\n"
+
+
+def test_getpass_asks_for_a_password(client: BlockingKernelClient) -> None:
+    msg_id = client.execute("import getpass\nsecret = getpass.getpass()\nlen(secret)",
+                            allow_stdin=True)
+    request = client.get_stdin_msg(timeout=TIMEOUT)
+    assert request["content"] == {"prompt": "Password: ", "password": True}
+    client.input("hunter2")
+    assert collect(client, msg_id).of("execute_result")[0]["data"]["text/plain"] == "7"
+
+
+def test_input_without_allow_stdin_raises_stdin_not_implemented(
+        client: BlockingKernelClient) -> None:
+    run = execute(client, "input('x')", allow_stdin=False)
+    assert run.content["status"] == "error"
+    assert run.content["ename"] == "StdinNotImplementedError"
+
+
+def test_completion_offers_names_attributes_and_modules(client: BlockingKernelClient) -> None:
+    execute(client, "import os\nsome_long_name = 1")
+    names = client.complete("some_lo", reply=True)["content"]
+    assert names["matches"] == ["some_long_name"]
+    assert (names["cursor_start"], names["cursor_end"]) == (0, 7)
+    attributes = client.complete("os.pa", reply=True)["content"]
+    assert "path" in attributes["matches"] and attributes["cursor_start"] == 3
+    modules = client.complete("import jso", reply=True)["content"]
+    assert "json" in modules["matches"]
+
+
+def test_inspection_gives_the_signature_and_docstring(client: BlockingKernelClient) -> None:
+    execute(client, "def documented(a, b=2):\n    'Adds things.'\n    return a + b")
+    reply = client.inspect("documented(", 11, reply=True)["content"]
+    assert reply["status"] == "ok" and reply["found"]
+    text = _plain(reply["data"]["text/plain"])
+    assert "documented(a, b=2)" in text and "Adds things." in text
+    source = client.inspect("documented", detail_level=1, reply=True)["content"]
+    assert "return a + b" in _plain(source["data"]["text/plain"])
+    missing = client.inspect("no_such_thing", reply=True)["content"]
+    assert missing["found"] is False
+
+
+def test_is_complete_says_complete_incomplete_with_indent_or_invalid(
+        client: BlockingKernelClient) -> None:
+    answers = []
+    for code in ("x = 1", "for i in range(3):", "x = (1,", "1 +* 2"):
+        client.is_complete(code)
+        answers.append(client.get_shell_msg(timeout=TIMEOUT)["content"])
+    assert answers == [{"status": "complete"}, {"status": "incomplete", "indent": "    "},
+                       {"status": "incomplete", "indent": ""}, {"status": "invalid"}]
+
+
+def test_history_tail_range_and_search(client: BlockingKernelClient) -> None:
+    counts = [execute(client, f"hist_{n} = {n}").content["execution_count"] for n in range(3)]
+    tail = client.history(hist_access_type="tail", n=3, reply=True)["content"]["history"]
+    assert [entry[1:] for entry in tail] == [[c, f"hist_{n} = {n}"] for n, c in
+                                             zip(range(3), counts, strict=True)]
+    session = tail[0][0]
+    ranged = client.history(hist_access_type="range", session=session, start=counts[1],
+                            stop=counts[2], reply=True)["content"]["history"]
+    assert ranged == [[session, counts[1], "hist_1 = 1"]]
+    found = client.history(hist_access_type="search", pattern="hist_? = *", reply=True)
+    assert [entry[2] for entry in found["content"]["history"]][-3:] == [
+        "hist_0 = 0", "hist_1 = 1", "hist_2 = 2"]
+    with_output = client.history(hist_access_type="tail", n=1, output=True, reply=True)
+    assert with_output["content"]["history"][0][2] == ["hist_2 = 2", None]
+
+
+def test_comm_info_answers(client: BlockingKernelClient) -> None:
+    client.comm_info()
+    reply = client.get_shell_msg(timeout=TIMEOUT)
+    assert reply["msg_type"] == "comm_info_reply"
+    assert reply["content"]["status"] == "ok" and isinstance(reply["content"]["comms"], dict)
+
+
+def test_status_wraps_control_requests_too(client: BlockingKernelClient) -> None:
+    msg = client.session.msg("kernel_info_request", {})
+    client.control_channel.send(msg)
+    run = collect(client, msg["header"]["msg_id"], reply_channel="control")
+    assert run.reply["msg_type"] == "kernel_info_reply"
+    assert run.kinds == ["status:busy", "status:idle"]
+
+
+def test_a_message_with_a_wrong_signature_is_dropped_never_run(
+        kernel: Kernel, client: BlockingKernelClient) -> None:
+    import zmq
+    from jupyter_client.session import Session
+
+    manager = kernel[0]
+    forger = Session(key=b"not the key")
+    context = zmq.Context()
+    socket = context.socket(zmq.DEALER)
+    try:
+        socket.connect(f"tcp://{manager.ip}:{manager.shell_port}")
+        forged = forger.msg("execute_request", {"code": "print('forged')", "silent": False,
+                                                "store_history": True, "user_expressions": {},
+                                                "allow_stdin": False})
+        forger.send(socket, forged)
+        real = execute(client, "print('real')")
+    finally:
+        socket.close(linger=0)
+        context.term()
+    assert real.stdout() == "real\n"
+    assert all(m["parent_header"].get("msg_id") != forged["header"]["msg_id"]
+               for m in real.iopub)
+    history = client.history(hist_access_type="tail", n=5, reply=True)["content"]["history"]
+    assert "print('forged')" not in [entry[2] for entry in history]
+
+
+def _plain(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+# -- start and stop -----------------------------------------------------------------------
+
+
+def _connection(tmp_path: Path, **changes: Any) -> Path:
+    info = {"transport": "tcp", "ip": "127.0.0.1", "shell_port": 0, "iopub_port": 0,
+            "stdin_port": 0, "control_port": 0, "hb_port": 0, "key": "k",
+            "signature_scheme": "hmac-sha256", **changes}
+    path = tmp_path / "kernel.json"
+    path.write_text(json.dumps(info), encoding="utf-8")
+    return path
+
+
+def _start(*args: str, code: str | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "pyrelune",
+                                                                *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+
+
+def test_an_empty_key_on_a_network_address_is_refused(tmp_path: Path) -> None:
+    path = _connection(tmp_path, ip="0.0.0.0", key="")
+    done = _start("--mode", "jupyter", "-f", str(path))
+    assert done.returncode == 2
+    assert "refusing to listen on 0.0.0.0 with an empty key" in done.stderr
+
+
+def test_a_missing_or_broken_connection_file_is_said_clearly(tmp_path: Path) -> None:
+    missing = _start("--mode", "jupyter", "--connection-file", str(tmp_path / "none.json"))
+    assert missing.returncode == 2 and "cannot read the connection file" in missing.stderr
+    broken = tmp_path / "broken.json"
+    broken.write_text("{", encoding="utf-8")
+    bad = _start("--mode=jupyter", f"--connection-file={broken}")
+    assert bad.returncode == 2 and "is not JSON" in bad.stderr
+    scheme = _start("--mode", "jupyter", "-f", str(_connection(tmp_path,
+                                                               signature_scheme="md5")))
+    assert scheme.returncode == 2 and "signature_scheme" in scheme.stderr
+
+
+def test_without_pyzmq_the_mode_says_how_to_install_it(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['zmq'] = None; "
+            "sys.argv = ['pyrelune', '--mode', 'jupyter', '-f', sys.argv[1]]; "
+            "from pyrelune.cli.entry import main; main()")
+    done = _start(str(_connection(tmp_path)), code=code)
+    assert done.returncode == 2
+    assert "pip install 'pyrelune[jupyter]'" in done.stderr
+
+
+def test_shutdown_ends_the_kernel_process(tmp_path: Path) -> None:
+    from processes import gone_soon
+
+    with jupyter_host.started(tmp_path) as (manager, client):
+        pid = manager.provisioner.process.pid  # type: ignore[union-attr]
+        msg_id = client.shutdown()
+        reply = client.get_control_msg(timeout=TIMEOUT)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        assert reply["content"] == {"status": "ok", "restart": False}
+        assert gone_soon(pid, within=TIMEOUT)
+
+
+def test_a_restart_gives_a_fresh_namespace(tmp_path: Path) -> None:
+    with jupyter_host.started(tmp_path) as (manager, client):
+        execute(client, "kept = 1")
+        manager.restart_kernel(now=False)
+        client.wait_for_ready(timeout=TIMEOUT)
+        jupyter_host.drain_iopub(client)
+        assert execute(client, "kept").content["ename"] == "NameError"
+        assert execute(client, "1 + 1").of("execute_result")[0]["data"]["text/plain"] == "2"
+
+
+# -- nothing of it on the oneshot path ------------------------------------------------------
+
+JUPYTER_MODULES = ("zmq", "pyrelune.modes.jupyter", "pyrelune.protocols.jupyter",
+                   "pyrelune.protocols.jupyterkernel", "pyrelune.protocols.colourtb",
+                   "pyrelune.transports.zmqsockets", "pyrelune.cli.jupyterargs",
+                   "pyrelune.worker.introspect", "pyrelune.worker.completeness")
+
+
+def test_a_oneshot_cell_loads_nothing_of_the_jupyter_mode(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "pyrelune"],
+                          input=b'{"source": "print(2 + 3)"}', capture_output=True,
+                          timeout=TIMEOUT, cwd=tmp_path)
+    assert json.loads(done.stdout)["stdout"] == "5\n"
+    imported = {line.rpartition("|")[2].strip() for line in done.stderr.decode().splitlines()
+                if line.startswith("import time:")}
+    assert "pyrelune.modes.oneshot" in imported  # it did run, and was watched
+    assert not {name for name in imported if name.startswith(JUPYTER_MODULES)}

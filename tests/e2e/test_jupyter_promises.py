@@ -1,0 +1,183 @@
+"""What ipykernel cannot do, promised by the Jupyter kernel and checked through jupyter_client.
+
+An interrupt always ends the cell; a worker that dies costs the cell, never
+the kernel; output is bounded; what C code and subprocesses write comes in
+order; and nothing a cell does reaches a ZeroMQ socket.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import jupyter_host
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager
+from jupyter_host import TIMEOUT, collect, execute
+
+Kernel = tuple[KernelManager, BlockingKernelClient]
+
+
+@pytest.fixture(scope="module", params=["signal", "message"])
+def kernel(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    """A kernel per interrupt_mode: SIGINT to the kernel process, or interrupt_request."""
+    with jupyter_host.started(tmp_path_factory.mktemp("jupyter"), request.param) as started:
+        yield started
+
+
+@pytest.fixture
+def client(kernel: Kernel) -> BlockingKernelClient:
+    jupyter_host.drain_iopub(kernel[1])
+    return kernel[1]
+
+
+def _started(client: BlockingKernelClient, code: str, marker: str = "started") -> str:
+    """Send `code` (which prints `marker` once it runs) and return when it has."""
+    msg_id = str(client.execute(code))
+    seen = ""
+    while marker not in seen:
+        message = client.get_iopub_msg(timeout=TIMEOUT)
+        if message["parent_header"].get("msg_id") == msg_id and message["msg_type"] == "stream":
+            seen += message["content"]["text"]
+    return msg_id
+
+
+def _interrupted(kernel: Kernel, code: str) -> jupyter_host.Run:
+    manager, client = kernel
+    msg_id = _started(client, code)
+    manager.interrupt_kernel()
+    return collect(client, msg_id)
+
+
+def _pid(manager: KernelManager) -> int:
+    return manager.provisioner.process.pid  # type: ignore[union-attr, no-any-return]
+
+
+def test_an_interrupt_ends_a_sleeping_cell_and_keeps_the_namespace(kernel: Kernel) -> None:
+    client = kernel[1]
+    execute(client, "kept = 'still here'")
+    run = _interrupted(kernel, "import time\nprint('started', flush=True)\ntime.sleep(300)")
+    assert run.content["status"] == "error"
+    assert run.content["ename"] == "KeyboardInterrupt"
+    assert "time.sleep(300)" in _plain("\n".join(run.content["traceback"]))
+    assert execute(client, "kept").of("execute_result")[0]["data"]["text/plain"] == (
+        "'still here'")
+
+
+def test_an_interrupt_ends_a_cell_that_ignores_sigint(kernel: Kernel) -> None:
+    manager, client = kernel
+    pid = _pid(manager)
+    code = ("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "print('started', flush=True)\nwhile True:\n    pass")
+    run = _interrupted(kernel, code)
+    assert run.content["status"] == "error"
+    evalue = run.content["evalue"]
+    assert "the cell did not stop, so its worker was killed" in evalue
+    assert "namespace was lost" in evalue  # the reply says what was lost
+    assert _pid(manager) == pid and manager.is_alive()  # the same kernel, still connected
+    assert execute(client, "1 + 1").of("execute_result")[0]["data"]["text/plain"] == "2"
+
+
+def test_an_interrupt_ends_a_loop_inside_c(kernel: Kernel) -> None:
+    client = kernel[1]
+    run = _interrupted(kernel, "print('started', flush=True)\nsum(range(10**11))")
+    assert run.content["status"] == "error"
+    assert run.content["ename"] == "KeyboardInterrupt"
+    assert execute(client, "print('next')").stdout() == "next\n"
+
+
+@pytest.mark.parametrize(("code", "said"), [
+    ("import ctypes\nctypes.string_at(0)", "SIGSEGV"),
+    ("import os\nos._exit(3)", "exited with status 3"),
+    # What the kernel's out-of-memory killer does to a worker that grows too big.
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "SIGKILL"),
+])
+def test_a_worker_that_dies_fails_its_cell_and_the_next_runs_in_a_fresh_one(
+        kernel: Kernel, code: str, said: str) -> None:
+    manager, client = kernel
+    pid = _pid(manager)
+    execute(client, "before = 1")
+    run = execute(client, f"print('partial', flush=True)\n{code}")
+    assert run.content["status"] == "error"
+    assert run.stdout() == "partial\n"  # what it printed before it died is kept
+    assert run.content["ename"] == "WorkerDied"
+    assert said in run.content["evalue"] and "namespace was lost" in run.content["evalue"]
+    (error,) = run.of("error")
+    assert said in _plain("\n".join(error["traceback"]))
+    assert _pid(manager) == pid and manager.is_alive()  # no "kernel died"
+    after = execute(client, "'before' in dir()")
+    assert after.content["status"] == "ok"
+    assert after.of("execute_result")[0]["data"]["text/plain"] == "False"  # a fresh worker
+
+
+def test_a_flood_of_output_arrives_capped_head_and_tail(kernel: Kernel) -> None:
+    manager, client = kernel
+    code = ("import sys\nfor i in range(400_000):\n"
+            "    sys.stdout.write(f'line {i:07d} ' + 'x' * 100 + '\\n')\nprint('the end')")
+    before = _peak_rss(_pid(manager))
+    run = execute(client, code)  # 45 MB printed
+    assert run.content["status"] == "ok"
+    text = run.stdout()
+    assert text.startswith("line 0000000 ")
+    assert text.endswith("the end\n")
+    assert len(text.encode()) < 3 << 20
+    assert re.search(r"omitted|dropped", text), text[-2000:]
+    assert _peak_rss(_pid(manager)) - before < 24 << 20  # the kernel did not hold the flood
+
+
+def test_c_and_subprocess_output_reaches_the_cell_in_order(kernel: Kernel) -> None:
+    client = kernel[1]
+    code = ("import os, subprocess, sys, ctypes\n"
+            "print('one')\n"
+            "os.write(1, b'two\\n')\n"
+            "subprocess.run(['echo', 'three'])\n"
+            "ctypes.CDLL(None).puts(b'four')\n"
+            "print('five')\n"
+            "os.write(2, b'six\\n')\n")
+    run = execute(client, code)
+    assert run.content["status"] == "ok"
+    assert run.stdout() == "one\ntwo\nthree\nfour\nfive\n"
+    assert run.stdout("stderr") == "six\n"
+
+
+def test_a_cell_holds_no_socket_it_could_write_into(kernel: Kernel) -> None:
+    manager, client = kernel
+    code = ("import os\n"
+            "links = [os.readlink(f'/proc/self/fd/{fd}') for fd in os.listdir('/proc/self/fd')\n"
+            "         if os.path.exists(f'/proc/self/fd/{fd}')]\n"
+            "sorted(link for link in links if link.startswith('socket:'))")
+    run = execute(client, code)
+    assert run.of("execute_result")[0]["data"]["text/plain"] == "[]"
+    assert manager.is_alive()
+
+
+def test_heartbeat_answers_while_a_cell_runs(kernel: Kernel) -> None:
+    import zmq
+
+    manager, client = kernel
+    msg_id = _started(client, "import time\nprint('started', flush=True)\ntime.sleep(300)")
+    context = zmq.Context()
+    socket = context.socket(zmq.REQ)
+    try:
+        socket.connect(f"tcp://{manager.ip}:{manager.hb_port}")
+        socket.send(b"ping")
+        assert socket.poll(int(TIMEOUT * 1000)) and socket.recv() == b"ping"
+    finally:
+        socket.close(linger=0)
+        context.term()
+    manager.interrupt_kernel()
+    assert collect(client, msg_id).content["ename"] == "KeyboardInterrupt"
+
+
+def _peak_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) << 10
+    raise AssertionError("no VmHWM")
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)

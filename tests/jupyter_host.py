@@ -1,0 +1,131 @@
+"""A test host for the Jupyter kernel: the real `pyrelune --mode jupyter`, driven by jupyter_client.
+
+`kernelspec()` writes a kernelspec for this checkout's pyrelune into a
+temporary Jupyter data folder, as `pyrelune jupyter install` would; the
+`jupyter_kernel` fixture (conftest) starts a KernelManager on it, as
+JupyterLab does, and hands over a started BlockingKernelClient.
+`Run` collects one execute request's messages: its reply and what IOPub
+said under it, until its idle status.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from queue import Empty
+from typing import Any
+
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager
+
+TIMEOUT = 60.0  # generous: a noisy 2-core machine
+KERNEL_NAME = "pyrelune-test"
+
+
+def kernelspec(data_dir: Path, interrupt_mode: str = "signal", name: str = KERNEL_NAME,
+               env: dict[str, str] | None = None) -> Path:
+    """A kernelspec (`kernels/<name>/kernel.json` under `data_dir`) starting this pyrelune."""
+    folder = data_dir / "kernels" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    spec: dict[str, Any] = {
+        "argv": [sys.executable, "-m", "pyrelune", "--mode", "jupyter", "-f",
+                 "{connection_file}"],
+        "display_name": "Python (pyrelune, test)",
+        "language": "python",
+        "interrupt_mode": interrupt_mode,
+        "metadata": {"debugger": False},
+    }
+    if env:
+        spec["env"] = env
+    (folder / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
+    return folder
+
+
+class Run:
+    """What one request produced: the reply, and the IOPub messages under it until idle."""
+
+    def __init__(self, reply: dict[str, Any], iopub: list[dict[str, Any]]) -> None:
+        self.reply = reply
+        self.iopub = iopub
+
+    @property
+    def content(self) -> dict[str, Any]:
+        return self.reply["content"]  # type: ignore[no-any-return]
+
+    def of(self, msg_type: str) -> list[dict[str, Any]]:
+        """The contents of the IOPub messages of `msg_type`."""
+        return [m["content"] for m in self.iopub if m["msg_type"] == msg_type]
+
+    def stdout(self, name: str = "stdout") -> str:
+        return "".join(c["text"] for c in self.of("stream") if c["name"] == name)
+
+    @property
+    def kinds(self) -> list[str]:
+        """The IOPub message types in order, status as `status:<state>`."""
+        return [f"status:{m['content']['execution_state']}" if m["msg_type"] == "status"
+                else m["msg_type"] for m in self.iopub]
+
+
+def collect(client: BlockingKernelClient, msg_id: str, reply_channel: str = "shell",
+            timeout: float = TIMEOUT) -> Run:
+    """Wait for the reply to `msg_id` and its IOPub messages up to its idle status."""
+    channel = client.shell_channel if reply_channel == "shell" else client.control_channel
+    reply = None
+    while reply is None:
+        message = channel.get_msg(timeout=timeout)
+        if message["parent_header"].get("msg_id") == msg_id:
+            reply = message
+    iopub = []
+    while True:
+        message = client.get_iopub_msg(timeout=timeout)
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        iopub.append(message)
+        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            return Run(reply, iopub)
+
+
+def execute(client: BlockingKernelClient, code: str, timeout: float = TIMEOUT,
+            **options: Any) -> Run:
+    """Run `code` and collect what it produced (stdin requests are not answered)."""
+    return collect(client, client.execute(code, **options), timeout=timeout)
+
+
+def drain_iopub(client: BlockingKernelClient) -> None:
+    """Forget what IOPub said so far."""
+    while True:
+        try:
+            client.get_iopub_msg(timeout=0.2)
+        except Empty:
+            return
+
+
+@contextlib.contextmanager
+def started(data_dir: Path, interrupt_mode: str = "signal",
+            env: dict[str, str] | None = None) -> Iterator[tuple[KernelManager,
+                                                                  BlockingKernelClient]]:
+    """A kernel started from a kernelspec in `data_dir`, as a front end starts it, and a
+    client whose channels are open once kernel_info was answered; shut down after."""
+    kernelspec(data_dir, interrupt_mode, env=env)
+    saved = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = str(data_dir)
+    try:
+        manager = KernelManager(kernel_name=KERNEL_NAME)
+        manager.start_kernel()
+    finally:
+        if saved is None:
+            os.environ.pop("JUPYTER_PATH", None)
+        else:
+            os.environ["JUPYTER_PATH"] = saved
+    client = manager.blocking_client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=TIMEOUT)
+        yield manager, client
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=False)

@@ -1,0 +1,368 @@
+"""The Jupyter wire format and the kernel's state machine, on plain values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from jupyter_client.session import Session
+
+from pyrelune.cli.jupyterargs import connection_file
+from pyrelune.protocols import jupyter
+from pyrelune.protocols.colourtb import coloured
+from pyrelune.protocols.jupyter import BadMessage, Builder, Message, Signer, parse, serialize
+from pyrelune.protocols.jupyterkernel import (
+    AnswerInput,
+    AskWorker,
+    Interrupt,
+    JupyterCodec,
+    Outcome,
+    RefuseInput,
+    RunCell,
+    Shutdown,
+    history,
+)
+from pyrelune.wire.events import (
+    WORKER_DIED,
+    CellError,
+    Clear,
+    Display,
+    Done,
+    InputRequest,
+    Reply,
+    Stream,
+)
+
+KEY = b"secret-key"
+
+
+def client(key: bytes = KEY) -> Session:
+    return Session(key=key, signature_scheme="hmac-sha256", username="tester")
+
+
+def frames(msg_type: str, content: dict[str, Any], key: bytes = KEY,
+           identity: bytes = b"front") -> tuple[list[bytes], str]:
+    """What jupyter_client sends for a request: the frames and the request's msg_id."""
+    session = client(key)
+    message = session.msg(msg_type, content)
+    return [identity, *session.serialize(message)], message["header"]["msg_id"]
+
+
+# -- the wire format ----------------------------------------------------------------------
+
+
+def test_a_jupyter_client_message_parses_with_its_identities() -> None:
+    raw, msg_id = frames("execute_request", {"code": "1"})
+    message = parse(raw, Signer(KEY))
+    assert (message.msg_type, message.msg_id) == ("execute_request", msg_id)
+    assert message.identities == [b"front"]
+    assert message.content == {"code": "1"}
+
+
+def test_what_the_kernel_sends_jupyter_client_reads_and_trusts() -> None:
+    builder = Builder("kernel-session", "me")
+    request = parse(frames("kernel_info_request", {})[0], Signer(KEY))
+    reply = builder.reply(request, {"status": "ok"})
+    raw = serialize(reply, Signer(KEY))
+    assert raw[0] == b"front"  # routed back to the sender
+    _identities, rest = client().feed_identities(raw)
+    read = client().deserialize(rest)
+    assert read["msg_type"] == "kernel_info_reply"
+    assert read["parent_header"]["msg_id"] == request.msg_id
+    header = read["header"]
+    assert header["session"] == "kernel-session" and header["username"] == "me"
+    assert header["version"] == jupyter.PROTOCOL_VERSION and header["msg_id"]
+    assert str(header["date"]).startswith("20")
+
+
+@pytest.mark.parametrize("damage", ["wrong key", "tampered", "no delimiter", "short",
+                                    "not json"])
+def test_a_message_that_is_not_signed_right_or_not_whole_is_refused(damage: str) -> None:
+    raw, _ = frames("execute_request", {"code": "1"},
+                    key=b"other" if damage == "wrong key" else KEY)
+    at = raw.index(jupyter.DELIMITER)
+    if damage == "tampered":
+        raw[at + 5] = b'{"code": "import os; os.system(\'x\')"}'
+    elif damage == "no delimiter":
+        del raw[at]
+    elif damage == "short":
+        raw = raw[:at + 3]
+    elif damage == "not json":
+        raw[at + 5] = b"{nope"
+        raw[at + 1] = Signer(KEY).sign(raw[at + 2:at + 6])
+    with pytest.raises(BadMessage):
+        parse(raw, Signer(KEY))
+
+
+def test_a_replayed_message_is_refused_the_second_time() -> None:
+    raw, _ = frames("execute_request", {"code": "1"})
+    signer = Signer(KEY)
+    parse(raw, signer)
+    with pytest.raises(BadMessage, match="duplicate"):
+        parse(raw, signer)
+
+
+def test_an_empty_key_signs_nothing_and_accepts_all() -> None:
+    raw, _ = frames("execute_request", {"code": "1"}, key=b"")
+    assert parse(raw, Signer(b"")).content == {"code": "1"}
+    assert Signer(b"").sign([b"x"]) == b""
+
+
+def test_only_hmac_schemes_are_accepted() -> None:
+    with pytest.raises(ValueError, match="signature_scheme"):
+        Signer(KEY, "md5")
+    assert Signer(KEY, "hmac-sha512").sign([b"x"])
+
+
+def test_non_finite_numbers_are_sent_as_null() -> None:
+    assert jupyter.encode({"x": float("nan"), "y": [float("inf"), 1.5]}) == (
+        b'{"x": null, "y": [null, 1.5]}')
+
+
+# -- the state machine --------------------------------------------------------------------
+
+
+def codec() -> JupyterCodec:
+    return JupyterCodec(Builder("k", "me"), Signer(KEY))
+
+
+def sent(outcome: Outcome) -> list[tuple[str, str]]:
+    """(channel, msg_type) of each message, a status as `status:<state>`."""
+    return [(channel, f"status:{m.content['execution_state']}" if m.msg_type == "status"
+             else m.msg_type) for channel, m in outcome.messages]
+
+
+def execute(kernel: JupyterCodec, code: str, **options: Any) -> tuple[Outcome, str]:
+    content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+               "allow_stdin": True, "stop_on_error": True, **options}
+    raw, msg_id = frames("execute_request", content)
+    return kernel.receive("shell", raw), msg_id
+
+
+def test_an_execute_request_is_busy_input_then_a_cell_to_run() -> None:
+    kernel = codec()
+    outcome, msg_id = execute(kernel, "print(1)")
+    assert sent(outcome) == [("iopub", "status:busy"), ("iopub", "execute_input")]
+    assert all(m.parent_header["msg_id"] == msg_id for _, m in outcome.messages)
+    (command,) = outcome.commands
+    assert isinstance(command, RunCell) and command.source == "print(1)"
+    assert command.filename == "<In[1]>"
+    streamed = kernel.output(Stream("stdout", "1\n"), 0.0)
+    done = kernel.output(Done(), 1.0)
+    assert sent(streamed) == [("iopub", "stream")]
+    assert sent(done)[-2:] == [("shell", "execute_reply"), ("iopub", "status:idle")]
+    reply = done.messages[-2][1]
+    assert reply.content == {"status": "ok", "execution_count": 1, "user_expressions": {},
+                             "payload": []}
+    assert not kernel.busy
+
+
+def test_the_result_is_an_execute_result_with_the_count() -> None:
+    kernel = codec()
+    execute(kernel, "1")
+    outcome = kernel.output(Display({"text/plain": "1"}, {}, is_result=True), 0.0)
+    ((_, message),) = outcome.messages
+    assert message.msg_type == "execute_result"
+    assert message.content == {"data": {"text/plain": "1"}, "metadata": {},
+                               "execution_count": 1}
+
+
+def test_displays_updates_and_clears_keep_their_own_message_types() -> None:
+    kernel = codec()
+    execute(kernel, "x")
+    first = kernel.output(Display({"text/plain": "a"}, {}, display_id="d"), 0.0)
+    again = kernel.output(Display({"text/plain": "b"}, {}, display_id="d", update=True), 0.0)
+    cleared = kernel.output(Clear(wait=True), 0.0)
+    assert [m.msg_type for _, m in first.messages + again.messages + cleared.messages] == [
+        "display_data", "update_display_data", "clear_output"]
+    assert again.messages[0][1].content["transient"] == {"display_id": "d"}
+
+
+def test_shell_requests_wait_while_a_cell_runs_and_are_served_in_order() -> None:
+    kernel = codec()
+    execute(kernel, "slow()")
+    queued = kernel.receive("shell", frames("kernel_info_request", {})[0])
+    assert queued.messages == [] and queued.commands == []
+    done = kernel.output(Done(), 0.0)
+    assert sent(done) == [("shell", "execute_reply"), ("iopub", "status:idle"),
+                          ("iopub", "status:busy"), ("shell", "kernel_info_reply"),
+                          ("iopub", "status:idle")]
+
+
+def test_control_is_answered_at_once_even_while_a_cell_runs() -> None:
+    kernel = codec()
+    execute(kernel, "slow()")
+    outcome = kernel.receive("control", frames("interrupt_request", {})[0])
+    assert sent(outcome) == [("iopub", "status:busy"), ("control", "interrupt_reply"),
+                             ("iopub", "status:idle")]
+    assert [type(c) for c in outcome.commands] == [Interrupt]
+    idle = codec().receive("control", frames("interrupt_request", {})[0])
+    assert idle.commands == []  # nothing to interrupt
+
+
+def test_a_failed_cell_aborts_the_queued_executes_but_not_other_requests() -> None:
+    kernel = codec()
+    execute(kernel, "1/0")
+    _, second = execute(kernel, "never()")
+    kernel.receive("shell", frames("kernel_info_request", {})[0])
+    error = CellError("python_runtime_error", "ZeroDivisionError", "division by zero",
+                      "Traceback (most recent call last):\nZeroDivisionError: division by zero\n")
+    done = kernel.output(Done(error), 0.0)
+    assert sent(done) == [
+        ("iopub", "error"), ("shell", "execute_reply"), ("iopub", "status:idle"),
+        ("iopub", "status:busy"), ("shell", "execute_reply"), ("iopub", "status:idle"),
+        ("iopub", "status:busy"), ("shell", "kernel_info_reply"), ("iopub", "status:idle")]
+    aborted = done.messages[4][1]
+    assert aborted.parent_header["msg_id"] == second
+    assert aborted.content["status"] == "aborted"
+    assert done.commands == []  # the aborted cell never runs
+
+
+def test_without_stop_on_error_the_queued_cell_runs() -> None:
+    kernel = codec()
+    execute(kernel, "1/0", stop_on_error=False)
+    execute(kernel, "next()")
+    done = kernel.output(Done(CellError("python_runtime_error", "E", "e")), 0.0)
+    assert [type(c) for c in done.commands] == [RunCell]
+    assert kernel.busy
+
+
+def test_a_dead_worker_is_an_error_named_worker_died() -> None:
+    kernel = codec()
+    execute(kernel, "crash()")
+    done = kernel.output(Done(CellError(WORKER_DIED, "", "worker killed by SIGSEGV")), 0.0)
+    reply = next(m for c, m in done.messages if c == "shell")
+    assert (reply.content["ename"], reply.content["evalue"]) == ("WorkerDied",
+                                                                 "worker killed by SIGSEGV")
+
+
+def test_input_goes_to_stdin_or_is_refused_without_allow_stdin() -> None:
+    kernel = codec()
+    _, msg_id = execute(kernel, "input()")
+    asked = kernel.output(InputRequest("Name? "), 0.0)
+    (channel, request), = asked.messages
+    assert (channel, request.msg_type) == ("stdin", "input_request")
+    assert request.identities == [b"front"] and request.parent_header["msg_id"] == msg_id
+    assert request.content == {"prompt": "Name? ", "password": False}
+    answered = kernel.receive("stdin", frames("input_reply", {"value": "Ada"})[0])
+    assert [(type(c), c.value) for c in answered.commands  # type: ignore[union-attr]
+            ] == [(AnswerInput, "Ada")]
+    stray = kernel.receive("stdin", frames("input_reply", {"value": "late"})[0])
+    assert stray.commands == [] and stray.problems
+    refusing = codec()
+    execute(refusing, "input()", allow_stdin=False)
+    assert [type(c) for c in refusing.output(InputRequest(""), 0.0).commands] == [RefuseInput]
+
+
+def test_a_question_for_the_worker_is_answered_by_its_reply() -> None:
+    kernel = codec()
+    outcome = kernel.receive("shell", frames("complete_request", {"code": "pri",
+                                                                  "cursor_pos": 3})[0])
+    (command,) = outcome.commands
+    assert isinstance(command, AskWorker) and command.kind == "complete"
+    assert command.args == {"code": "pri", "cursor_pos": 3}
+    replied = kernel.output(Reply({"matches": ["print"], "cursor_start": 0, "cursor_end": 3,
+                                   "metadata": {}}), 0.0)
+    assert replied.messages[0][1].content["status"] == "ok"
+    assert sent(kernel.output(Done(), 0.0)) == [("iopub", "status:idle")]
+
+
+def test_user_expressions_are_asked_for_after_the_cell() -> None:
+    kernel = codec()
+    execute(kernel, "x = 1", user_expressions={"v": "x"})
+    done = kernel.output(Done(), 0.0)
+    assert done.messages == []
+    (command,) = done.commands
+    assert isinstance(command, AskWorker) and command.args == {"expressions": {"v": "x"}}
+    kernel.output(Reply({"v": {"status": "ok", "data": {"text/plain": "1"}, "metadata": {}}}),
+                  0.0)
+    finished = kernel.output(Done(), 0.0)
+    reply = finished.messages[0][1]
+    assert reply.content["user_expressions"]["v"]["data"] == {"text/plain": "1"}
+
+
+def test_shutdown_replies_on_its_channel_and_on_iopub() -> None:
+    outcome = codec().receive("control", frames("shutdown_request", {"restart": True})[0])
+    assert sent(outcome) == [("iopub", "status:busy"), ("control", "shutdown_reply"),
+                             ("iopub", "shutdown_reply"), ("iopub", "status:idle")]
+    (command,) = outcome.commands
+    assert isinstance(command, Shutdown) and command.restart
+
+
+def test_a_bad_or_unknown_message_is_dropped_and_said() -> None:
+    kernel = codec()
+    forged = kernel.receive("shell", frames("execute_request", {"code": "x"}, key=b"bad")[0])
+    assert forged.messages == [] and forged.commands == []
+    assert "invalid signature" in forged.problems[0]
+    unknown = kernel.receive("shell", frames("frobnicate_request", {})[0])
+    assert sent(unknown) == [("iopub", "status:busy"), ("iopub", "status:idle")]
+    assert "frobnicate_request" in unknown.problems[0]
+
+
+def test_output_between_cells_goes_under_the_last_cell() -> None:
+    kernel = codec()
+    _, msg_id = execute(kernel, "start_thread()")
+    kernel.output(Done(), 0.0)
+    late = kernel.output(Stream("stdout", "late\n"), 5.0)
+    late.messages += kernel.tick(10.0).messages
+    assert [m.parent_header["msg_id"] for _, m in late.messages] == [msg_id]
+
+
+def test_a_flood_is_capped_with_what_was_omitted_said() -> None:
+    kernel = JupyterCodec(Builder("k", "me"), Signer(KEY), limit=1000)
+    execute(kernel, "flood()")
+    messages = []
+    for n in range(200):
+        messages += kernel.output(Stream("stdout", f"{n:05d}" + "x" * 45 + "\n"), n).messages
+    messages += kernel.output(Done(), 999.0).messages
+    text = "".join(m.content["text"] for _, m in messages if m.msg_type == "stream")
+    assert len(text) < 2000
+    assert text.startswith("00000") and text.rstrip().endswith("x")
+    assert "00199" in text and "omitted" in text
+
+
+def test_history_tail_range_and_search_over_the_sessions_cells() -> None:
+    cells = [(1, "a = 1"), (2, "b = 2"), (3, "a = 1"), (4, "print(a)")]
+    assert history(cells, {"hist_access_type": "tail", "n": 2}) == [
+        [1, 3, "a = 1"], [1, 4, "print(a)"]]
+    assert history(cells, {"hist_access_type": "range", "session": 0, "start": 2,
+                           "stop": 4}) == [[1, 2, "b = 2"], [1, 3, "a = 1"]]
+    assert history(cells, {"hist_access_type": "range", "session": 7}) == []
+    assert history(cells, {"hist_access_type": "search", "pattern": "a*"}) == [
+        [1, 1, "a = 1"], [1, 3, "a = 1"]]
+    assert history(cells, {"hist_access_type": "search", "pattern": "a*", "unique": True}
+                   ) == [[1, 3, "a = 1"]]
+    assert history(cells, {"hist_access_type": "tail", "n": 1, "output": True}) == [
+        [1, 4, ["print(a)", None]]]
+
+
+def test_a_traceback_is_coloured_line_by_line() -> None:
+    lines = coloured('Traceback (most recent call last):\n  File "<In[1]>", line 2, in f\n'
+                     "    1/0\nZeroDivisionError: division by zero\n", "ZeroDivisionError", "")
+    assert len(lines) == 4
+    assert lines[1] == ('  File "\x1b[32m<In[1]>\x1b[0m", line \x1b[32m2\x1b[0m, in '
+                        "\x1b[36mf\x1b[0m")
+    assert lines[2] == "    1/0"
+    assert lines[3].startswith("\x1b[31m\x1b[1mZeroDivisionError\x1b[0m:")
+    assert coloured("", "WorkerDied", "gone") == ["\x1b[31m\x1b[1mWorkerDied\x1b[0m: gone"]
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--mode", "jupyter", "-f", "k.json"], "k.json"),
+    (["-f", "k.json", "--mode=jupyter"], "k.json"),
+    (["--mode", "jupyter", "--connection-file=k.json"], "k.json"),
+    (["--mode", "jupyter"], None),
+    (["--mode", "rpc", "-f", "k.json"], None),
+    (["--mode", "jupyter", "-f", "a", "-f", "b"], None),
+    (["--mode", "jupyter", "-f"], None),
+    (["jupyter", "install"], None),
+])
+def test_the_kernels_command_line(args: list[str], expected: str | None) -> None:
+    assert connection_file(args) == expected
+
+
+def test_messages_built_carry_every_header_field() -> None:
+    message = Builder("s", "u").publish("status", {"execution_state": "idle"}, None)
+    assert isinstance(message, Message)
+    assert set(jupyter.HEADER_FIELDS) <= set(message.header)
+    assert message.identities == [b"kernel.s.status"] and message.parent_header == {}
