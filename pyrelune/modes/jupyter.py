@@ -217,6 +217,9 @@ def serve(connection: Connection, cap: int | None = None) -> None:
 
     # Figures as ipykernel's inline backend draws them, unless the user chose.
     os.environ.setdefault("PYRELUNE_FIGURE_FORMATS", "png")
+    from pyrelune.worker import comms
+
+    comms.enable()  # the workers' widgets talk to the front end
     sockets = ZmqSockets(connection.transport, connection.ip, connection.ports)
     reactor = Reactor()
     server = None

@@ -251,6 +251,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             from pyrelune.worker import between
 
             between.watch_for_asyncio()
+            if (talks := sys.modules.get("pyrelune.worker.comms")) and talks.enabled():
+                talks.install(channel)  # a Jupyter kernel's (see `worker.comms`)
             receive = lambda: between.next_command(channel, writer)  # noqa: E731
         elif buffered:
             from pyrelune.worker.flushfirst import flush_first
@@ -272,6 +274,10 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
                     between.before_cell()
                 namespace.update(command.inputs or {})
                 run(Cell(command.source, command.filename, command.cell), namespace, channel)
+            elif isinstance(command, Query) and command.kind == "comm":
+                from pyrelune.worker import comms
+
+                comms.receive(command, channel)
             elif isinstance(command, Query):
                 from pyrelune.worker.introspect import answer
 

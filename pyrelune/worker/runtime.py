@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from pyrelune.supervisor.process import WorkerFds
     from pyrelune.wire.commands import Command
+    from pyrelune.wire.events import Comm
     from pyrelune.wire.interrupts import Interrupts
 
 
@@ -115,6 +116,18 @@ class Channel:
         flush_output()
         self._write(self._queued + self._line(event))
         self._queued = b""
+
+    def notify(self, event: Comm) -> None:
+        """Report `event`, from any thread, waiting for nothing; ValueError if it is too big.
+
+        A comm message is not cut to fit as a display is: half a widget's state is none.
+        """
+        flush_output()
+        line = self._signed(event, wait=False)
+        if len(line) > self._limit:
+            raise ValueError(f"a {event.msg_type} of {len(line):,} bytes: more than the kernel "
+                             f"sends in one message ({self._limit:,})")
+        self._write(line)
 
     def sync(self) -> None:
         """Wait until the session has read all output written so far (see `_StreamOrder`)."""
@@ -196,7 +209,7 @@ class Channel:
             return line
         return self._signed(bounds.plain(bounded, self._cap), wait)
 
-    def _signed(self, event: Display | Clear | InputRequest | Reply | Done,
+    def _signed(self, event: Display | Clear | InputRequest | Reply | Done | Comm,
                 wait: bool) -> bytes:
         message = to_wire(event)
         message["k"] = self._key
