@@ -65,9 +65,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                                 "--prefix", str(prefix), "--name", KERNEL],
                                capture_output=True, text=True, timeout=120)
     assert installed.returncode == 0, installed.stderr
-    cells = [{"cell_type": "code", "source": source, "metadata": {}, "outputs": [],
-              "execution_count": None, "id": f"cell-{n}"}
-             for n, source in enumerate((FIRST, STUBBORN, AFTER))]
+    cells: list[dict[str, Any]] = [
+        {"cell_type": "code", "source": source, "metadata": {}, "outputs": [],
+         "execution_count": None, "id": f"cell-{n}"}
+        for n, source in enumerate((FIRST, STUBBORN, AFTER))]
     (notebooks / "check.ipynb").write_text(json.dumps({
         "cells": cells, "nbformat": 4, "nbformat_minor": 5,
         "metadata": {"kernelspec": {"name": KERNEL, "display_name": "Python (pyrelune)",
