@@ -7,18 +7,16 @@ the full command line, which says what is wrong.
 
 from __future__ import annotations
 
+from pyrelune.cli.rpcargs import pairs
+
 
 def connection_file(args: list[str]) -> str | None:
     """The connection file `args` name, if they are exactly `--mode jupyter` and one."""
+    options = pairs(args)
+    if options is None:
+        return None
     mode = path = None
-    at = 0
-    while at < len(args):
-        name, equals, value = args[at].partition("=")
-        if not equals:
-            if at + 1 == len(args):
-                return None
-            value = args[at + 1]
-        at += 1 if equals else 2
+    for name, value in options:
         if name == "--mode" and mode is None:
             mode = value
         elif name in ("-f", "--connection-file") and path is None and value:

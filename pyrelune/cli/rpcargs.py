@@ -75,6 +75,22 @@ class Usage(Exception):
         self.hint = hint
 
 
+def pairs(args: list[str]) -> list[tuple[str, str]] | None:
+    """`args` as `(--name, VALUE)` pairs, each written `--name VALUE` or `--name=VALUE`;
+    None if the last one has no value."""
+    found = []
+    at = 0
+    while at < len(args):
+        name, equals, value = args[at].partition("=")
+        if not equals:
+            if at + 1 == len(args):
+                return None
+            value = args[at + 1]
+        at += 1 if equals else 2
+        found.append((name, value))
+    return found
+
+
 def parse(args: list[str]) -> dict[str, Any] | None:
     """The values typer would pass for `args`, if they are `--mode rpc` and rpc options only.
 
@@ -85,14 +101,10 @@ def parse(args: list[str]) -> dict[str, Any] | None:
     """
     values: dict[str, Any] = dict.fromkeys(OPTIONS)
     mode = None
-    at = 0
-    while at < len(args):
-        name, equals, value = args[at].partition("=")
-        if not equals:
-            if at + 1 == len(args):
-                return None
-            value = args[at + 1]
-        at += 1 if equals else 2
+    options = pairs(args)
+    if options is None:
+        return None
+    for name, value in options:
         if name == _MODE:
             if mode is not None or value != "rpc":
                 return None

@@ -31,12 +31,12 @@ from pyrelune.protocols.jupyterkernel import (
 from pyrelune.protocols.streaming import DEFAULT_LIMIT
 from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.transports.reactor import Reactor
+from pyrelune.transports.ticker import Ticker
 from pyrelune.wire.events import Done
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pyrelune.protocols.jupyterkernel import Command, Outcome
-    from pyrelune.transports.reactor import TimerHandle
     from pyrelune.transports.zmqsockets import ZmqSockets
     from pyrelune.wire.events import Event
 
@@ -53,7 +53,8 @@ class Connection:
     """What a connection file says: where to bind, and how messages are signed."""
 
     def __init__(self, transport: str, ip: str, ports: dict[str, int], key: bytes,
-                 signature_scheme: str) -> None:
+                 signature_scheme: str, path: str = "") -> None:
+        self.path = path  # the file it was read from
         self.transport = transport
         self.ip = ip
         self.ports = ports
@@ -94,7 +95,7 @@ def read_connection(path: str) -> Connection:
         jupyter.Signer(b"", scheme)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    connection = Connection(transport, ip, ports, key.encode(), scheme)
+    connection = Connection(transport, ip, ports, key.encode(), scheme, path)
     check(connection)
     return connection
 
@@ -123,7 +124,7 @@ class JupyterServer:
         self.kernel = EventedKernel(loop, self._on_event,  # type: ignore[arg-type]
                                     DEFAULT_LIMIT if cap is None else cap)
         self._pump_due = False
-        self._flush_timer: TimerHandle | None = None
+        self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self.stopping: Shutdown | None = None
         for fd in sockets.fds():
             loop.add_reader(fd, self._pump)
@@ -150,8 +151,7 @@ class JupyterServer:
             sys.stderr.write(f"pyrelune: {problem}\n")
         for command in outcome.commands:
             self._carry_out(command)
-        if self.codec.flush_at is not None:
-            self._arm_flush()
+        self._ticker.arm(self.codec.flush_at)
         self._look_again()
 
     def _carry_out(self, command: Command) -> None:
@@ -159,7 +159,7 @@ class JupyterServer:
             # Next turn: this may be the Done of the cell before, still being delivered.
             self.loop.call_soon(self._start, command)
         elif isinstance(command, Interrupt):
-            self.kernel.interrupt()
+            self.interrupt()
         elif isinstance(command, AnswerInput):
             self.kernel.reply_input(command.value)
         elif isinstance(command, RefuseInput):
@@ -181,20 +181,16 @@ class JupyterServer:
             self._pump()  # what was sent meanwhile is queued first: a failure may abort it
         self._apply(self.codec.output(event, time.monotonic()))
 
-    def _arm_flush(self) -> None:
-        due = self.codec.flush_at
-        if due is None or (self._flush_timer is not None and self._flush_timer.when() <= due):
-            return
-        if self._flush_timer is not None:
-            self._flush_timer.cancel()
-        self._flush_timer = self.loop.call_at(due, self._flush)
-
     def _flush(self) -> None:
-        self._flush_timer = None
         self._apply(self.codec.tick(time.monotonic()))
 
     def interrupt(self) -> None:
-        """SIGINT to the kernel process (interrupt_mode "signal"): interrupt what runs."""
+        """Interrupt what the worker runs: SIGINT to the kernel process (interrupt_mode
+        "signal") or an interrupt_request. Next turn, after a cell still to be started."""
+        if self.codec.busy:
+            self.loop.call_soon(self._interrupt_now)
+
+    def _interrupt_now(self) -> None:
         if self.codec.busy:
             self.kernel.interrupt()
 
@@ -217,6 +213,7 @@ def serve(connection: Connection, cap: int | None = None) -> None:
 
     # Figures as ipykernel's inline backend draws them, unless the user chose.
     os.environ.setdefault("PYRELUNE_FIGURE_FORMATS", "png")
+    _line_buffered_c_stdout()
     from pyrelune.worker import comms
 
     comms.enable()  # the workers' widgets talk to the front end
@@ -224,6 +221,8 @@ def serve(connection: Connection, cap: int | None = None) -> None:
     reactor = Reactor()
     server = None
     try:
+        if sockets.ports != connection.ports:
+            _write_ports(connection.path, sockets.ports)
         server = JupyterServer(connection, sockets, reactor, cap)
         reactor.add_signal_handler(_signal.SIGTERM, reactor.stop)
         reactor.add_signal_handler(_signal.SIGINT, server.interrupt)
@@ -233,6 +232,41 @@ def serve(connection: Connection, cap: int | None = None) -> None:
             server.close()
         reactor.close()
         sockets.close()
+
+
+def _write_ports(path: str, ports: dict[str, int]) -> None:
+    """A connection file that left ports to the kernel (0) gets the ones it bound, as
+    ipykernel writes them: the front end reads it back."""
+    import json
+
+    with open(path, encoding="utf-8") as file:
+        info = json.load(file)
+    info.update({f"{channel}_port": port for channel, port in ports.items()})
+    fresh = f"{path}.{os.getpid()}.tmp"
+    descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with open(descriptor, "w", encoding="utf-8") as file:
+        json.dump(info, file, indent=1)
+    os.replace(fresh, path)
+
+
+def _line_buffered_c_stdout() -> None:
+    """C code's printf reaches the cell line by line, in order with Python's prints.
+
+    C stdio buffers a pipe's output whole blocks at a time (unless Python runs
+    unbuffered, `-u`), so a C extension's lines would come after the cell's
+    later prints, or at its end. Set here, in the supervisor, which never
+    writes to C's stdout, every worker forked from it inherits it (Linux's
+    and macOS's C libraries name the stream `stdout`; elsewhere nothing changes).
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        stream = ctypes.c_void_p.in_dll(libc, "stdout" if sys.platform != "darwin"
+                                        else "__stdoutp")
+        libc.setvbuf(stream, None, 1, 1 << 13)  # _IOLBF, as on a terminal
+    except (ImportError, OSError, ValueError, AttributeError):
+        pass
 
 
 def main(connection_file: str) -> int:

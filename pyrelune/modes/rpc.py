@@ -32,6 +32,7 @@ from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.supervisor.presentation import Presenter
 from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.transports.reactor import Reactor
+from pyrelune.transports.ticker import Ticker
 from pyrelune.wire.events import Clear, Comm, Display, InputRequest, Reply, Stream
 
 TYPE_CHECKING = False
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Protocol
 
-    from pyrelune.transports.reactor import Loop, TimerHandle
+    from pyrelune.transports.reactor import Loop
     from pyrelune.transports.websocket import WebSocketConnection
     from pyrelune.wire.events import Event
 
@@ -148,7 +149,7 @@ class RpcServer:
         self._guests: dict[WebSocketConnection, rpc.Guest] = {}  # oldest first
         self._when_settled: Callable[[], None] | None = None  # once no cell runs, no reset
         self._input_ended = False  # the pipe's input is over: no input() can be answered
-        self._flush_timer: TimerHandle | None = None
+        self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self._screen = Presenter(self._present, interleave=True)
 
     # -- connections ---------------------------------------------------------
@@ -301,22 +302,12 @@ class RpcServer:
                 self.kernel.reply_input(command.value)
             elif isinstance(command, rpc.Reset):
                 self.kernel.begin_reset()
-        if self.protocol.flush_at is not None:
-            self._arm_flush()
+        self._ticker.arm(self.protocol.flush_at)
         self._settle()
 
-    def _arm_flush(self) -> None:
-        due = self.protocol.flush_at
-        if due is None or (self._flush_timer is not None and self._flush_timer.when() <= due):
-            return
-        if self._flush_timer is not None:
-            self._flush_timer.cancel()
-        self._flush_timer = self.loop.call_at(due, self._flush)
-
     def _flush(self) -> None:
-        self._flush_timer = None
         self._send_all(self.protocol.tick(time.monotonic()))
-        self._arm_flush()
+        self._ticker.arm(self.protocol.flush_at)
 
     # -- the kernel's events ------------------------------------------------------
 

@@ -23,7 +23,7 @@ from collections import deque
 from pyrelune import __version__
 from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupyter import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
-from pyrelune.protocols.streaming import Cap, Coalescer
+from pyrelune.protocols.streaming import INTERVAL, Cap, Coalescer
 from pyrelune.wire import events
 from pyrelune.wire.events import COMM_TYPES, Clear, Comm, Display, Done, InputRequest, Reply, Stream
 
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 SHELL, CONTROL, STDIN, IOPUB = "shell", "control", "stdin", "iopub"
 #: The names an error without a Python exception (the worker died, ...) goes by.
 _ENAMES = {events.WORKER_DIED: "WorkerDied", events.TIMEOUT: "Timeout"}
+#: Displays a cell may show (display_data): past them, the rest are counted, not sent.
+MAX_DISPLAYS = 2000
 #: The history's session number: this kernel keeps only its own session's cells.
 SESSION = 1
 HELP_LINKS = [
@@ -142,22 +144,20 @@ class JupyterCodec:
         self._replied = False  # the worker's Reply to what it was asked came
         self._coalescer = Coalescer()
         self._cap = Cap() if limit is None else Cap(limit)
+        self._displays = DisplayBudget()
         self.comms: dict[str, dict[str, str]] = {}  # comm_id: {"target_name": ...} (comm_info)
 
     @property
     def busy(self) -> bool:
-        """Whether the worker is serving a shell request (others wait in the queue)."""
+        """Whether the worker is serving a shell request (others wait in the queue); an
+        interrupt has something to stop."""
         return self._current is not None
 
     @property
-    def running(self) -> bool:
-        """Whether a cell is running (an interrupt has something to stop)."""
-        return self._cell is not None and self._asked == ""
-
-    @property
     def flush_at(self) -> float | None:
-        """When `tick()` has stream text to send (time.monotonic), if it has any."""
-        return self._coalescer.flush_at
+        """When `tick()` has output to send (time.monotonic), if it has any."""
+        due = [at for at in (self._coalescer.flush_at, self._displays.flush_at) if at is not None]
+        return min(due) if due else None
 
     def starting(self) -> Outcome:
         """The kernel's first message: status `starting` on IOPub."""
@@ -235,6 +235,7 @@ class JupyterCodec:
             self._publish(outcome, "execute_input", {"code": code,
                                                      "execution_count": cell.count}, request)
         self._cap.begin()
+        self._displays.begin()
         outcome.commands.append(RunCell(code, filename))
         return False
 
@@ -291,7 +292,7 @@ class JupyterCodec:
             "buffers": [b64encode(buffer).decode() for buffer in request.buffers]})
 
     def _on_interrupt(self, channel: str, request: Message, outcome: Outcome) -> bool:
-        if self.running:
+        if self.busy:  # a cell, or a question the worker is slow to answer (completion)
             outcome.commands.append(Interrupt())
         self._reply(outcome, channel, request, {"status": "ok"})
         return True
@@ -329,9 +330,13 @@ class JupyterCodec:
             if sent is not None:
                 self._streams(outcome, self._coalescer.add(sent, now), parent)
             return outcome
+        if isinstance(item, Display) and item.update and item.display_id is not None:
+            self._displays.hold(item, now)  # only its last state goes out, at the next flush
+            return outcome
         self._flush(outcome, parent)
         if isinstance(item, Display):
-            self._display(outcome, item, parent)
+            if item.is_result or self._cell is None or self._displays.admit():
+                self._display(outcome, item, parent)
         elif isinstance(item, Clear):
             self._publish(outcome, "clear_output", {"wait": item.wait}, parent)
         elif isinstance(item, InputRequest):
@@ -358,7 +363,10 @@ class JupyterCodec:
     def tick(self, now: float) -> Outcome:
         """Stream text whose time has come (the driver's timer at `flush_at`)."""
         outcome = Outcome()
-        self._streams(outcome, self._coalescer.due(now), self._parent())
+        parent = self._parent()
+        self._streams(outcome, self._coalescer.due(now), parent)
+        if self._displays.due(now):
+            self._send_updates(outcome, parent)
         return outcome
 
     def _parent(self) -> Message | None:
@@ -373,6 +381,11 @@ class JupyterCodec:
     def _flush(self, outcome: Outcome, parent: Message | None) -> None:
         streams = self._coalescer.flush() if self._coalescer.flush_at is not None else []
         self._streams(outcome, streams + self._cap.release(), parent)
+        self._send_updates(outcome, parent)
+
+    def _send_updates(self, outcome: Outcome, parent: Message | None) -> None:
+        for display in self._displays.take():
+            self._display(outcome, display, parent)
 
     def _streams(self, outcome: Outcome, streams: list[Stream], parent: Message | None) -> None:
         for stream in streams:
@@ -449,6 +462,8 @@ class JupyterCodec:
 
     def _finish_cell(self, outcome: Outcome, cell: _Cell) -> None:
         """The execute_reply (after the error on IOPub); then what a failure aborts."""
+        if note := self._displays.omitted():
+            self._streams(outcome, [Stream("stderr", note)], cell.request)
         self._cell, self._current, self._asked = None, None, ""
         error = cell.error
         if error is None:
@@ -488,6 +503,61 @@ class JupyterCodec:
         """Serve the queued shell requests until one needs the worker."""
         while self._current is None and self._queue:
             self._handle(SHELL, self._queue.popleft(), outcome)
+
+
+class DisplayBudget:
+    """A cell's displays, bounded: `MAX_DISPLAYS` are shown, updates are coalesced.
+
+    A loop that displays a million values must not become a million messages
+    (a front end that falls behind loses IOPub messages, its `idle` among
+    them): past the budget, displays are counted and the cell ends with a
+    note saying how many were not shown. Updates of a display (a progress
+    bar's `update_display`) only change it in place: each display's last
+    state is sent, at most once per `INTERVAL`.
+    """
+
+    def __init__(self, limit: int = MAX_DISPLAYS) -> None:
+        self.limit = limit
+        self.flush_at: float | None = None  # when held updates are due
+        self._held: dict[str, Display] = {}
+        self.begin()
+
+    def begin(self) -> None:
+        """A new cell: a full budget."""
+        self._left = self.limit
+        self._dropped = 0
+
+    def admit(self) -> bool:
+        """Whether a display_data may be sent (else it is counted as omitted)."""
+        if self._left > 0:
+            self._left -= 1
+            return True
+        self._dropped += 1
+        return False
+
+    def hold(self, update: Display, now: float) -> None:
+        assert update.display_id is not None
+        self._held.pop(update.display_id, None)  # moves to the end: updates keep their order
+        self._held[update.display_id] = update
+        if self.flush_at is None:
+            self.flush_at = now + INTERVAL
+
+    def due(self, now: float) -> bool:
+        return self.flush_at is not None and now >= self.flush_at
+
+    def take(self) -> list[Display]:
+        """The held updates, each display's last, in the order they were last changed."""
+        held = list(self._held.values())
+        self._held = {}
+        self.flush_at = None
+        return held
+
+    def omitted(self) -> str:
+        """The note for the cell's end, if displays were left out."""
+        if not self._dropped:
+            return ""
+        return (f"[pyrelune: {self._dropped:,} more displays were not shown: a cell shows at "
+                f"most {self.limit:,}]\n")
 
 
 def kernel_info() -> dict[str, Any]:

@@ -313,6 +313,22 @@ _WINDOWED_BACKENDS = frozenset(
 ) | {"macosx", "nbagg", "webagg", "ipympl", "widget"}
 
 
+def _config(line: str, frame: FrameType) -> None:
+    """`%config InlineBackend.figure_formats = {'png', 'svg'}` (or `.figure_format = 'retina'`):
+    the formats figures are drawn in, as IPython's inline backend takes them."""
+    target, equals, value = line.partition("=")
+    if target.strip() not in ("InlineBackend.figure_formats", "InlineBackend.figure_format"
+                              ) or not equals:
+        raise UsageError(f"%config {line.strip()}: only InlineBackend.figure_formats = ... "
+                         "is configurable here")
+    chosen = eval(value, frame.f_globals, frame.f_locals)
+    names = [chosen] if isinstance(chosen, str) else list(chosen)
+    known = ("png", "retina", "svg", "jpeg", "jpg")
+    if not names or any(not isinstance(n, str) or n.lower() not in known for n in names):
+        raise UsageError(f"%config: figure formats are {', '.join(known)}, not {chosen!r}")
+    os.environ["PYRELUNE_FIGURE_FORMATS"] = ",".join(n.lower() for n in names)
+
+
 def _time(line: str, frame: FrameType) -> Any:
     """`%time statement`: run it once, then IPython's CPU and wall times."""
     return _timed(lambda: _run(line, frame.f_lineno - 1, frame))
@@ -518,6 +534,7 @@ _LINE_MAGICS: dict[str, Callable[[str, FrameType], Any]] = {
     "aimport": _accepted,
     "autoreload": _accepted,
     "cd": _cd,
+    "config": _config,
     "env": _env,
     "load_ext": _load_ext,
     "matplotlib": _matplotlib,

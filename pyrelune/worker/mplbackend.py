@@ -45,13 +45,11 @@ _NAMED = {"svg": "image/svg+xml", "png": "image/png", "jpeg": "image/jpeg",
 
 def _chosen_formats() -> tuple[tuple[str, ...], bool]:
     """The default formats, and whether PNG is retina: $PYRELUNE_FIGURE_FORMATS (a
-    comma-separated list of `_NAMED`; the Jupyter mode sets `png`, as ipykernel draws)."""
+    comma-separated list of `_NAMED`; the Jupyter mode sets `png`, as ipykernel draws, and
+    `%config InlineBackend.figure_formats` sets it in a cell)."""
     names = [n.strip().lower() for n in os.environ.get("PYRELUNE_FIGURE_FORMATS", "").split(",")]
     mimes = tuple(dict.fromkeys(_NAMED[n] for n in names if n in _NAMED))
     return mimes or DEFAULT_FORMATS, "retina" in names
-
-
-_defaults, _retina = _chosen_formats()
 
 #: Figures already displayed or saved, and so not shown again at the end of the cell.
 _shown: weakref.WeakSet[Figure] = weakref.WeakSet()
@@ -138,13 +136,14 @@ def figure_bundle(
     """
     if is_empty(figure):
         return {}, {}
-    wanted = [m for m in (include or _defaults) if m in _FORMATS]
+    defaults, retina = _chosen_formats()  # read each time: `%config` may change them
+    wanted = [m for m in (include or defaults) if m in _FORMATS]
     data: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
     for mime in wanted:
         if exclude is None or mime not in exclude:
             buffer = io.BytesIO()
-            scale = 2 if _retina and mime == "image/png" else 1
+            scale = 2 if retina and mime == "image/png" else 1
             figure.savefig(buffer, format=_FORMATS[mime], bbox_inches="tight",
                            dpi=figure.dpi * scale)
             image = buffer.getvalue()

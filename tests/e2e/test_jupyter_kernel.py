@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -392,3 +393,67 @@ def test_a_oneshot_cell_loads_nothing_of_the_jupyter_mode(tmp_path: Path) -> Non
                 if line.startswith("import time:")}
     assert "pyrelune.modes.oneshot" in imported  # it did run, and was watched
     assert not {name for name in imported if name.startswith(JUPYTER_MODULES)}
+
+
+def test_config_inline_backend_chooses_svg_or_retina(client: BlockingKernelClient) -> None:
+    plot = ("import matplotlib.pyplot as plt\nplt.figure(figsize=(2, 2), dpi=50)\n"
+            "plt.plot([1, 2])\nplt.show()")
+    execute(client, "%config InlineBackend.figure_formats = ['svg']")
+    (svg,) = execute(client, plot).of("display_data")
+    assert "image/png" not in svg["data"]
+    assert svg["data"]["image/svg+xml"].lstrip().startswith("<?xml")
+    execute(client, "%config InlineBackend.figure_format = 'retina'")
+    (retina,) = execute(client, plot).of("display_data")
+    png = base64.b64decode(retina["data"]["image/png"])
+    width = int.from_bytes(png[16:20], "big")
+    assert retina["metadata"]["image/png"]["width"] == width // 2
+    wrong = execute(client, "%config Completer.use_jedi = False")
+    assert wrong.content["ename"] == "UsageError"
+    execute(client, "%config InlineBackend.figure_formats = ['png']")
+
+
+def test_ports_left_to_the_kernel_are_written_back_and_served(tmp_path: Path) -> None:
+    path = _connection(tmp_path)  # every port 0
+    process = subprocess.Popen([sys.executable, "-m", "pyrelune", "--mode", "jupyter", "-f",
+                                str(path)])
+    client = BlockingKernelClient()
+    try:
+        start = time.monotonic()
+        while json.loads(path.read_text(encoding="utf-8"))["shell_port"] == 0:
+            assert time.monotonic() - start < TIMEOUT and process.poll() is None
+            time.sleep(0.05)
+        client.load_connection_file(str(path))
+        client.start_channels()
+        client.wait_for_ready(timeout=TIMEOUT)
+        assert execute(client, "print('bound')").stdout() == "bound\n"
+        client.shutdown()
+        assert process.wait(timeout=TIMEOUT) == 0
+    finally:
+        client.stop_channels()
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+def test_the_ipc_transport(tmp_path: Path) -> None:
+    jupyter_host.kernelspec(tmp_path)
+    saved = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = str(tmp_path)
+    try:
+        manager = KernelManager(kernel_name=jupyter_host.KERNEL_NAME, transport="ipc",
+                                ip=str(tmp_path / "kernel-ipc"))
+        manager.start_kernel()
+    finally:
+        if saved is None:
+            os.environ.pop("JUPYTER_PATH", None)
+        else:
+            os.environ["JUPYTER_PATH"] = saved
+    client = manager.blocking_client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=TIMEOUT)
+        assert execute(client, "print('over ipc')").stdout() == "over ipc\n"
+        assert list(tmp_path.glob("kernel-ipc-*"))  # the sockets are files
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=False)

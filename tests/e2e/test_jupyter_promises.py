@@ -181,3 +181,51 @@ def _peak_rss(pid: int) -> int:
 
 def _plain(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+def test_an_interrupt_ends_a_cell_waiting_for_input(kernel: Kernel) -> None:
+    manager, client = kernel
+    msg_id = client.execute("value = input('never answered: ')", allow_stdin=True)
+    assert client.get_stdin_msg(timeout=TIMEOUT)["msg_type"] == "input_request"
+    manager.interrupt_kernel()
+    run = collect(client, msg_id)
+    assert run.content["ename"] == "KeyboardInterrupt"
+    assert execute(client, "print('next')").stdout() == "next\n"
+
+
+def test_control_answers_while_a_cell_runs_and_shell_requests_wait_their_turn(
+        kernel: Kernel) -> None:
+    manager, client = kernel
+    running = _started(client, "import time\nprint('started', flush=True)\ntime.sleep(300)")
+    info = client.session.msg("kernel_info_request", {})
+    client.control_channel.send(info)
+    reply = client.control_channel.get_msg(timeout=TIMEOUT)
+    assert reply["parent_header"]["msg_id"] == info["header"]["msg_id"]  # while it sleeps
+    waiting = client.complete("pri")
+    manager.interrupt_kernel()
+    assert collect(client, running).content["ename"] == "KeyboardInterrupt"
+    completion = client.get_shell_msg(timeout=TIMEOUT)
+    assert completion["parent_header"]["msg_id"] == waiting
+    assert "print" in completion["content"]["matches"]
+
+
+def test_a_flood_of_displays_is_bounded_and_the_cell_says_what_was_left_out(
+        kernel: Kernel) -> None:
+    client = kernel[1]
+    msg_id = client.execute("from IPython.display import display\n"
+                            "for i in range(20_000):\n    display(i)")
+    kinds: list[str] = []
+    notes = ""
+    while True:  # IOPub read as it comes, as a front end reads it
+        message = client.get_iopub_msg(timeout=TIMEOUT)
+        if message["parent_header"].get("msg_id") != msg_id:
+            continue
+        kinds.append(message["msg_type"])
+        if message["msg_type"] == "stream":
+            notes += message["content"]["text"]
+        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
+            break
+    assert kinds.count("display_data") < 20_000
+    assert f"{20_000 - kinds.count('display_data'):,} more displays were not shown" in notes
+    reply = client.get_shell_msg(timeout=TIMEOUT)
+    assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok"

@@ -12,6 +12,7 @@ from pyrelune.protocols import jupyter
 from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupyter import BadMessage, Builder, Message, Signer, parse, serialize
 from pyrelune.protocols.jupyterkernel import (
+    MAX_DISPLAYS,
     AnswerInput,
     AskWorker,
     Interrupt,
@@ -173,9 +174,41 @@ def test_displays_updates_and_clears_keep_their_own_message_types() -> None:
     first = kernel.output(Display({"text/plain": "a"}, {}, display_id="d"), 0.0)
     again = kernel.output(Display({"text/plain": "b"}, {}, display_id="d", update=True), 0.0)
     cleared = kernel.output(Clear(wait=True), 0.0)
-    assert [m.msg_type for _, m in first.messages + again.messages + cleared.messages] == [
+    assert again.messages == []  # held: only its last state goes out, at the next flush
+    assert [m.msg_type for _, m in first.messages + cleared.messages] == [
         "display_data", "update_display_data", "clear_output"]
-    assert again.messages[0][1].content["transient"] == {"display_id": "d"}
+    assert cleared.messages[0][1].content["transient"] == {"display_id": "d"}
+
+
+def test_updates_of_a_display_are_coalesced_to_its_last_state() -> None:
+    kernel = codec()
+    execute(kernel, "progress()")
+    kernel.output(Display({"text/plain": "bar"}, {}, display_id="bar"), 0.0)
+    for n in range(100):
+        assert kernel.output(Display({"text/plain": f"{n}%"}, {}, display_id="bar",
+                                     update=True), n / 1000).messages == []
+    assert kernel.flush_at is not None
+    ticked = kernel.tick(kernel.flush_at)
+    assert [(m.msg_type, m.content["data"]) for _, m in ticked.messages] == [
+        ("update_display_data", {"text/plain": "99%"})]
+    assert kernel.flush_at is None
+
+
+def test_a_cell_shows_at_most_so_many_displays_and_says_how_many_it_left_out() -> None:
+    kernel = codec()
+    execute(kernel, "flood()")
+    shown = 0
+    for n in range(MAX_DISPLAYS + 25):
+        shown += len(kernel.output(Display({"text/plain": str(n)}, {}), 0.0).messages)
+    assert shown == MAX_DISPLAYS
+    result = kernel.output(Display({"text/plain": "r"}, {}, is_result=True), 0.0)
+    assert [m.msg_type for _, m in result.messages] == ["execute_result"]  # always shown
+    done = kernel.output(Done(), 0.0)
+    note = done.messages[0][1]
+    assert note.msg_type == "stream" and note.content["name"] == "stderr"
+    assert "25 more displays were not shown" in note.content["text"]
+    execute(kernel, "again()")  # a new cell has its full budget
+    assert kernel.output(Display({"text/plain": "x"}, {}), 0.0).messages
 
 
 def test_shell_requests_wait_while_a_cell_runs_and_are_served_in_order() -> None:

@@ -48,12 +48,8 @@ def test_a_failing_draw_is_reported_and_skipped(capsys: pytest.CaptureFixture[st
 
 def test_a_png_says_the_size_to_show_it_at_retina_half_its_pixels(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pyrelune.worker import mplbackend
-
     for names, scale in (("png", 1), ("retina", 2)):
         monkeypatch.setenv("PYRELUNE_FIGURE_FORMATS", names)
-        monkeypatch.setattr(mplbackend, "_defaults", mplbackend._chosen_formats()[0])
-        monkeypatch.setattr(mplbackend, "_retina", mplbackend._chosen_formats()[1])
         data, metadata = figure_bundle(plotted(), None, None)
         png = data["image/png"]
         width, height = (int.from_bytes(png[at:at + 4], "big") for at in (16, 20))
