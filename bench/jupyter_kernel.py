@@ -65,13 +65,37 @@ class Kernel:
         self.manager.start_kernel(env=defaults_env())
         self.client: BlockingKernelClient = self.manager.blocking_client()
         self.client.start_channels()
-        msg_id = self.client.kernel_info()
-        while True:
-            reply = self.client.get_shell_msg(timeout=TIMEOUT)
-            if reply["parent_header"].get("msg_id") == msg_id:
-                break
-        self.started = time.perf_counter() - begin
-        self._until_idle(msg_id)
+        try:
+            msg_id = self.client.kernel_info()
+            while True:
+                reply = self.client.get_shell_msg(timeout=TIMEOUT)
+                if reply["parent_header"].get("msg_id") == msg_id:
+                    break
+            self.started = time.perf_counter() - begin
+            self._iopub_connected()
+        except BaseException:
+            self.close()
+            raise
+
+    def _iopub_connected(self) -> None:
+        """Until IOPub carries our messages: a subscription made late misses what was before."""
+        from queue import Empty
+
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            msg_id = self.client.kernel_info()
+            self.client.get_shell_msg(timeout=TIMEOUT)
+            try:
+                while True:
+                    message = self.client.get_iopub_msg(timeout=1.0)
+                    if message["parent_header"].get("msg_id") == msg_id:
+                        if not (message["msg_type"] == "status"
+                                and message["content"]["execution_state"] == "idle"):
+                            self._until_idle(msg_id)
+                        return
+            except Empty:
+                continue
+        raise TimeoutError("IOPub never carried a message")
 
     def _until_idle(self, msg_id: str) -> int:
         """Read IOPub up to the idle status of `msg_id`; the stream characters seen on the way."""
