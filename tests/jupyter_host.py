@@ -79,6 +79,12 @@ def collect(client: BlockingKernelClient, msg_id: str, reply_channel: str = "she
         message = channel.get_msg(timeout=timeout)
         if message["parent_header"].get("msg_id") == msg_id:
             reply = message
+    return Run(reply, until_idle(client, msg_id, timeout))
+
+
+def until_idle(client: BlockingKernelClient, msg_id: str,
+               timeout: float = TIMEOUT) -> list[dict[str, Any]]:
+    """The IOPub messages under `msg_id`, up to its idle status (others are skipped)."""
     iopub = []
     while True:
         message = client.get_iopub_msg(timeout=timeout)
@@ -86,7 +92,7 @@ def collect(client: BlockingKernelClient, msg_id: str, reply_channel: str = "she
             continue
         iopub.append(message)
         if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-            return Run(reply, iopub)
+            return iopub
 
 
 def execute(client: BlockingKernelClient, code: str, timeout: float = TIMEOUT,

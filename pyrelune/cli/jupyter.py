@@ -36,7 +36,7 @@ DryRun = Annotated[
 
 def _carry_out(user: bool, sys_prefix: bool, prefix: str | None, name: str, dry_run: bool,
                make_plan: Callable[[Place, str], Plan]) -> Plan:
-    from pyrelune.cli.vix import show_plan
+    from pyrelune.cli.vix import fail, show_plan
     from pyrelune.jupyter import kernelspec
 
     try:
@@ -44,18 +44,13 @@ def _carry_out(user: bool, sys_prefix: bool, prefix: str | None, name: str, dry_
         plan = make_plan(where, kernelspec.kernel_name(name))
         show_plan(plan, dry_run)
     except kernelspec.KernelspecError as error:
-        raise _fail(str(error)) from None
+        raise fail(error) from None
     except PermissionError as error:
-        raise _fail(f"cannot change {error.filename}: permission denied; use --user, or a "
+        raise fail(f"cannot change {error.filename}: permission denied; use --user, or a "
                     "--prefix you can write") from None
     except OSError as error:
-        raise _fail(f"cannot change {error.filename}: {error.strerror}") from None
+        raise fail(f"cannot change {error.filename}: {error.strerror}") from None
     return plan
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(1)
 
 
 @app.command("install")

@@ -81,11 +81,12 @@ def _carry_out(
             plan = make_plan(places, where, target)
             show_plan(plan, dry_run)
     except (install.InstallError, descriptor.InvalidDescriptor, OSError) as error:
-        raise _fail(error) from None
+        raise fail(error) from None
     return target, plan
 
 
-def _fail(error: Exception) -> typer.Exit:
+def fail(error: Exception | str) -> typer.Exit:
+    """Say why on stderr; the exit (status 1) to raise."""
     typer.echo(f"error: {error}", err=True)
     return typer.Exit(1)
 
@@ -119,7 +120,7 @@ def install_command(
     from pyrelune.vix.discovery import RELOAD
 
     if preload and not warm:
-        raise _fail(ValueError("--preload is for warm start: add --warm"))
+        raise fail(ValueError("--preload is for warm start: add --warm"))
     setting = (preload or "1") if warm else ""
     target, plan = _carry_out(prefix, project, package_id, dry_run, make_plan, setting)
     if not plan.changes:
@@ -159,7 +160,7 @@ def doctor_command(prefix: Prefix = None, project: Project = None,
         chosen = package_id or descriptor.load()["id"]
         descriptor.split_id(chosen)
     except descriptor.InvalidDescriptor as error:
-        raise _fail(error) from None
+        raise fail(error) from None
     checks = doctor.check(Places.from_env(prefix), chosen,
                           project.absolute() if project else None)
     from pyrelune.vix.discovery import RELOAD

@@ -10,7 +10,7 @@ import jupyter_host
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
-from jupyter_host import TIMEOUT, Run, collect, execute
+from jupyter_host import TIMEOUT, Run, collect, execute, until_idle
 
 pytest.importorskip("ipywidgets", reason="the widgets a notebook shows are the test")
 
@@ -30,24 +30,11 @@ def client(kernel: Kernel) -> BlockingKernelClient:
     return kernel[1]
 
 
-def send(client: BlockingKernelClient, msg_type: str, content: dict[str, Any],
-         buffers: list[bytes] | None = None) -> Run:
+def send(client: BlockingKernelClient, msg_type: str, content: dict[str, Any]) -> Run:
     """A comm message from the front end on shell, and what IOPub says under it until idle."""
     message = client.session.msg(msg_type, content)
-    client.shell_channel.send(message) if not buffers else client.session.send(
-        client.shell_channel.socket, message, buffers=buffers)
-    return collect_iopub(client, message["header"]["msg_id"])
-
-
-def collect_iopub(client: BlockingKernelClient, msg_id: str) -> Run:
-    iopub = []
-    while True:
-        message = client.get_iopub_msg(timeout=TIMEOUT)
-        if message["parent_header"].get("msg_id") != msg_id:
-            continue
-        iopub.append(message)
-        if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-            return Run({}, iopub)
+    client.shell_channel.send(message)
+    return Run({}, until_idle(client, message["header"]["msg_id"]))
 
 
 def comms(client: BlockingKernelClient, target: str | None = None) -> dict[str, Any]:
@@ -111,7 +98,7 @@ def test_front_end_comms_to_a_target_with_buffers(client: BlockingKernelClient) 
     assert comms(client, "echo") == {"front-1": {"target_name": "echo"}}
     message = client.session.msg("comm_msg", {"comm_id": "front-1", "data": {"hi": 2}})
     client.session.send(client.shell_channel.socket, message, buffers=[b"\x00\x01\xff"])
-    run = collect_iopub(client, message["header"]["msg_id"])
+    run = Run({}, until_idle(client, message["header"]["msg_id"]))
     echoed = [m for m in run.iopub if m["msg_type"] == "comm_msg"]
     assert len(echoed) == 1, run.kinds
     assert echoed[0]["content"] == {"comm_id": "front-1", "data": {"echo": {"hi": 2}}}
