@@ -121,8 +121,9 @@ class JupyterServer:
         builder = jupyter.Builder(os.urandom(16).hex(), _username())
         self.codec = JupyterCodec(builder, self.signer, cap)
         # It asks of its loop only what `Loop` offers, though typed for asyncio's.
+        # Its workers' widgets talk to the front end (comms: see `worker.comms`).
         self.kernel = EventedKernel(loop, self._on_event,  # type: ignore[arg-type]
-                                    DEFAULT_LIMIT if cap is None else cap)
+                                    DEFAULT_LIMIT if cap is None else cap, comms=True)
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self.stopping: Shutdown | None = None
@@ -214,9 +215,6 @@ def serve(connection: Connection, cap: int | None = None) -> None:
     # Figures as ipykernel's inline backend draws them, unless the user chose.
     os.environ.setdefault("PYRELUNE_FIGURE_FORMATS", "png")
     _line_buffered_c_stdout()
-    from pyrelune.worker import comms
-
-    comms.enable()  # the workers' widgets talk to the front end
     sockets = ZmqSockets(connection.transport, connection.ip, connection.ports)
     reactor = Reactor()
     server = None

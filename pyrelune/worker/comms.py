@@ -7,7 +7,7 @@ Here a comm's messages become `wire.events.Comm` events (the session hands
 them to the Jupyter codec, which publishes them on IOPub), and what the
 front end sends comes back as a `Query` of kind `comm`, served between
 cells as ipykernel serves its shell messages. Only the Jupyter mode has a
-front end to talk to: it calls `enable()` before its workers are forked.
+front end to talk to: its workers install this (`kernelloop.serve`'s `comms`).
 """
 
 from __future__ import annotations
@@ -25,18 +25,7 @@ if TYPE_CHECKING:
     from pyrelune.wire.commands import Query
     from pyrelune.worker.runtime import Channel
 
-_enabled = False
 _manager: Any = None  # the comm package's CommManager, once it is imported
-
-
-def enable() -> None:
-    """This process's workers talk to a Jupyter front end (called before they are forked)."""
-    global _enabled
-    _enabled = True
-
-
-def enabled() -> bool:
-    return _enabled
 
 
 def install(channel: Channel) -> None:

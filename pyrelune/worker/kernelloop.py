@@ -204,14 +204,16 @@ class Prompter:
         return reply.value
 
 
-def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoReturn:
+def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
+          comms: bool = False) -> NoReturn:
     """A kernel's worker: run cells from the control pipe in one namespace.
 
     `interactive` is for a host that shows the cell while it runs and can
     answer (the rpc kernel): `input()` asks it, `show()` and `plot()` are
     builtins, and stdout and stderr keep their mutual order. `buffered`: stdout
     is block-buffered (see `flushfirst`), for a host that sees output only
-    when the cell ends. `cap`: the mode's output cap, which no event exceeds.
+    when the cell ends. `cap`: the mode's output cap, which no event exceeds. `comms`: a
+    Jupyter front end's, whose widgets talk to it (see `worker.comms`).
 
     `Execute` and `Reset` (see `wire.commands`) are each answered by a Done event.
     """
@@ -251,8 +253,10 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             from pyrelune.worker import between
 
             between.watch_for_asyncio()
-            if (talks := sys.modules.get("pyrelune.worker.comms")) and talks.enabled():
-                talks.install(channel)  # a Jupyter kernel's (see `worker.comms`)
+            if comms:  # a Jupyter front end's: widgets talk to it (see `worker.comms`)
+                from pyrelune.worker.comms import install
+
+                install(channel)
             receive = lambda: between.next_command(channel, writer)  # noqa: E731
         elif buffered:
             from pyrelune.worker.flushfirst import flush_first
@@ -275,9 +279,9 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
                 namespace.update(command.inputs or {})
                 run(Cell(command.source, command.filename, command.cell), namespace, channel)
             elif isinstance(command, Query) and command.kind == "comm":
-                from pyrelune.worker import comms
+                from pyrelune.worker.comms import receive as to_comm
 
-                comms.receive(command, channel)
+                to_comm(command, channel)
             elif isinstance(command, Query):
                 from pyrelune.worker.introspect import answer
 
