@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import warmhost
 from lines_host import Host as LinesHost
+from modes import MODES, Runner, runner
 from rpc_host import PipeHost
 from vixhost import VixHost
 
@@ -59,6 +61,13 @@ def warm_everywhere(request: pytest.FixtureRequest,
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+@pytest.fixture(params=MODES)
+def run(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Runner]:
+    """A runner for each mode in turn, its cells started in the test's folder."""
+    with runner(request.param, cwd=tmp_path) as each:
+        yield each
 
 
 @pytest.fixture

@@ -1,11 +1,12 @@
 """A test host for the Jupyter kernel: the real `pyrelune --mode jupyter`, driven by jupyter_client.
 
 `kernelspec()` writes a kernelspec for this checkout's pyrelune into a
-temporary Jupyter data folder, as `pyrelune jupyter install` would; the
-`jupyter_kernel` fixture (conftest) starts a KernelManager on it, as
-JupyterLab does, and hands over a started BlockingKernelClient.
+temporary Jupyter data folder, as `pyrelune jupyter install` would;
+`started()` starts a KernelManager on it, as JupyterLab does, and hands over
+a BlockingKernelClient whose kernel has answered kernel_info.
 `Run` collects one execute request's messages: its reply and what IOPub
-said under it, until its idle status.
+said under it, until its idle status, each checked against the messaging
+spec's schemas (jupyter_kernel_test's).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
+from jupyter_kernel_test.msgspec_v5 import validate_message
 
 TIMEOUT = 60.0  # generous: a noisy 2-core machine
 KERNEL_NAME = "pyrelune-test"
@@ -79,6 +81,8 @@ def collect(client: BlockingKernelClient, msg_id: str, reply_channel: str = "she
         message = channel.get_msg(timeout=timeout)
         if message["parent_header"].get("msg_id") == msg_id:
             reply = message
+    if reply["content"].get("status") != "aborted":  # ipykernel's word, newer than the spec's
+        validate_message(reply, reply["msg_type"], msg_id)
     return Run(reply, until_idle(client, msg_id, timeout))
 
 
@@ -90,6 +94,7 @@ def until_idle(client: BlockingKernelClient, msg_id: str,
         message = client.get_iopub_msg(timeout=timeout)
         if message["parent_header"].get("msg_id") != msg_id:
             continue
+        validate_message(message)
         iopub.append(message)
         if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
             return iopub
@@ -111,16 +116,16 @@ def drain_iopub(client: BlockingKernelClient) -> None:
 
 
 @contextlib.contextmanager
-def started(data_dir: Path, interrupt_mode: str = "signal",
-            env: dict[str, str] | None = None) -> Iterator[tuple[KernelManager,
-                                                                  BlockingKernelClient]]:
+def started(data_dir: Path, interrupt_mode: str = "signal", env: dict[str, str] | None = None,
+            **options: Any) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
     """A kernel started from a kernelspec in `data_dir`, as a front end starts it, and a
-    client whose channels are open once kernel_info was answered; shut down after."""
+    client whose channels are open once kernel_info was answered; shut down after.
+    `options` go to the KernelManager (`transport="ipc"`, `ip`)."""
     kernelspec(data_dir, interrupt_mode, env=env)
     saved = os.environ.get("JUPYTER_PATH")
     os.environ["JUPYTER_PATH"] = str(data_dir)
     try:
-        manager = KernelManager(kernel_name=KERNEL_NAME)
+        manager = KernelManager(kernel_name=KERNEL_NAME, **options)
         manager.start_kernel()
     finally:
         if saved is None:

@@ -100,6 +100,11 @@ class Host:
                 return message
             self._backlog.append(message)
 
+    def take_backlog(self) -> list[dict[str, Any]]:
+        """The messages `response()` met on its way and kept, taken out."""
+        backlog, self._backlog = self._backlog, []
+        return backlog
+
     def call(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         return self.response(self.request(method, params))
 

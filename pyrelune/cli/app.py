@@ -17,16 +17,17 @@ import typer
 from pyrelune import __version__, settings
 from pyrelune.cli import rpcargs
 from pyrelune.cli.jupyter import app as jupyter_app
+from pyrelune.cli.style import group
 from pyrelune.cli.vix import app as vix_app
 from pyrelune.cli.warm import app as warm_app
+from pyrelune.modes.oneshot import DEFAULT_TIMEOUT
 
 T = TypeVar("T")
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=False,
-    help="Run Python notebook cells for host applications. With no arguments: "
-    "read one vix-note-extension-1 request on stdin, write one response on stdout.",
+app = group(
+    "Run Python notebook cells for host applications.\n\n"
+    "With no arguments, pyrelune is Vix Note's runtime: one request (JSON) on stdin, one "
+    "response on stdout.",
 )
 
 
@@ -34,14 +35,15 @@ class Mode(str, enum.Enum):
     oneshot = "oneshot"
     lines = "lines"
     rpc = "rpc"
+    jupyter = "jupyter"
 
 
 def _rpc_option(param: str) -> Any:
     """The typer option for one of the rpc kernel's (`pyrelune.cli.rpcargs` has them all)."""
     option = rpcargs.OPTIONS[param]
     file = option.kind == rpcargs.FILE  # the checks apply to the Path parameters only
-    return typer.Option(help=option.help, metavar=option.metavar, rich_help_panel=rpcargs.PANEL,
-                        exists=file, dir_okay=not file)
+    return typer.Option(help=option.help, metavar=option.metavar, exists=file,
+                        dir_okay=not file)
 
 
 def _version(value: bool) -> None:
@@ -54,12 +56,13 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     mode: Annotated[
-        Mode, typer.Option(help="Which protocol to speak on stdin/stdout.")
+        Mode, typer.Option(help="The protocol spoken on stdin and stdout: oneshot (one Vix Note "
+                           "request), lines or rpc (a persistent kernel).")
     ] = Mode.oneshot,
     timeout: Annotated[
         Optional[str],  # noqa: UP045 (typer reads the annotation at run time on 3.10)
-        typer.Option(metavar="SECONDS", help="Seconds a cell may run (0: no limit). "
-                     "Default: $PYRELUNE_TIMEOUT or 9."),
+        typer.Option(metavar="SECONDS", help="oneshot: seconds a cell may run (0: no limit). "
+                     f"Default: $PYRELUNE_TIMEOUT, else {DEFAULT_TIMEOUT:g}."),
     ] = None,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
@@ -75,6 +78,12 @@ def root(
         Optional[str], _rpc_option("max_message_size")] = None,  # noqa: UP045
     auth_timeout: Annotated[Optional[str], _rpc_option("auth_timeout")] = None,  # noqa: UP045
     drain_timeout: Annotated[Optional[str], _rpc_option("drain_timeout")] = None,  # noqa: UP045
+    connection_file: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--connection-file", "-f", metavar="FILE", rich_help_panel="Jupyter kernel",
+                     help="--mode jupyter: the connection file a Jupyter front end wrote "
+                     "(a kernelspec passes {connection_file})."),
+    ] = None,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -85,6 +94,13 @@ def root(
     given = [rpcargs.OPTIONS[param].name for param, value in rpc_values.items() if value]
     if mode is not Mode.rpc and given:
         raise typer.BadParameter("applies to --mode rpc only", param_hint=given[0])
+    if (mode is Mode.jupyter) != (connection_file is not None):
+        raise typer.BadParameter("--mode jupyter and --connection-file go together",
+                                 param_hint="--connection-file")
+    if mode is Mode.jupyter:
+        from pyrelune.modes import jupyter
+
+        raise typer.Exit(jupyter.main(str(connection_file)))
     if mode is Mode.lines:
         from pyrelune.modes import lines
 
@@ -128,7 +144,10 @@ def validate(
         typer.Argument(help="A request file; stdin when omitted.", dir_okay=False, exists=True),
     ] = None,
 ) -> None:
-    """Check a vix-note-extension-1 request against its schema without running it."""
+    """Check a Vix Note request without running it.
+
+    REQUEST (a file, else stdin) is checked against the vix-note-extension-1 schema.
+    """
     from pyrelune.protocols import vixnote
 
     raw = request.read_bytes() if request else sys.stdin.buffer.read()
@@ -140,23 +159,64 @@ def validate(
     typer.echo("valid")
 
 
-@app.command()
+@app.command(context_settings={"ignore_unknown_options": True,
+                               "allow_interspersed_args": False})
 def run(
-    file: Annotated[Path, typer.Argument(help="A Python file to run as one cell.", dir_okay=False,
-                                         exists=True)],
+    file: Annotated[Path, typer.Argument(dir_okay=False, exists=True, show_default=False)],
+    args: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Argument(metavar="[ARGS]...", show_default=False)] = None,
     timeout: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option(metavar="SECONDS", help="Seconds the cell may run (0: no limit)."),
+        typer.Option(metavar="SECONDS", help="Seconds a Python file may run (0: no limit). "
+                     f"Default: $PYRELUNE_TIMEOUT, else {DEFAULT_TIMEOUT:g}."),
     ] = None,
 ) -> None:
-    """Run a file as a oneshot cell in its own directory and print the JSON response."""
+    """Run a Python file as one cell, or a notebook's code cells.
+
+    FILE runs in its own folder with sys.argv set to FILE's name and ARGS, as
+    `python FILE ARGS...` would there. A Python file runs as Vix Note runs a
+    cell, and the JSON response is printed; a notebook (.ipynb) runs its code
+    cells in order in one namespace, its output printed as it comes, and stops
+    at the first cell that fails.
+    """
+    argv = [file.name, *(args or [])]
+    if file.suffix == ".ipynb":
+        raise typer.Exit(_run_notebook(file, argv, timeout))
     from pyrelune.modes import oneshot
 
-    request = {"source": file.read_text(encoding="utf-8"), "cellId": file.name,
+    try:
+        source = file.read_text(encoding="utf-8-sig")  # as Python reads a script, BOM or not
+    except UnicodeDecodeError as exc:
+        raise typer.BadParameter(f"{file} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                                 param_hint="FILE") from None
+    request = {"source": source, "cellId": file.name,
                "workingDirectory": str(file.resolve().parent)}
-    response = oneshot.handle(json.dumps(request).encode(), _timeout(timeout))
-    typer.echo(response.decode())
+    deadline = _timeout(timeout)
+    sys.argv = argv  # the worker, forked from here, starts with it
+    response = oneshot.handle(json.dumps(request).encode(), deadline)
+    typer.echo(response.decode(), nl=False)
     raise typer.Exit(0 if json.loads(response)["ok"] else 1)
+
+
+def _run_notebook(file: Path, argv: list[str], timeout: str | None) -> int:
+    import os
+
+    from pyrelune.cli import notebook
+    from pyrelune.transports import stdio
+
+    if timeout is not None:
+        raise typer.BadParameter("applies to a Python file: a notebook's cells run until done "
+                                 "(Ctrl-C stops them)", param_hint="--timeout")
+    try:
+        sources = notebook.code_cells(file.read_bytes())
+    except notebook.NotANotebook as exc:
+        typer.echo(f"error: {file}: {exc}", err=True)
+        return 2
+    os.chdir(file.resolve().parent)
+    sys.argv = argv  # the kernel's worker, forked from here, starts with it
+    return notebook.run(sources,
+                        lambda fd, text: stdio.write_all(text.encode("utf-8", "replace"), fd))
 
 
 app.add_typer(vix_app, name="vix")

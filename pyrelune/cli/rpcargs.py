@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
 #: The kinds of value: text as given, an existing readable file, text that may repeat.
 TEXT, FILE, MANY = "text", "file", "many"
-#: Where typer's help lists them.
-PANEL = "rpc kernel"
 
 
 class Option:
@@ -42,13 +40,15 @@ class Option:
 
 OPTIONS = {option.param: option for option in (
     Option("listen", TEXT, "rpc: serve WebSocket on HOST:PORT (port 0: any free port; the "
-           "address is printed as one JSON line on stdout). Default host 127.0.0.1."),
+           "address is printed as one JSON line on stdout). Default host 127.0.0.1. Needs the "
+           "websocket extra (pip install 'pyrelune[websocket]').",
+           "HOST:PORT"),
     Option("token", TEXT, "rpc over WebSocket: the secret clients send with kernel.auth "
            "(visible to other users in the process list: prefer --token-file or "
-           "$PYRELUNE_TOKEN)."),
+           "$PYRELUNE_TOKEN).", "TOKEN"),
     Option("token_file", FILE, "rpc over WebSocket: read the token from this file."),
     Option("allow_origin", MANY, "rpc over WebSocket: a browser Origin allowed to connect "
-           "(repeatable; by default only clients that send no Origin)."),
+           "(repeatable; by default only clients that send no Origin).", "ORIGIN"),
     Option("certfile", FILE, "rpc over WebSocket: serve TLS (wss://) with this certificate "
            "chain."),
     Option("keyfile", FILE, "rpc over WebSocket: the certificate's private key, if not in "

@@ -5,11 +5,15 @@ Thin wrappers: the work is in `pyrelune.vix`.
 
 from __future__ import annotations
 
+import os
+import sys
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+
+from pyrelune.cli.style import group
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -17,7 +21,7 @@ if TYPE_CHECKING:
     from pyrelune.vix.install import Plan, Target
     from pyrelune.vix.places import Places
 
-app = typer.Typer(no_args_is_help=True, help="Use pyrelune as Vix Note's Python runtime.")
+app = group("Use pyrelune as Vix Note's Python runtime.", no_args_is_help=True)
 
 Prefix = Annotated[
     Optional[Path],  # noqa: UP045 (typer reads the annotation at run time on 3.10)
@@ -73,6 +77,11 @@ def _carry_out(
     from pyrelune.vix import descriptor, install
     from pyrelune.vix.places import Places
 
+    if project is None and prefix is None and not _home() and not os.environ.get(
+            "VIX_GLOBAL_PREFIX"):
+        raise fail(ValueError("HOME is not set, so Vix Note would look for its global prefix "
+                               "in .vix/global under whatever folder `vix note` starts in: set "
+                               "HOME, or choose the prefix with --prefix or VIX_GLOBAL_PREFIX"))
     places = Places.from_env(prefix)
     try:
         target = _target(package_id, warm)
@@ -80,9 +89,16 @@ def _carry_out(
         with install.global_lock(places, dry_run) if where is None else nullcontext():
             plan = make_plan(places, where, target)
             show_plan(plan, dry_run)
+    except BrokenPipeError:
+        raise  # stdout was closed (`| head`): the reader has what it wanted, as with any tool
     except (install.InstallError, descriptor.InvalidDescriptor, OSError) as error:
         raise fail(error) from None
     return target, plan
+
+
+def _home() -> str:
+    """$HOME as Vix Note reads it (no password-database fallback); empty when unset."""
+    return os.environ.get("HOME", "")
 
 
 def fail(error: Exception | str) -> typer.Exit:
@@ -96,14 +112,14 @@ def install_command(
     prefix: Prefix = None, project: Project = None, package_id: ExtensionId = None,
     dry_run: DryRun = False,
     force: Annotated[bool, typer.Option(
-        help="Move aside (as .bak) a malformed installed.json or vix.json, or a launcher "
-        "pyrelune did not write, instead of stopping.")] = False,
+        "--force", help="Move aside (as .bak) a malformed installed.json or vix.json, or a "
+        "launcher pyrelune did not write, instead of stopping.")] = False,
     enable: Annotated[bool, typer.Option(
-        help="Remove the extension from Vix Note's disabled list.")] = False,
+        "--enable", help="Remove the extension from Vix Note's disabled list.")] = False,
     warm: Annotated[bool, typer.Option(
-        help="Warm start: cells are served by a process that has preloaded the data stack "
-        "(started by the first cell, gone after 10 idle minutes). $PYRELUNE_WARM=0 turns it "
-        "off again.")] = False,
+        "--warm", help="Warm start: cells are served by a process that has preloaded the data "
+        "stack (started by the first cell, gone after 10 idle minutes). $PYRELUNE_WARM=0 turns "
+        "it off again.")] = False,
     preload: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(help="With --warm: the modules to preload, comma-separated. Default: "
@@ -117,18 +133,45 @@ def install_command(
             return install.plan_global_install(places, target, force, enable)
         return install.plan_project_install(where, places, target, force, enable)
 
+    from pyrelune.vix import fonts
     from pyrelune.vix.discovery import RELOAD
 
     if preload and not warm:
         raise fail(ValueError("--preload is for warm start: add --warm"))
+    if enable and not _home():
+        raise fail(ValueError("--enable edits Vix Note's list of disabled extensions, "
+                               "~/.vix/note/extensions.json, and HOME is not set"))
+    if preload and (missing := _missing_modules(preload)):
+        raise fail(ValueError(f"--preload: {', '.join(missing)} cannot be imported by "
+                               f"{sys.executable}: install {'them' if len(missing) > 1 else 'it'}"
+                               " into this environment, or leave it out"))
     setting = (preload or "1") if warm else ""
     target, plan = _carry_out(prefix, project, package_id, dry_run, make_plan, setting)
     if not plan.changes:
         typer.echo(f"{target.package_id} {target.version} is already installed: nothing changed")
-    elif not dry_run:
+    if not dry_run and (cache := fonts.prepare()) is not None:  # not at the first plot
+        typer.echo(cache.describe())
+    if plan.changes and not dry_run:
         where = f" --project {project}" if project else ""
         typer.echo(f"{RELOAD}.")
         typer.echo(f"check it with: pyrelune vix doctor{where}")
+
+
+def _missing_modules(preload: str) -> list[str]:
+    """The names in a --preload list that no module of this environment answers to."""
+    import importlib.util
+
+    from pyrelune.cli.entry import preload_names
+
+    missing = []
+    for name in preload_names(preload).split(","):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a parent package that is missing, or no name
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
 
 
 @app.command("uninstall")
@@ -152,7 +195,10 @@ def uninstall_command(
 @app.command("doctor")
 def doctor_command(prefix: Prefix = None, project: Project = None,
                    package_id: ExtensionId = None) -> None:
-    """Check the installation as Vix Note sees it and run a real cell through it."""
+    """Check the installation as Vix Note sees it.
+
+    Then run a real cell through it, started exactly as Vix Note starts one.
+    """
     from pyrelune.vix import descriptor, doctor
     from pyrelune.vix.places import Places
 

@@ -6,8 +6,10 @@ from typing import Annotated, Optional
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, help="Warm start for oneshot cells: the preloaded "
-                  "process that serves them when PYRELUNE_WARM or `vix install --warm` is on.")
+from pyrelune.cli.style import group
+
+app = group("Warm start: oneshot cells served by a preloaded process.\n\nIt serves them "
+            "when PYRELUNE_WARM or `vix install --warm` is on.", no_args_is_help=True)
 
 Preload = Annotated[
     Optional[str],  # noqa: UP045 (typer reads the annotation at run time on 3.10)
@@ -39,7 +41,10 @@ def describe(found: dict[str, object]) -> str:
 
 @app.command("status")
 def status_command(preload: Preload = None) -> None:
-    """Whether the warm process runs, and its pid, preloaded modules, memory and idle time."""
+    """Say whether the warm process runs.
+
+    And if it does, its pid, preloaded modules, memory and idle time.
+    """
     from pyrelune.warm import control
 
     found = control.status(_preload(preload))
@@ -51,7 +56,10 @@ def status_command(preload: Preload = None) -> None:
 
 @app.command("start")
 def start_command(preload: Preload = None) -> None:
-    """Start the warm process (the first warm cell does so by itself) and wait until it serves."""
+    """Start the warm process and wait until it serves.
+
+    The first warm cell starts it by itself.
+    """
     from pyrelune.warm import control, place
 
     try:
@@ -67,7 +75,10 @@ def start_command(preload: Preload = None) -> None:
 
 @app.command("stop")
 def stop_command(preload: Preload = None) -> None:
-    """Stop the warm process; cells run cold until the next one starts it again."""
+    """Stop the warm process.
+
+    Cells run cold until the next one starts it again.
+    """
     from pyrelune.warm import control
 
     pid = control.stop(_preload(preload))

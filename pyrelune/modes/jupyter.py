@@ -28,7 +28,6 @@ from pyrelune.protocols.jupyterkernel import (
     RunCell,
     Shutdown,
 )
-from pyrelune.protocols.streaming import DEFAULT_LIMIT
 from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.transports.reactor import Reactor
 from pyrelune.transports.ticker import Ticker
@@ -43,6 +42,12 @@ if TYPE_CHECKING:
 INSTALL_HINT = ("pyrelune: --mode jupyter needs pyzmq, which the 'jupyter' extra installs: "
                 "pip install 'pyrelune[jupyter]'\n")
 CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
+#: The largest display a cell may show whole (a big table's HTML, a plotly page, an image):
+#: a Jupyter page shows what ipykernel sends. Stream text has its own, smaller, cap
+#: (`protocols.streaming.DEFAULT_LIMIT`); PYRELUNE_MAX_OUTPUT sets both.
+DISPLAY_LIMIT = 16 << 20
+#: Seconds between looks at whether the process that started the kernel is still there.
+PARENT_POLL = 1.0
 
 
 class ConfigError(Exception):
@@ -114,7 +119,8 @@ class JupyterServer:
     """Connects the sockets, the state machine and the kernel."""
 
     def __init__(self, connection: Connection, sockets: ZmqSockets, loop: Reactor,
-                 cap: int | None = None) -> None:
+                 cap: int | None = None, parent: int | None = None) -> None:
+        """`parent`: the process that started the kernel (see `_watch_parent`)."""
         self.loop = loop
         self.sockets = sockets
         self.signer = jupyter.Signer(connection.key, connection.signature_scheme)
@@ -123,13 +129,25 @@ class JupyterServer:
         # It asks of its loop only what `Loop` offers, though typed for asyncio's.
         # Its workers' widgets talk to the front end (comms: see `worker.comms`).
         self.kernel = EventedKernel(loop, self._on_event,  # type: ignore[arg-type]
-                                    DEFAULT_LIMIT if cap is None else cap, comms=True)
+                                    DISPLAY_LIMIT if cap is None else cap, comms=True)
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self.stopping: Shutdown | None = None
         for fd in sockets.fds():
             loop.add_reader(fd, self._pump)
+        self._parent = parent if parent is not None else os.getppid()
+        loop.call_later(PARENT_POLL, self._watch_parent)
         self._apply(self.codec.starting())
+
+    def _watch_parent(self) -> None:
+        """End with the process that started the kernel (a Jupyter server that died), as
+        ipykernel does: an orphaned kernel would hold its worker and ports for ever."""
+        if os.getppid() != self._parent:  # re-parented: to init, or to a subreaper
+            sys.stderr.write("pyrelune: the process that started the kernel is gone; "
+                             "shutting down\n")
+            self.loop.stop()
+            return
+        self.loop.call_later(PARENT_POLL, self._watch_parent)
 
     def _pump(self) -> None:
         """Read every message waiting on the sockets, control first."""
@@ -209,11 +227,14 @@ def _username() -> str:
 
 
 def serve(connection: Connection, cap: int | None = None) -> None:
-    """Bind the sockets and serve until a shutdown_request or SIGTERM."""
+    """Bind the sockets and serve until a shutdown_request, SIGTERM, or the end of the
+    process that started the kernel."""
+    parent = os.getppid()  # before the connection file says the kernel is there
     from pyrelune.transports.zmqsockets import ZmqSockets
 
     # Figures as ipykernel's inline backend draws them, unless the user chose.
     os.environ.setdefault("PYRELUNE_FIGURE_FORMATS", "png")
+    os.environ["PYRELUNE_PAGER"] = "payload"  # `obj?` for the front end's pager
     _line_buffered_c_stdout()
     sockets = ZmqSockets(connection.transport, connection.ip, connection.ports)
     reactor = Reactor()
@@ -221,7 +242,7 @@ def serve(connection: Connection, cap: int | None = None) -> None:
     try:
         if sockets.ports != connection.ports:
             _write_ports(connection.path, sockets.ports)
-        server = JupyterServer(connection, sockets, reactor, cap)
+        server = JupyterServer(connection, sockets, reactor, cap, parent)
         reactor.add_signal_handler(_signal.SIGTERM, reactor.stop)
         reactor.add_signal_handler(_signal.SIGINT, server.interrupt)
         reactor.run()

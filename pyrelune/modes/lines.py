@@ -5,15 +5,24 @@ runs wait in the reader's buffer. User code never runs in this process (it
 runs in the kernel's worker), so stdout carries nothing but response lines.
 
 Signals, as a desktop host sends them: SIGINT while a cell runs interrupts it
-(escalating to a kill of the worker, see `Session.interrupted`); SIGINT while
-idle is the host's race with the end of a cell and does nothing. SIGTERM and
-EOF on stdin end the kernel cleanly, with the worker and everything it
-started.
+(escalating to a kill of the worker, see `Session.interrupted`), except within
+`LATE_CLICK` seconds after the end of a cell that an interrupt ended: a signal
+carries no cell, and one that comes that soon is a late second click on stop
+for that cell (the host may already have sent the next one, which it spares).
+SIGINT while idle is likewise the host's race with the end of a cell and does
+nothing, unless a request is already on its way and the window has passed.
+When a signal arrived is told by `signal.set_wakeup_fd`, whose byte is written
+the moment it arrives, whenever the Python handler runs. SIGTERM and EOF on
+stdin end the kernel cleanly, with the worker and everything it started; so
+does a host that is gone (its end of stdout closed) while a cell runs.
 """
 
 from __future__ import annotations
 
 import _signal
+import os
+import select
+import time
 
 from pyrelune import settings
 from pyrelune.protocols import lines
@@ -21,6 +30,7 @@ from pyrelune.supervisor.kernel import DEFAULT_CAP, Kernel
 from pyrelune.supervisor.limits import OutputBudget
 from pyrelune.transports import stdio
 from pyrelune.wire.events import Clear, Display, Done, Stream
+from pyrelune.wire.recent import Recent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,10 +40,28 @@ if TYPE_CHECKING:
 #: $PYRELUNE_MAX_OUTPUT says otherwise: a line of many megabytes freezes a
 #: notebook's frontend long before it is useful.
 DEFAULT_MAX_OUTPUT = DEFAULT_CAP
+#: Seconds after a cell ended in which a SIGINT is still that cell's (a person's
+#: double click on stop is 0.1-0.3 s apart), never the next cell's.
+LATE_CLICK = 0.3
 
 
 class Terminated(Exception):
     """SIGTERM arrived: stop, clean up, exit 0."""
+
+
+class HostGone(Exception):
+    """The host closed its end of stdout while a cell ran: no one is left to answer."""
+
+
+def _drain(fd: int) -> bool:
+    """Empty the nonblocking pipe `fd`; whether anything was in it."""
+    found = False
+    try:
+        while os.read(fd, 512):
+            found = True
+    except BlockingIOError:
+        pass
+    return found
 
 
 class LinesServer:
@@ -49,19 +77,59 @@ class LinesServer:
         # that writes a cell and interrupts it at once. With nothing on its
         # way it is a late second click for the cell that ended: ignored.
         self._interrupt_next = False
+        # Whether the running cell was interrupted; when the last interrupted
+        # cell ended; whether a SIGINT arrived before a cell ended whose
+        # handler has not run yet (it is the ended cell's, see `ended`).
+        self._interrupting = False
+        self._ended = -LATE_CLICK
+        self._stale = False
+        self._wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._wake_w = wake_w
         # One traceback name per distinct source, so that a function defined
         # in one cell quotes the right lines when it fails in a later one,
-        # and rerunning a cell does not grow the worker's source cache.
-        self._filenames: dict[str, str] = {}
+        # and rerunning a cell does not grow the worker's source cache; the
+        # sources used last, within a budget (the worker keeps the same).
+        self._filenames = Recent()
+        self._cells = 0
+
+    def listen(self) -> None:
+        """Take SIGINT: from now on its arrival is written to the wakeup pipe."""
+        _signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+        _signal.signal(_signal.SIGINT, self.on_sigint)
 
     def forget_interrupt(self) -> None:
         self._interrupt_next = False
 
     def on_sigint(self, signum: int, frame: Any) -> None:
+        _drain(self._wake_r)  # the signals this run of the handler stands for
+        if self._stale:
+            self._stale = False  # it arrived while the cell that has since ended ran
+            return
+        if time.monotonic() - self._ended < LATE_CLICK:
+            return  # a second click for the cell an interrupt just ended, whatever runs now
         if self.busy:
-            self.kernel.interrupt()
+            self._interrupt()
         elif self.reader.waiting():
             self._interrupt_next = True
+
+    def _interrupt(self) -> None:
+        self.kernel.interrupt()
+        self._interrupting = True
+
+    def ended(self) -> None:
+        """A cell is over: a SIGINT that arrived until now was for it, and so is one in
+        the next `LATE_CLICK` seconds if an interrupt ended it."""
+        if _drain(self._wake_r):
+            self._stale = True  # arrived before now; its handler runs after this
+        self._ended = time.monotonic() if self._interrupting else -LATE_CLICK
+        self._interrupting = False
+
+    def host_gone(self) -> None:
+        """Raise HostGone if the host closed its end of stdout (checked while a cell runs)."""
+        watch = select.poll()
+        watch.register(1, 0)  # error and hang-up are always reported
+        if watch.poll(0):
+            raise HostGone
 
     def handle(self, line: bytes) -> bytes:
         """The response line to one request line.
@@ -77,13 +145,16 @@ class LinesServer:
             return self.execute(request)
         if request.type == "restart":
             self.kernel.reset()
+            self._filenames.clear()  # the worker forgets its sources with its namespace
             return lines.response(request.id)
         return lines.pong(request.id)
 
     def execute(self, request: lines.Request) -> bytes:
-        filename = self._filenames.get(request.code)
+        filename = self._filenames.use(request.code)
         if filename is None:
-            filename = self._filenames[request.code] = f"<cell {len(self._filenames) + 1}>"
+            self._cells += 1
+            filename = f"<cell {self._cells}>"
+            self._filenames.put(request.code, filename)
         output = OutputBudget(self.max_output)
         error = None
         try:
@@ -92,8 +163,8 @@ class LinesServer:
             # one that came on its way is honoured now (see `on_sigint`).
             self.busy = True
             if self._interrupt_next:
-                self.kernel.interrupt()
-            for event in self.kernel.events():
+                self._interrupt()
+            for event in self.kernel.events(self.host_gone):
                 if isinstance(event, Done):
                     error = event.error
                 elif isinstance(event, Display):
@@ -102,6 +173,7 @@ class LinesServer:
                     output.apply(event)  # the host cannot update an output: the last state
         finally:
             self.busy = False
+            self.ended()
         return lines.cell_response(request.id, output, error)
 
 
@@ -123,25 +195,59 @@ def max_output() -> int:
         return DEFAULT_MAX_OUTPUT
 
 
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+def _say(message: str) -> None:
+    try:
+        stdio.write_all(f"pyrelune: {message}\n".encode(errors="replace"), 2)
+    except OSError:
+        pass  # no stderr either: the exit status is all the host gets
+
+
 def main() -> int:
-    """Serve requests from stdin until EOF or SIGTERM; 0 when it ended that way."""
+    """Serve requests from stdin until EOF or SIGTERM; 0 when it ended that way.
+
+    2 when stdin or stdout is closed from the start (the kernel would read
+    its own worker's pipe as requests, or answer into it), 1 when an answer
+    cannot be written (a full disk, `/dev/full`): each said on stderr.
+    """
     _signal.signal(_signal.SIGINT, _signal.SIG_IGN)  # until there is a cell to interrupt
     _signal.signal(_signal.SIGTERM, _terminate)
+    if _closed(2):
+        os.open(os.devnull, os.O_WRONLY)  # takes fd 2: no pipe of ours may land there
+    for fd, name, use in ((0, "stdin", "reads its requests"), (1, "stdout", "writes its answers")):
+        if _closed(fd):
+            _say(f"{name} is closed, and the lines kernel {use} there")
+            return 2
     state = None
+    status = 0
     try:
         reader = stdio.LineReader(0)
         state = LinesServer(max_output(), reader)
-        _signal.signal(_signal.SIGINT, state.on_sigint)
+        state.listen()
         for line in reader:
             answer = state.handle(line) if line.strip() else b""
             reader.done_with()
             state.forget_interrupt()  # until now, meant for this request; now, a late click
-            stdio.write_all(answer)
-    except (Terminated, BrokenPipeError):
-        pass  # asked to stop, or the host stopped reading: either way, nothing left to do
+            try:
+                stdio.write_all(answer)
+            except BrokenPipeError:
+                break  # the host stopped reading
+            except OSError as exc:
+                _say(f"cannot write an answer to stdout: {exc.strerror or exc}")
+                status = 1
+                break
+    except (Terminated, HostGone):
+        pass  # asked to stop, or the host is gone: either way, nothing left to do
     finally:
         _signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
         _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
         if state is not None:
             state.kernel.close()
-    return 0
+    return status

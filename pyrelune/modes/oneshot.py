@@ -94,7 +94,7 @@ def handle(raw: bytes, timeout: float | None) -> bytes:
         request_id = request.request_id
         deadline, max_output, order = settings(timeout)
         note = note_folder(request.document_path)  # before enter(): relative to our own cwd
-        folder = enter(request.working_directory)
+        folder = enter(meant_folder(request.working_directory, note))
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
     folders = (note, folder) if note is not None and note != folder else (folder,)
@@ -219,6 +219,34 @@ def note_folder(document_path: str) -> str | None:
         return os.path.dirname(path) if os.path.isfile(path) else None
     except (OSError, ValueError):  # the current directory is gone; an unencodable name
         return None
+
+
+#: What makes a folder a project to `vix note`, besides the `.vix` that `meant_folder` reads.
+_PROJECT_MARKERS = ("vix.app", "vix.json", "CMakeLists.txt", ".git")
+
+
+def meant_folder(directory: str, note: str | None) -> str:
+    """`workingDirectory`, or the note's folder when the host sent HOME only for its own `~/.vix`.
+
+    `vix note` sends the nearest folder above the note holding a project
+    marker. Once anything is installed into Vix Note's global prefix,
+    `~/.vix/global`, the `~/.vix` holding it is such a marker, and every note
+    under HOME without a nearer one gets HOME: a data file beside the note
+    would not open by its name. Without it the host would have sent the
+    note's folder, so that is where such a cell runs. Any other folder (HOME
+    with a project marker of its own, a prefix elsewhere) is honoured as sent.
+    """
+    home = os.environ.get("HOME", "")
+    if note is None or not home.startswith("/") or not directory:
+        return directory
+    home = os.path.normpath(home)
+    vix = os.path.join(home, ".vix")
+    prefix = os.path.normpath(os.environ.get("VIX_GLOBAL_PREFIX") or os.path.join(vix, "global"))
+    if (os.path.normpath(directory) != home or not note.startswith(home + "/")
+            or not prefix.startswith(vix + "/") or not os.path.isdir(prefix)
+            or any(os.path.lexists(os.path.join(home, name)) for name in _PROJECT_MARKERS)):
+        return directory
+    return note
 
 
 def enter(directory: str) -> str:

@@ -125,6 +125,11 @@ def check(settings: Settings) -> None:
         if settings.certfile or settings.keyfile or settings.allow_origins:
             raise ConfigError("--certfile, --keyfile and --allow-origin need --listen")
         return
+    try:
+        import websockets  # noqa: F401 (an optional dependency: say how to get it)
+    except ImportError:
+        raise ConfigError("--listen needs the websockets package, which is not installed "
+                          "in this environment: pip install 'pyrelune[websocket]'") from None
     host = settings.listen[0]
     if settings.token is None and not is_loopback(host):
         raise ConfigError(

@@ -25,7 +25,17 @@ from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupyter import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
 from pyrelune.protocols.streaming import INTERVAL, Cap, Coalescer
 from pyrelune.wire import events
-from pyrelune.wire.events import COMM_TYPES, Clear, Comm, Display, Done, InputRequest, Reply, Stream
+from pyrelune.wire.events import (
+    COMM_TYPES,
+    PAGE,
+    Clear,
+    Comm,
+    Display,
+    Done,
+    InputRequest,
+    Reply,
+    Stream,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,6 +50,8 @@ if TYPE_CHECKING:
 SHELL, CONTROL, STDIN, IOPUB = "shell", "control", "stdin", "iopub"
 #: The names an error without a Python exception (the worker died, ...) goes by.
 _ENAMES = {events.WORKER_DIED: "WorkerDied", events.TIMEOUT: "Timeout"}
+#: The MIME types pyrelune adds to bundles for its other hosts (`wire.events.ITEM_MIME`, ...).
+OWN_MIME = "application/vnd.pyrelune."
 #: Displays a cell may show (display_data): past them, the rest are counted, not sent.
 MAX_DISPLAYS = 2000
 #: The history's session number: this kernel keeps only its own session's cells.
@@ -114,7 +126,8 @@ class Outcome:
 class _Cell:
     """The execute_request being run, and what its reply needs."""
 
-    __slots__ = ("count", "error", "request", "silent", "stop_on_error", "user_expressions")
+    __slots__ = ("count", "error", "payload", "request", "silent", "stop_on_error",
+                 "user_expressions")
 
     def __init__(self, request: Message, count: int) -> None:
         content = request.content
@@ -125,6 +138,7 @@ class _Cell:
         expressions = content.get("user_expressions") or {}
         self.user_expressions = expressions if isinstance(expressions, dict) else {}
         self.error: CellError | None = None
+        self.payload: list[dict[str, Any]] = []  # pages (`obj?`) for the front end's pager
 
 
 class JupyterCodec:
@@ -333,6 +347,9 @@ class JupyterCodec:
         if isinstance(item, Display) and item.update and item.display_id is not None:
             self._displays.hold(item, now)  # only its last state goes out, at the next flush
             return outcome
+        if isinstance(item, Display) and item.metadata.get(PAGE) and self._cell is not None:
+            self._cell.payload.append({"source": "page", "data": item.data, "start": 0})
+            return outcome  # shown by the front end's pager, from the execute_reply
         self._flush(outcome, parent)
         if isinstance(item, Display):
             if item.is_result or self._cell is None or self._displays.admit():
@@ -394,7 +411,8 @@ class JupyterCodec:
                               parent)
 
     def _display(self, outcome: Outcome, display: Display, parent: Message | None) -> None:
-        content: dict[str, Any] = {"data": display.data, "metadata": display.metadata}
+        content: dict[str, Any] = {"data": _theirs(display.data),
+                                   "metadata": _theirs(display.metadata)}
         if display.is_result and self._cell is not None:
             if self._cell.silent:
                 return
@@ -409,7 +427,7 @@ class JupyterCodec:
 
     def _input_request(self, outcome: Outcome, request: InputRequest) -> None:
         cell = self._cell
-        if cell is None or not cell.request.content.get("allow_stdin", True):
+        if cell is None or not cell.request.content.get("allow_stdin", False):
             outcome.commands.append(RefuseInput())
             return
         self._prompted = cell.request
@@ -469,7 +487,7 @@ class JupyterCodec:
         if error is None:
             self._reply(outcome, SHELL, cell.request, {
                 "status": "ok", "execution_count": cell.count,
-                "user_expressions": cell.user_expressions, "payload": []})
+                "user_expressions": cell.user_expressions, "payload": cell.payload})
         else:
             content = _error_content(_ename(error), error.evalue, cell.count,
                                      coloured(error.traceback, _ename(error), error.evalue))
@@ -633,6 +651,14 @@ def _code_and_cursor(content: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(cursor, int) or isinstance(cursor, bool) or not 0 <= cursor <= len(code):
         cursor = len(code)
     return {"code": code, "cursor_pos": cursor}
+
+
+def _theirs(bundle: dict[str, Any]) -> dict[str, Any]:
+    """A bundle without the types pyrelune adds for its own hosts (a table as JSONML, an rpc
+    item): a notebook keeps what ipykernel would have given it."""
+    if not any(mime.startswith(OWN_MIME) for mime in bundle):
+        return bundle
+    return {mime: value for mime, value in bundle.items() if not mime.startswith(OWN_MIME)}
 
 
 def _ename(error: CellError) -> str:

@@ -88,11 +88,15 @@ def pong(request_id: str) -> bytes:
 def shown(display: Display) -> Display:
     """What of a display this protocol shows, its text: the rest must not fill the cap.
 
-    An empty bundle (a placeholder to be updated) stays empty.
+    A display with no text form at all (an image alone, an empty HTML
+    element, JavaScript, given raw) shows nothing, as an empty bundle (a
+    placeholder to be updated) does; one whose `text/plain` only names its
+    type shows that, as IPython's text frontends do.
     """
     from pyrelune.protocols.textform import best  # loaded for displays only
 
-    data = {"text/plain": best(display.data)} if display.data else {}
+    text = best(display.data)
+    data = {"text/plain": text} if text else {}
     return Display(data, {}, display.is_result, display.display_id, display.update)
 
 

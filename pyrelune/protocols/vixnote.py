@@ -14,7 +14,14 @@ from pyrelune.protocols import Rejected as Rejected  # the codec's own name for 
 from pyrelune.protocols import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, keep_tail, utf8_size
-from pyrelune.wire.events import INVALID_REQUEST, UNSUPPORTED_PROTOCOL, CellError, Display, Stream
+from pyrelune.wire.events import (
+    INVALID_REQUEST,
+    TIMEOUT,
+    UNSUPPORTED_PROTOCOL,
+    CellError,
+    Display,
+    Stream,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,6 +38,11 @@ MAX_MESSAGE = 2000
 #: Below the summary, a failure's message shows the tail of the cell's output
 #: and the traceback, each within this and a share of the limit.
 MAX_CONTEXT = 8192
+#: Below a timeout's summary: how to allow more, and the host's limit that no setting moves.
+TIMEOUT_ADVICE = ("To allow a cell more time, set PYRELUNE_TIMEOUT (seconds; 0: no limit) where "
+                  "`vix note` is started. Vix Note itself stops every cell after 10 s and then "
+                  "shows only \"timeout\", so past about 9 s run the work outside the note "
+                  "(`pyrelune run --timeout 0 script.py`, or python itself).")
 #: requestId is echoed for a host's logs (Vix Note sends ":<cellId>" and never
 #: reads it back), within this many bytes: head and tail, as `clip` keeps them.
 MAX_REQUEST_ID = 1024
@@ -83,7 +95,8 @@ def parse_request(raw: bytes) -> Request:
     problems = schema_errors(message, REQUEST_SCHEMA)
     if problems:
         raise Rejected(
-            INVALID_REQUEST, f"Invalid request: {problems[0]}", "\n".join(problems)
+            INVALID_REQUEST, f"Invalid request: {_other_mode(message) or problems[0]}",
+            "\n".join(problems),
         )
     source: str = message["source"]
     if "\0" in source:
@@ -97,6 +110,24 @@ def parse_request(raw: bytes) -> Request:
         source, message.get("cellId"), message.get("requestId"),
         message.get("workingDirectory", ""), message.get("documentPath") or "",
     )
+
+
+#: What another mode's requests hold instead of `source`: the field that tells each apart.
+_OTHER_MODES = (("type", ("execute", "restart", "ping"), "lines"), ("method", None, "rpc"))
+
+
+def _other_mode(message: dict[str, Any]) -> str | None:
+    """What to say of a request meant for a kernel mode (a lines or rpc request): which it is."""
+    if "source" in message:
+        return None
+    for field, values, mode in _OTHER_MODES:
+        value = message.get(field)
+        if isinstance(value, str) and (values is None or value in values):
+            shown = fastjson.dumps_utf8({field: value[:40]}).decode()
+            return (f"this is a request for the {mode} kernel ({shown}), which "
+                    f"`pyrelune --mode {mode}` reads; with no arguments pyrelune reads one "
+                    'vix-note-extension-1 request, such as {"source": "print(2 + 3)"}')
+    return None
 
 
 def reject(error: Rejected, request_id: str | None = None) -> bytes:
@@ -193,7 +224,7 @@ def failure_message(error: CellError, budget: OutputBudget, target: int) -> str:
     headline = clip(error.headline(column=True), min(MAX_MESSAGE, target // 32), " ")
     room = min(MAX_CONTEXT, target // 16)
     while True:
-        parts = [headline]
+        parts = [headline, TIMEOUT_ADVICE] if error.code == TIMEOUT else [headline]
         printed = _printed(budget, room)
         if printed.strip():
             parts.append(printed.rstrip("\n"))
@@ -247,5 +278,6 @@ def _base(request_id: str | None, ok: bool) -> dict[str, Any]:
 
 
 def encode(response: Any) -> bytes:
-    """Strict JSON in UTF-8: lone surrogates become U+FFFD, NaN is refused."""
-    return fastjson.dumps_utf8(response)
+    """A response as written: strict JSON in UTF-8 (lone surrogates become U+FFFD, NaN is
+    refused), and a newline, so that a terminal's prompt does not land after it."""
+    return fastjson.dumps_utf8(response) + b"\n"

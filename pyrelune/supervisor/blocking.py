@@ -20,13 +20,15 @@ from pyrelune.wire.events import Done, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from pyrelune.supervisor.process import WorkerProcess
     from pyrelune.wire.events import Event
 
 #: Without a pidfd to say the worker exited, look this often.
 _EXIT_POLL = 0.05
+#: How often a wait with a `check` calls it (a kernel asking whether its host is gone).
+CHECK_EVERY = 1.0
 
 
 def supervise(
@@ -49,16 +51,20 @@ def supervise(
         link.close()
 
 
-def run(link: WorkerLink, soon: bool = False) -> Iterator[Event]:
+def run(link: WorkerLink, soon: bool = False,
+        check: Callable[[], None] | None = None) -> Iterator[Event]:
     """Events of the link's current cell, through its Done.
 
     `soon`: the worker was idle and the cell was just sent to it, so its
     first events may be only microseconds away: poll before sleeping (see
     `spin`). A oneshot worker still starting up gains nothing from it.
+    `check`: called at least every `CHECK_EVERY` seconds while the cell runs;
+    it raises to abandon the cell (a kernel whose host has gone).
     """
     session = link.session
     streams = link.capture_fds()
     first = soon
+    next_check = time.monotonic() + CHECK_EVERY
     while True:
         now = time.monotonic()
         wait = None
@@ -77,6 +83,11 @@ def run(link: WorkerLink, soon: bool = False) -> Iterator[Event]:
                 fds = [fd for fd in fds if fd not in streams]
         if link.worker.exit_fd < 0:
             wait = _EXIT_POLL if wait is None else min(wait, _EXIT_POLL)
+        if check is not None:
+            if now >= next_check:
+                check()
+                next_check = now + CHECK_EVERY
+            wait = next_check - now if wait is None else min(wait, next_check - now)
         fds.append(link.wake_r)
         ready = []
         if first:

@@ -162,12 +162,13 @@ class Kernel:
         self.link.begin()
         self._command(Reset())
 
-    def events(self) -> Iterator[Event]:
-        """The running cell's events, ending with its Done (see `blocking.run`)."""
+    def events(self, check: Callable[[], None] | None = None) -> Iterator[Event]:
+        """The running cell's events, ending with its Done (see `blocking.run`, and its
+        `check`)."""
         while True:
             if (notice := self.take_notice()) is not None:
                 yield notice
-            for event in blocking.run(self.link, soon=True):
+            for event in blocking.run(self.link, soon=True, check=check):
                 if not isinstance(event, Done):
                     yield event
                 elif (done := self.settle(event)) is not None:

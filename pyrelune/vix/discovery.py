@@ -18,10 +18,14 @@ from pyrelune.vix.places import Places
 
 BUILTIN_CELL_TYPES = frozenset({"markdown", "html", "cpp", "reply"})
 PROTOCOL = "vix-note-extension-1"
-#: Vix Note reads its extensions when it starts and when told to reload them.
+#: Vix Note reads its extensions when it starts and when told to reload them; what its page
+#: then shows, in the order a user meets it.
 RELOAD = ("Vix Note takes up an installed or enabled extension only when it reloads its "
-          "extensions (the extension panel in the page, or /api/extensions/reload) or "
-          "restarts: until then the page says the cell type is unavailable")
+          "extensions: until then Python cells have no Run button, and the page does not say "
+          "why. Reload them from the page's extension panel (or /api/extensions/reload), or "
+          "restart `vix note`: the menu then offers Python cells, but a cell's Run button "
+          "appears only after the page itself is reloaded, and reloading the page reopens the "
+          "note from disk, so outputs not yet saved are lost")
 _CELL_STRINGS = ("id", "label", "language", "commentLine", "commentBlock", "defaultSource",
                  "placeholder")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyrelune.cli.entry import WARM_OFF, preload_names, warm_folder
 from pyrelune.vix import descriptor as descriptors
-from pyrelune.vix import discovery, host, jsonfile, launcher
+from pyrelune.vix import discovery, fonts, host, jsonfile, launcher
 from pyrelune.vix.places import Places, project_package_dir
 
 PROBE = "print(6 * 7)"
@@ -69,7 +69,7 @@ def check(places: Places, package_id: str, project: Path | None = None,
         "not in Vix Note's disabled list" if extension.enabled
         else f"listed as disabled in {places.disabled_json}",
         "run `pyrelune vix install --enable` (or enable it in Vix Note)"))
-    checks.append(plots_check(os.environ.get("MPLBACKEND", "")))
+    checks.append(plots_check(os.environ.get("MPLBACKEND", ""), fonts.prepare()))
     if launcher_check.passed:
         checks.append(warm_check(extension, runner))
         checks.append(_round_trip(extension, runner, reinstall))
@@ -100,8 +100,10 @@ def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
         found = [name for name in DATA_STACK if importlib.util.find_spec(name) is not None]
         if not found:
             return Check("warm start", True, "off")
-        return Check("warm start", True, f"off, while {', '.join(found)} is installed: each "
-                     "cell that imports it pays the import again (about half a second)",
+        installed = found[0] if len(found) == 1 else f"{', '.join(found[:-1])} and {found[-1]}"
+        verb, pronoun = ("is", "it") if len(found) == 1 else ("are", "them")
+        return Check("warm start", True, f"off, while {installed} {verb} installed: each cell "
+                     f"that imports {pronoun} pays the import again (about half a second)",
                      "rerun `pyrelune vix install --warm` to serve cells from a preloaded "
                      "process", warning=True)
     where = "PYRELUNE_WARM" if "PYRELUNE_WARM" in os.environ else "the launcher"
@@ -129,14 +131,22 @@ def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
                  f"(preloaded: {preloaded}; {after['rss'] >> 20} MiB resident)")
 
 
-def plots_check(backend: str) -> Check:
-    """Whether the MPLBACKEND that cells inherit from `vix note` lets plots reach the note."""
+def plots_check(backend: str, cache: fonts.FontCache | None) -> Check:
+    """Whether cells can plot: matplotlib, its font cache (`cache`, None without matplotlib),
+    and the MPLBACKEND that cells inherit from `vix note`."""
+    if cache is None:
+        return Check("plots", True, "matplotlib is not installed in this environment: cells "
+                     "cannot plot", f"pip install matplotlib (into {sys.prefix})", warning=True)
+    if cache.problem:
+        return Check("plots", True, cache.describe(), "run `pyrelune vix doctor` again, or "
+                     "run a plot once outside Vix Note", warning=True)
     name = backend.strip()
     if not name or name == "module://pyrelune.worker.mplbackend":
-        return Check("plots", True, "matplotlib figures are drawn by pyrelune's backend")
+        return Check("plots", True, "matplotlib figures are drawn by pyrelune's backend; "
+                     + cache.describe())
     if name.lower() in WINDOWLESS_BACKENDS:
         return Check("plots", True, f"MPLBACKEND={name} draws without windows: figures are "
-                     "shown in the note all the same")
+                     f"shown in the note all the same; {cache.describe()}")
     return Check("plots", True, f"MPLBACKEND={name} selects a backend pyrelune cannot show "
                  "in a note: figures would open windows where `vix note` runs, or fail, "
                  "instead of appearing in the cell",

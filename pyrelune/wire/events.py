@@ -332,6 +332,8 @@ def _position(value: int | None, least: int) -> bool:
 
 #: A whole display item of the rpc protocol (show, plot, HtmlOutput).
 ITEM_MIME = "application/vnd.pyrelune.item+json"
+#: A display's metadata key that makes it a page (`obj?`) for a Jupyter pager, not an output.
+PAGE = "pyrelune/page"
 #: A table as JSONML, offered beside `text/html` for pandas and numpy values.
 JSONML_MIME = "application/vnd.pyrelune.jsonml+json"
 

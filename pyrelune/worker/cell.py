@@ -25,11 +25,19 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import CodeType, TracebackType
-    from typing import Any
+    from typing import Any, TypeAlias
+
+    #: A cell's code: one code object, or one per run of statements that a
+    #: `from __future__` import past the top starts (see `_compile_parts`).
+    Compiled: TypeAlias = CodeType | tuple[CodeType, ...]
 
 _ONLY_AST = 0x400  # ast.PyCF_ONLY_AST
 _TOP_LEVEL_AWAIT = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
+#: Every `__future__` feature's compiler flag (CO_FUTURE_DIVISION to CO_FUTURE_ANNOTATIONS).
+_FUTURE_FLAGS = 0x1FE0000
+#: The features earlier cells imported: they hold for later cells, as in IPython.
+_future = 0
 #: Where the final expression's value is left for `_execute` to take back.
 _RESULT = "__pyrelune_result__"
 # How a compiled cell gives the value to show (see `_compile`).
@@ -55,7 +63,7 @@ def run_cell(
     sources.remember(filename, source)
     try:
         try:
-            code, result = compile_cell(source, filename)
+            code, result = compile_cell(source, filename, namespace)
         except (SyntaxError, ValueError) as exc:
             return syntax_error(exc, filename)
         try:
@@ -74,22 +82,77 @@ def run_cell(
             return None
         return exception_error(exc, filename)
     except BaseException as exc:
-        return exception_error(exc, filename)
+        error = exception_error(exc, filename)
+        _keep_last(exc)
+        return error
     return None
 
 
-def compile_cell(source: str, filename: str) -> tuple[CodeType, str]:
+def _keep_last(exc: BaseException) -> None:
+    """The error as `sys.last_value` (and friends), for `%debug` and `pdb.pm()`, as IPython."""
+    tb = _trim(exc.__traceback__)
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
+    if sys.version_info >= (3, 12):
+        sys.last_exc = exc
+
+
+def compile_cell(
+    source: str, filename: str, namespace: dict[str, Any] | None = None
+) -> tuple[Compiled, str]:
     """`_compile`, with IPython's syntax (magics, `!cmd`, `obj?`) made Python.
 
-    Only a cell that does not compile is looked at for it, so a plain cell
-    never loads the translator (see `magics`).
+    Only a cell that does not compile is looked at for it, or one whose
+    code names a magic or alias that `namespace` does not define, on a line
+    of its own (`ls`, `pwd`, `who`: IPython's automagic), so a plain cell
+    never loads the translator (see `magics`). Console prompts pasted with
+    the code are taken off first (see `prompts`), as IPython does.
     """
+    if ">>>" in source or "In [" in source:
+        prompts = importhooks.import_own("pyrelune.worker.prompts")
+        source = prompts.strip(source) or source
+    failed: SyntaxError | None = None
+    compiled: tuple[Compiled, str] | None = None
     try:
-        return _compile(source, filename)
+        compiled = _compile(source, filename)
     except SyntaxError as exc:
         failed = exc
+    else:
+        code = compiled[0]
+        names = AUTOMAGIC.intersection(code.co_names if not isinstance(code, tuple) else
+                                       [name for part in code for name in part.co_names])
+        if not names or not _alone_on_a_line(source, names):
+            return compiled
     magics = importhooks.import_own("pyrelune.worker.magics")
-    return magics.compile_translated(source, filename, failed, _compile)  # type: ignore[no-any-return]
+    return magics.compile_translated(  # type: ignore[no-any-return]
+        source, filename, failed, compiled, _compile, _unshadowed(namespace))
+
+
+#: The line magics and aliases IPython's automagic runs without `%` (`magics` has them all).
+AUTOMAGIC = frozenset({
+    "aimport", "autoreload", "cat", "cd", "config", "cp", "debug", "env", "ldir", "lf", "lk", "ll",
+    "load_ext", "ls", "lsmagic", "lx", "matplotlib", "mkdir", "mv", "pdoc", "pinfo", "pinfo2",
+    "pip", "prun", "pwd", "reload_ext", "rm", "rmdir", "run", "sx", "time", "timeit",
+    "unload_ext", "who", "who_ls", "whos", "xmode",
+})
+
+
+def _alone_on_a_line(source: str, names: frozenset[str]) -> bool:
+    """Whether a line starts with one of `names` and a space or its end: worth translating."""
+    for line in source.split("\n"):
+        word = line.strip().split(" ", 1)[0]
+        if word in names:
+            return True
+    return False
+
+
+def _unshadowed(namespace: dict[str, Any] | None) -> frozenset[str]:
+    """The automagic names neither `namespace` nor the builtins define (IPython's rule)."""
+    import builtins
+
+    if namespace is None:
+        return frozenset()
+    return frozenset(name for name in AUTOMAGIC
+                     if name not in namespace and not hasattr(builtins, name))
 
 
 def _begin(namespace: dict[str, Any]) -> None:
@@ -99,7 +162,7 @@ def _begin(namespace: dict[str, Any]) -> None:
         eventloop.make_current()
 
 
-def _compile(source: str, filename: str) -> tuple[CodeType, str]:
+def _compile(source: str, filename: str) -> tuple[Compiled, str]:
     """One code object for the cell, and how it gives its value to show.
 
     The value is `_EVALUATED` when the whole cell is one expression, compiled
@@ -108,15 +171,15 @@ def _compile(source: str, filename: str) -> tuple[CodeType, str]:
     `_RESULT` (`_ASSIGNED`), so the cell is parsed once and compiled once;
     `_NONE` when there is nothing to show.
     """
-    flags = _TOP_LEVEL_AWAIT
+    flags = _TOP_LEVEL_AWAIT | _future
     if _one_simple_line(source):
         try:
-            return compile(source, filename, "eval", flags), _EVALUATED
+            return compile(source, filename, "eval", flags, dont_inherit=True), _EVALUATED
         except SyntaxError:
             pass  # a statement, not an expression
     import _ast
 
-    tree = compile(source, filename, "exec", flags | _ONLY_AST)
+    tree = compile(source, filename, "exec", flags | _ONLY_AST, dont_inherit=True)
     statements = tree.body
     result = _NONE
     if statements and isinstance(statements[-1], _ast.Expr):
@@ -129,7 +192,50 @@ def _compile(source: str, filename: str) -> tuple[CodeType, str]:
                 node.end_lineno, node.end_col_offset = last.end_lineno, last.end_col_offset
             statements[-1] = assign
             result = _ASSIGNED
-    return compile(tree, filename, "exec", flags), result
+    try:
+        code = compile(tree, filename, "exec", flags, dont_inherit=True)
+    except SyntaxError as exc:
+        if exc.msg != _LATE_FUTURE:
+            raise
+        parts = _compile_parts(tree, filename, flags)
+        _keep_future(parts[-1])
+        return parts, result
+    _keep_future(code)
+    return code, result
+
+
+def _keep_future(code: CodeType) -> None:
+    global _future
+    _future |= code.co_flags & _FUTURE_FLAGS
+
+
+#: The compiler's refusal of a `from __future__` import that follows other statements.
+_LATE_FUTURE = "from __future__ imports must occur at the beginning of the file"
+
+
+def _compile_parts(tree: Any, filename: str, flags: int) -> tuple[CodeType, ...]:
+    """The cell's statements compiled in runs, each `from __future__` import past the top
+    starting one, as IPython compiles a cell statement by statement: the feature applies
+    to the statements after it, and to none before.
+    """
+    runs: list[list[Any]] = [[]]
+    for statement in tree.body:
+        if _is_future(statement) and not all(_is_future(done) for done in runs[-1]):
+            runs.append([])
+        runs[-1].append(statement)
+    parts = []
+    for statements in runs:
+        module = type(tree)(body=statements, type_ignores=[])
+        code = compile(module, filename, "exec", flags, dont_inherit=True)
+        flags |= code.co_flags & _FUTURE_FLAGS  # what this run imported holds for the rest
+        parts.append(code)
+    return tuple(parts)
+
+
+def _is_future(statement: Any) -> bool:
+    import _ast
+
+    return isinstance(statement, _ast.ImportFrom) and statement.module == "__future__"
 
 
 def _one_simple_line(source: str) -> bool:
@@ -150,17 +256,25 @@ def _followed_by_semicolon(source: str, node: Any) -> bool:
     return bool(rest.lstrip().startswith(";"))
 
 
-def _execute(code: CodeType, result: str, namespace: dict[str, Any]) -> Any:
+def _execute(code: Compiled, result: str, namespace: dict[str, Any]) -> Any:
     """Run the cell; the final expression's value, or None."""
-    if code.co_flags & _CO_COROUTINE:
-        # As the runtime's own: a cell's folder may hold an `asyncio.py`.
-        eventloop = importhooks.import_own("pyrelune.worker.eventloop")
-        value = eventloop.run(eval(code, namespace))
+    if isinstance(code, tuple):
+        for part in code:
+            _evaluate(part, namespace)
+        value = None
     else:
-        value = eval(code, namespace)  # runs "exec" code objects too, returning None
+        value = _evaluate(code, namespace)
     if result == _EVALUATED:
         return value
     return namespace.pop(_RESULT, None) if result == _ASSIGNED else None
+
+
+def _evaluate(code: CodeType, namespace: dict[str, Any]) -> Any:
+    if code.co_flags & _CO_COROUTINE:
+        # As the runtime's own: a cell's folder may hold an `asyncio.py`.
+        eventloop = importhooks.import_own("pyrelune.worker.eventloop")
+        return eventloop.run(eval(code, namespace))
+    return eval(code, namespace)  # runs "exec" code objects too, returning None
 
 
 def syntax_error(exc: SyntaxError | ValueError, filename: str) -> CellError:

@@ -50,9 +50,11 @@ REPR_METHODS = (
     ("text/markdown", "_repr_markdown_"),
     ("image/svg+xml", "_repr_svg_"),
     ("image/png", "_repr_png_"),
+    ("application/pdf", "_repr_pdf_"),
     ("image/jpeg", "_repr_jpeg_"),
     ("text/latex", "_repr_latex_"),
     ("application/json", "_repr_json_"),
+    ("application/javascript", "_repr_javascript_"),
 )
 #: What `MPLBACKEND` is set to unless the user chose a backend.
 MATPLOTLIB_BACKEND = "module://pyrelune.worker.mplbackend"
@@ -166,6 +168,10 @@ def display(
     named = str(display_id) if display_id else None
     if update and named is None:
         raise TypeError("display_id required for update_display")
+    if named is not None:
+        if update and named not in _shown_ids:
+            return _handle(named)  # no output has this id: Jupyter ignores the update too
+        _remember_id(named)
     if clear:
         clear_output(wait=True)
     if not objs and named is not None:
@@ -182,6 +188,19 @@ def display(
         if data or named is not None:
             _send(Display(data, meta, False, named, update))
     return None if named is None else _handle(named)
+
+
+#: The display ids this process showed, oldest first: updates of any other id are ignored.
+_shown_ids: dict[str, None] = {}
+#: How many ids are remembered (a progress loop may make one per step).
+MAX_IDS = 65536
+
+
+def _remember_id(display_id: str) -> None:
+    _shown_ids.pop(display_id, None)
+    _shown_ids[display_id] = None
+    if len(_shown_ids) > MAX_IDS:
+        del _shown_ids[next(iter(_shown_ids))]
 
 
 def update_display(obj: Any, *, display_id: str, **kwargs: Any) -> None:
@@ -464,48 +483,38 @@ def _is_text(mime: str) -> bool:
     return mime.startswith("text/") or mime == "image/svg+xml" or mime.endswith("+xml")
 
 
-#: Builtin containers: IPython's pretty printer wraps them past a line, and sorts sets.
-_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
-
-
 def _plain(obj: Any) -> str:
-    """`text/plain` as IPython gives it: pretty where it differs from `repr`.
+    """`text/plain` as IPython gives it: its pretty printer's text, not always `repr`.
 
-    IPython's printer, where it is installed, costs an import of IPython
-    (0.1 s), paid only for what needs it: an object with `_repr_pretty_`,
-    or a builtin container whose repr would be wrapped (longer than a line),
-    cut (too many items) or sorted (a set). Without IPython, containers get
-    the same text from `pretty`, and other objects their repr, but classes
-    and default reprs, which `pretty` words as IPython does in any case.
+    `pretty` writes it as IPython does, without importing IPython (0.1 s).
+    IPython's own printer is used where it is installed and the text needs
+    it: an object with `_repr_pretty_` (inside a container too), or a
+    container wrapped on several lines; and whenever a cell imported it.
     """
-    kind = type(obj)
-    if kind in _CONTAINERS:
-        text = _repr(obj)
-        if len(text) > PRETTY_WIDTH or "\n" in text or len(obj) > PRETTY_ITEMS or (
-            kind in (set, frozenset) and len(obj) > 1
-        ):
-            return _pretty(obj) or _wrapped(obj) or text
-        return _wrapped(obj) or text if _names_a_default(text) else text
-    if kind not in _BUILTIN_TYPES and _real_method(obj, "_repr_pretty_") is not None:
+    if type(obj) in _SCALARS:
+        return _repr(obj)
+    if "IPython.lib.pretty" in sys.modules:
         return _pretty(obj) or _repr(obj)
-    text = _repr(obj)
-    return _wrapped(obj) or text if _names_a_default(text) else text
+    from pyrelune.worker import pretty
+
+    try:
+        text, wrapped = pretty.laid_out(obj)
+    except pretty.NeedsIPython:
+        return _pretty(obj) or _repr(obj)
+    except Exception:  # a repr inside failed: the object's own repr reports it
+        return _repr(obj)
+    return (_pretty(obj) or text) if wrapped else text
 
 
-def _names_a_default(text: str) -> bool:
-    """A repr that holds a class's or a default repr, which IPython words otherwise.
-
-    (`int`, `<mod.Class at 0x..>`): `pretty` has its words, with no import
-    of IPython for what is in every plot cell (`[<matplotlib.lines.Line2D ...>]`).
-    """
-    return " object at 0x" in text or "<class '" in text
+#: Types whose text IPython writes as their repr, looked at for every result.
+_SCALARS = frozenset({int, float, complex, bool, str, bytes, type(None), range})
 
 
 def _pretty(obj: Any) -> str | None:
     """IPython's pretty text of `obj`, as its PlainTextFormatter makes it; None without IPython."""
     try:
         from IPython.lib import pretty
-    except Exception:  # not installed, or broken: repr it is
+    except Exception:  # not installed, or broken
         return None
     printer: Any = pretty.pretty  # untyped
     try:
@@ -514,16 +523,6 @@ def _pretty(obj: Any) -> str | None:
         _report(obj, "_repr_pretty_", "failed", exc)
         return None
     return text
-
-
-def _wrapped(obj: Any) -> str | None:
-    """A container's pretty text where IPython is not installed: the same, by `pretty`."""
-    from pyrelune.worker import pretty
-
-    try:
-        return pretty.pretty(obj)
-    except Exception:  # an item's repr failed: the container's repr reports it
-        return None
 
 
 def _repr(obj: Any) -> str:

@@ -21,7 +21,7 @@ import sys
 
 from pyrelune.wire.commands import Execute, InputReply, Query, RefuseInput, Reset
 from pyrelune.wire.events import Done, InputRequest
-from pyrelune.worker import importhooks
+from pyrelune.worker import importhooks, sources
 from pyrelune.worker.mainmodule import fresh_namespace
 from pyrelune.worker.runtime import (
     TEXT_OPTIONS,
@@ -218,7 +218,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
     `Execute` and `Reset` (see `wire.commands`) are each answered by a Done event.
     """
     try:
-        std = become_worker(fds.stdout, fds.stderr, "this kernel")
+        std = become_worker(fds.stdout, fds.stderr,
+                            "input() is not available in this kernel: there is no one to answer")
         if not sys.platform.startswith("linux"):  # there the lifeline signals the group itself
             _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control, cap, fds.key)
@@ -271,6 +272,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
                 if cells_loop is not None:
                     cells_loop.discard()
                 namespace = fresh_namespace()
+                sources.forget_all()
                 channel.send(Done())
             elif isinstance(command, Execute):
                 std.restore()

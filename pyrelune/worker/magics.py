@@ -1,13 +1,17 @@
 """IPython's syntax in a cell (magics, shell escapes, `obj?`), made plain Python.
 
-Only a cell that does not compile comes here (see `cell.compile_cell`), so
-a plain cell never pays for it. `translate` turns each line of IPython
-syntax into one call of this module's, line for line, so tracebacks keep
-their line numbers and quote the line as the user wrote it; a line that
-starts inside a string, a bracket or a backslash continuation is Python's
-and left as it is, and so is any `%` or `!` in a string or a comment. The
-calls run where the line was: they find the cell's namespace in their
-caller's frame, as IPython's magics find the user's.
+Only a cell that does not compile comes here, or one with a line that
+names a magic without its `%` (IPython's automagic: `ls -l`, `pwd`; see
+`cell.compile_cell`), so a plain cell never pays for it. Shell commands
+are `shellcmd`'s; `%run`, `%prun` and `%debug` are `runmagics`', `%who`
+and friends `namespacemagics`', extensions `extensions`'. `translate`
+turns each line of IPython syntax into one call of this module's, line
+for line, so tracebacks keep their line numbers and quote the line as the
+user wrote it; a line that starts inside a string, a bracket or a
+backslash continuation is Python's and left as it is, and so is any `%`
+or `!` in a string or a comment. The calls run where the line was: they
+find the cell's namespace in their caller's frame, as IPython's magics
+find the user's.
 """
 
 from __future__ import annotations
@@ -21,10 +25,11 @@ from pyrelune.wire.events import Clear
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from types import CodeType, FrameType
+    from types import FrameType
     from typing import Any
 
     from pyrelune.wire.events import Display
+    from pyrelune.worker.cell import Compiled
 
 #: What a translated line calls: this module, reached whatever the cell imported or defined.
 _HERE = "__import__('pyrelune').worker.magics."
@@ -44,8 +49,12 @@ class UsageError(Exception):
 # Translation -----------------------------------------------------------------------
 
 
-def translate(source: str) -> str | None:
-    """`source` with its IPython lines made calls of this module's, or None if it has none."""
+def translate(source: str, automagic: frozenset[str] = frozenset()) -> str | None:
+    """`source` with its IPython lines made calls of this module's, or None if it has none.
+
+    A line that starts with a name of `automagic` followed by a space or its
+    end, and is no assignment to it, is that line magic (`ls -l`, `pwd`).
+    """
     lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     first = next((i for i, line in enumerate(lines) if line.strip()), 0)
     head = lines[first].strip()
@@ -63,7 +72,7 @@ def translate(source: str) -> str | None:
         line = lines[i]
         call: str | None = None
         if quote is None and depth == 0 and not continued:
-            call = _line_call(line)
+            call = _line_call(line, automagic)
         if call is None:
             out.append(line)
             quote, depth, continued = _scan(line, quote, depth)
@@ -74,7 +83,7 @@ def translate(source: str) -> str | None:
         while line.endswith("\\") and i + taken < len(lines):
             line = f"{line[:-1]} {lines[i + taken].strip()}"
             taken += 1
-        out.append(_line_call(line) or call)
+        out.append(_line_call(line, automagic) or call)
         out.extend([""] * (taken - 1))
         changed = True
         i += taken
@@ -84,18 +93,24 @@ def translate(source: str) -> str | None:
 def compile_translated(
     source: str,
     filename: str,
-    failed: SyntaxError,
-    compile_cell: Callable[[str, str], tuple[CodeType, str]],
-) -> tuple[CodeType, str]:
-    """`compile_cell` of the translated `source`, which `failed` to compile as it was.
+    failed: SyntaxError | None,
+    compiled: tuple[Compiled, str] | None,
+    compile_cell: Callable[[str, str], tuple[Compiled, str]],
+    automagic: frozenset[str] = frozenset(),
+) -> tuple[Compiled, str]:
+    """`compile_cell` of the translated `source`, which `failed` to compile as it was
+    (or was `compiled`, but may have lines of `automagic`: magics without their `%`).
 
-    `failed` is raised again if there is nothing to translate. The parser's
-    warnings (an invalid escape) about the lines before the failure were
-    shown by the first attempt: they are not shown twice.
+    With nothing to translate, `failed` is raised again, or `compiled` is the
+    cell's. The parser's warnings (an invalid escape) about the lines before
+    the failure were shown by the first attempt: they are not shown twice.
     """
-    translated = translate(source)
+    translated = translate(source, automagic)
     if translated is None:
-        raise failed
+        if failed is not None:
+            raise failed
+        assert compiled is not None
+        return compiled
     warnings = _own("warnings")
     caught: list[Any] = []
     try:
@@ -104,12 +119,16 @@ def compile_translated(
             return compile_cell(translated, filename)
     finally:
         for warning in caught:
-            if warning.lineno > (failed.lineno or 0):
+            if failed is not None and warning.lineno > (failed.lineno or 0):
                 warnings.warn_explicit(warning.message, warning.category, warning.filename,
                                        warning.lineno)
 
 
-def _line_call(line: str) -> str | None:
+#: What after a magic's name makes the line Python: an assignment to it, or a comparison.
+_ASSIGNING = re.compile(r"\s+(?:[-+*/%&|^@<>!]|//|\*\*|<<|>>)?=|\s*[,:]")
+
+
+def _line_call(line: str, automagic: frozenset[str] = frozenset()) -> str | None:
     """The call a line of IPython syntax becomes (its indentation kept), or None for Python."""
     body = line.strip()
     if not body or body[0] == "#":
@@ -117,14 +136,18 @@ def _line_call(line: str) -> str | None:
     indent = line[: len(line) - len(line.lstrip())]
     if body[0] in "%!":
         return indent + _escape_call(body, assigned=False)
+    word, _, _ = body.partition(" ")
+    if word in automagic and not _ASSIGNING.match(body, len(word)):
+        return indent + _escape_call(f"%{body}", assigned=False)
     assigned = _ASSIGNED.match(body)
     if assigned:
         target = assigned.group(1)
         return f"{indent}{target} = {_escape_call(body[assigned.end() :], assigned=True)}"
     if "?" in body:
         asked = _HELP.fullmatch(body)
-        if asked and (asked.group(1) or asked.group(3)):  # `??` too: help() has no more
-            return f"{indent}{_HERE}inspect({asked.group(2)!r})"
+        if asked and (asked.group(1) or asked.group(3)):
+            more = ", 1" if "??" in (asked.group(1) or "", asked.group(3) or "") else ""
+            return f"{indent}{_HERE}inspect({asked.group(2)!r}{more})"
     return None
 
 
@@ -183,83 +206,75 @@ def _scan(line: str, quote: str | None, depth: int) -> tuple[str | None, int, bo
 # What the translated lines call ----------------------------------------------------
 
 
-class SList(list[str]):
-    """A shell command's output lines, with IPython's ways to join them."""
-
-    @property
-    def s(self) -> str:
-        """The lines joined by spaces."""
-        return " ".join(self)
-
-    @property
-    def n(self) -> str:
-        """The lines joined by newlines."""
-        return "\n".join(self)
-
-    @property
-    def l(self) -> list[str]:  # noqa: E743 (IPython's name)
-        """The lines as a plain list."""
-        return list(self)
-
-    @property
-    def p(self) -> list[Any]:
-        """The lines that name existing files, as paths."""
-        from pathlib import Path
-
-        return [Path(line) for line in self if os.path.exists(line)]
-
-    def grep(self, pattern: str | Callable[[str], bool], prune: bool = False) -> SList:
-        """The lines matching `pattern` (a regex or a predicate); `prune` drops them instead."""
-        test = pattern if callable(pattern) else re.compile(pattern).search
-        return SList(line for line in self if bool(test(line)) != prune)
-
-
 def system(command: str) -> None:
-    """`!cmd`: run it in the shell, its output the cell's as any subprocess's."""
+    """`!cmd`: run it as a terminal would, its output the cell's (see `shellcmd`)."""
     frame = sys._getframe(1)
-    frame.f_globals["_exit_code"] = _shell(_expand(command, frame))
+    frame.f_globals["_exit_code"] = _shellcmd().terminal(_expand(command, frame))
 
 
-def getoutput(command: str) -> SList:
-    """`x = !cmd`: its output lines (stderr with them, as IPython's pseudo-terminal gives)."""
-    return _output_lines(_expand(command, sys._getframe(1)))
-
-
-def _output_lines(command: str) -> SList:
-    import subprocess
-
-    _flush()
-    done = subprocess.run(_with_pip(command), shell=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, check=False)
-    return SList(done.stdout.decode(errors="replace").splitlines())
+def getoutput(command: str) -> Any:
+    """`x = !cmd`: its output lines (stderr with them), as an SList."""
+    return _shellcmd().output_lines(_expand(command, sys._getframe(1)))
 
 
 def line_magic(name: str, line: str) -> Any:
     """`%name line`, run in the caller's namespace."""
+    return run_line_magic(name, line, sys._getframe(1))
+
+
+def run_line_magic(name: str, line: str, frame: FrameType) -> Any:
+    """`%name line` in `frame`'s namespace: pyrelune's magic, or an extension's."""
     magic = _LINE_MAGICS.get(name)
-    if magic is None:
+    if magic is not None:
+        return magic(line, frame)
+    added = _extension_magic("line", name)
+    if added is None:
         raise UsageError(f"Line magic function `%{name}` is not supported by pyrelune")
-    return magic(line, sys._getframe(1))
+    return added(_expand(line, frame))
 
 
 def cell_magic(name: str, line: str, body: str, first_line: int) -> Any:
     """`%%name line` and the cell's other lines (`body`, from line `first_line` + 1)."""
+    return run_cell_magic(name, line, body, sys._getframe(1), first_line)
+
+
+def run_cell_magic(name: str, line: str, body: str, frame: FrameType,
+                   first_line: int = 0) -> Any:
+    """`%%name line` with `body` in `frame`'s namespace: pyrelune's magic, or an extension's."""
     magic = _CELL_MAGICS.get(name)
-    if magic is None:
+    if magic is not None:
+        return magic(line, _Body(body, first_line, frame))
+    added = _extension_magic("cell", name)
+    if added is None:
         raise UsageError(f"Cell magic `%%{name}` is not supported by pyrelune")
-    return magic(line, _Body(body, first_line, sys._getframe(1)))
+    return added(_expand(line, frame), body)
 
 
-def inspect(target: str) -> None:
-    """`obj?` and `obj??`: the object's help as `help(obj)` prints it, with no pager."""
-    _help(target, sys._getframe(1))
+def _extension_magic(kind: str, name: str) -> Callable[..., Any] | None:
+    """A magic an extension registered (see `extensions`), if any was loaded."""
+    extensions = sys.modules.get("pyrelune.worker.extensions")
+    return None if extensions is None else extensions.registered[kind].get(name)
 
 
-def _help(target: str, frame: FrameType) -> None:
+def inspect(target: str, detail: int = 0) -> None:
+    """`obj?` and `obj??` (`detail` 1): the object's help as `help(obj)` prints it, with no
+    pager; or, for a Jupyter front end ($PYRELUNE_PAGER=payload), IPython's summary (with the
+    source for `??`) as a page its pager shows."""
+    _help(target, sys._getframe(1), detail)
+
+
+def _help(target: str, frame: FrameType, detail: int = 0) -> None:
     try:
         obj = eval(target, frame.f_globals, frame.f_locals)
     except Exception:
         print(f"Object `{target}` not found.")
+        return
+    if os.environ.get("PYRELUNE_PAGER") == "payload":
+        from pyrelune.wire.events import PAGE
+        from pyrelune.worker.display import display
+        from pyrelune.worker.introspect import describe
+
+        display({"text/plain": describe(target, obj, detail)}, raw=True, metadata={PAGE: True})
         return
     pydoc = _own("pydoc")
     text = pydoc.render_doc(obj, "Help on %s:", renderer=pydoc.plaintext)
@@ -283,7 +298,8 @@ def _run(source: str, first_line: int, frame: FrameType) -> Any:
     """Run `source`, starting on cell line `first_line` + 1, as a cell: magics and all."""
     from pyrelune.worker import cell
 
-    code, result = cell.compile_cell("\n" * first_line + source, frame.f_code.co_filename)
+    code, result = cell.compile_cell("\n" * first_line + source, frame.f_code.co_filename,
+                                     frame.f_globals)
     return cell._execute(code, result, frame.f_globals)
 
 
@@ -315,12 +331,16 @@ _WINDOWED_BACKENDS = frozenset(
 
 def _config(line: str, frame: FrameType) -> None:
     """`%config InlineBackend.figure_formats = {'png', 'svg'}` (or `.figure_format = 'retina'`):
-    the formats figures are drawn in, as IPython's inline backend takes them."""
+    the formats figures are drawn in, as IPython's inline backend takes them.
+
+    Other settings of IPython's (`Completer.use_jedi = False`, common in notebooks) are
+    accepted and have no effect: there is no IPython shell to configure.
+    """
     target, equals, value = line.partition("=")
-    if target.strip() not in ("InlineBackend.figure_formats", "InlineBackend.figure_format"
-                              ) or not equals:
-        raise UsageError(f"%config {line.strip()}: only InlineBackend.figure_formats = ... "
-                         "is configurable here")
+    if not equals:
+        raise UsageError(f"%config {line.strip()}: expected %config Class.trait = value")
+    if target.strip() not in ("InlineBackend.figure_formats", "InlineBackend.figure_format"):
+        return
     chosen = eval(value, frame.f_globals, frame.f_locals)
     names = [chosen] if isinstance(chosen, str) else list(chosen)
     known = ("png", "retina", "svg", "jpeg", "jpg")
@@ -366,7 +386,16 @@ def format_time(seconds: float, precision: int = 3) -> str:
 
         order = min(-(math.floor(math.log10(seconds)) // 3), 3)
     value = seconds * (1000**order)
-    return f"{value:.{precision}g} {('s', 'ms', 'µs', 'ns')[order]}"
+    return f"{value:.{precision}g} {('s', 'ms', _micro(), 'ns')[order]}"
+
+
+def _micro() -> str:
+    """IPython's unit for microseconds: `μs` (GREEK SMALL LETTER MU), `us` where stdout cannot."""
+    try:
+        "\u03bc".encode(sys.stdout.encoding or "ascii")
+    except (LookupError, UnicodeEncodeError, AttributeError, TypeError):
+        return "us"
+    return "\u03bcs"
 
 
 class TimeitResult:
@@ -401,7 +430,10 @@ class TimeitResult:
         return f"<TimeitResult : {self}>"
 
 
-_TIMEIT_OPTION = re.compile(r"-([nrp])\s*(\d+)\s*|-([qotc]+)\s*")
+_TIMEIT_OPTION = re.compile(r"-([nrp])\s*(\d+)(?!\S)\s*|-([qotc]+)(?!\S)\s*")
+#: An option `_TIMEIT_OPTION` did not take: a bad count, or a letter %timeit does not know.
+_TIMEIT_BAD = re.compile(r"-([A-Za-z])\s*(\S*)")
+_TIMEIT_COUNTS = {"n": "loops", "r": "repeats", "p": "precision"}
 
 
 def _timeit(line: str, frame: FrameType, body: str | None = None) -> TimeitResult | None:
@@ -415,6 +447,15 @@ def _timeit(line: str, frame: FrameType, body: str | None = None) -> TimeitResul
         else:
             flags += option.group(3)
         rest = rest[option.end() :]
+    if (bad := _TIMEIT_BAD.match(rest)) is not None:
+        letter, value = bad.groups()
+        if letter not in _TIMEIT_COUNTS:
+            raise UsageError(f"%timeit: option -{letter} not recognized "
+                             "(the options are -n N -r R -p P -q -o -t -c)")
+        raise UsageError(f"%timeit: -{letter} takes a whole number of {_TIMEIT_COUNTS[letter]}"
+                         f", not {value or 'nothing'!r}")
+    if counts["r"] < 1 or counts["p"] < 1:
+        raise UsageError("%timeit: -r and -p must be at least 1")
     statement, setup = (rest, "pass") if body is None else (body, rest or "pass")
     timeit = _own("timeit")
     timer = timeit.Timer(statement, setup, globals=frame.f_globals)
@@ -490,21 +531,13 @@ def _pip(line: str, frame: FrameType) -> None:
     """`%pip args`: pip of the interpreter that runs the cell."""
     import shlex
 
-    frame.f_globals["_exit_code"] = _shell(
+    frame.f_globals["_exit_code"] = _shellcmd().terminal(
         f"{shlex.quote(sys.executable)} -m pip {_expand(line, frame)}")
     print("Note: you may need to restart the kernel to use updated packages.")
 
 
 def _accepted(line: str, frame: FrameType) -> None:
     """`%autoreload`, `%aimport`: accepted; each cell imports what it imports."""
-
-
-def _load_ext(line: str, frame: FrameType) -> None:
-    """`%load_ext autoreload` is accepted; other extensions need IPython itself."""
-    for name in line.split():
-        if name != "autoreload":
-            raise UsageError(f"%load_ext {name}: IPython extensions are not supported here "
-                             "(only autoreload is accepted)")
 
 
 _XMODES = ("Plain", "Context", "Verbose", "Minimal")
@@ -526,27 +559,100 @@ def _pinfo(line: str, frame: FrameType) -> None:
     _help(line.strip(), frame)
 
 
-def _sx(line: str, frame: FrameType) -> SList:
-    return _output_lines(_expand(line, frame))
+def _sx(line: str, frame: FrameType) -> Any:
+    return _shellcmd().output_lines(_expand(line, frame))
+
+
+def _elsewhere(module: str, function: str) -> Callable[[str, FrameType], Any]:
+    """A magic defined in another module, imported when it is first used."""
+
+    def magic(line: str, frame: FrameType) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(f"pyrelune.worker.{module}"), function)(
+            line, frame)
+
+    return magic
+
+
+def _of_namespace(function: str) -> Callable[[str, FrameType], Any]:
+    """`%who` and friends, on the caller's namespace (see `namespacemagics`)."""
+
+    def magic(line: str, frame: FrameType) -> Any:
+        from pyrelune.worker import namespacemagics
+
+        return getattr(namespacemagics, function)(frame.f_globals, line)
+
+    return magic
+
+
+#: IPython's default shell aliases (Linux's `ls` options; BSD's elsewhere): `ls` is
+#: `!ls -F --color`, with `%l` standing for the arguments.
+_LS = "ls -F --color" if sys.platform.startswith("linux") else "ls -F -G"
+_LONG = _LS.replace("-F", "-F -o") if sys.platform.startswith("linux") else "ls -F -l -G"
+ALIASES = {
+    **{name: name for name in ("mkdir", "rmdir", "mv", "rm", "cp", "cat")},
+    "ls": _LS, "ll": _LONG, "lf": f"{_LONG} %l | grep ^-", "lk": f"{_LONG} %l | grep ^l",
+    "ldir": f"{_LONG} %l | grep /$", "lx": f"{_LONG} %l | grep ^-..x",
+}
+
+
+def _alias(command: str) -> Callable[[str, FrameType], None]:
+    def magic(line: str, frame: FrameType) -> None:
+        rest = _expand(line, frame)
+        full = command.replace("%l", rest) if "%l" in command else f"{command} {rest}".strip()
+        frame.f_globals["_exit_code"] = _shellcmd().terminal(full)
+
+    magic.__doc__ = f"IPython's alias: `!{command}`."
+    return magic
+
+
+class MagicList:
+    """What `%lsmagic` returns: its text, as IPython's MagicsDisplay shows it."""
+
+    def __repr__(self) -> str:
+        line = sorted(set(_LINE_MAGICS) | set(_extension_names("line")))
+        cell = sorted(set(_CELL_MAGICS) | set(_extension_names("cell")))
+        return (f"Available line magics:\n{'  '.join('%' + name for name in line)}\n\n"
+                f"Available cell magics:\n{'  '.join('%%' + name for name in cell)}\n\n"
+                "Automagic is ON, % prefix IS NOT needed for line magics.")
+
+
+def _extension_names(kind: str) -> list[str]:
+    extensions = sys.modules.get("pyrelune.worker.extensions")
+    return [] if extensions is None else list(extensions.registered[kind])
+
+
+def _lsmagic(line: str, frame: FrameType) -> MagicList:
+    return MagicList()
 
 
 _LINE_MAGICS: dict[str, Callable[[str, FrameType], Any]] = {
+    **{name: _alias(command) for name, command in ALIASES.items()},
     "aimport": _accepted,
     "autoreload": _accepted,
     "cd": _cd,
     "config": _config,
+    "debug": _elsewhere("runmagics", "debug"),
     "env": _env,
-    "load_ext": _load_ext,
+    "load_ext": _elsewhere("extensions", "load"),
+    "lsmagic": _lsmagic,
     "matplotlib": _matplotlib,
     "pdoc": _pinfo,
     "pinfo": _pinfo,
     "pinfo2": _pinfo,
     "pip": _pip,
+    "prun": _elsewhere("runmagics", "prun"),
     "pwd": _pwd,
-    "reload_ext": _load_ext,
+    "reload_ext": _elsewhere("extensions", "reload"),
+    "run": _elsewhere("runmagics", "run"),
     "sx": _sx,
     "time": _time,
     "timeit": _timeit,
+    "unload_ext": _elsewhere("extensions", "unload"),
+    "who": _of_namespace("who"),
+    "who_ls": _of_namespace("who_ls"),
+    "whos": _of_namespace("whos"),
     "xmode": _xmode_magic,
 }
 
@@ -561,6 +667,12 @@ def _cell_time(line: str, body: _Body) -> Any:
 
 def _cell_timeit(line: str, body: _Body) -> TimeitResult | None:
     return _timeit(line, body.frame, body.source)
+
+
+def _cell_prun(line: str, body: _Body) -> Any:
+    from pyrelune.worker import runmagics
+
+    return runmagics.prun(line, body.frame, body.source)
 
 
 def _writefile(line: str, body: _Body) -> None:
@@ -652,6 +764,10 @@ def _capture(line: str, body: _Body) -> Any:
         if value is not None and keep_displays:
             display.show_result(value)  # kept with the rest, as IPython's display hook is
             value = None
+        if "matplotlib.pyplot" in sys.modules:  # the body's figures are its displays too
+            from pyrelune.worker.mplbackend import show_open_figures
+
+            show_open_figures()
     if names:
         body.frame.f_globals[names[0]] = captured
     return value
@@ -667,7 +783,7 @@ class _redirected:
     def __enter__(self) -> None:
         from pyrelune.worker import display
 
-        _flush()
+        _shellcmd().flush()
         self.saved = sys.stdout, sys.stderr, display._sink
         stdout, stderr = self.streams
         if stdout is not None:
@@ -696,8 +812,105 @@ class _redirected:
         sys.stdout, sys.stderr, display._sink = self.saved
 
 
+#: The programs IPython has a cell magic of their own for: `%%bash` is `%%script bash`.
+SCRIPT_PROGRAMS = ("sh", "bash", "perl", "ruby", "python", "python2", "python3", "pypy")
+_SCRIPT_VALUES = ("--out", "--err", "--proc")
+_SCRIPT_FLAGS = ("--bg", "--no-raise-error")
+
+
+def _script(line: str, body: _Body, name: str = "script") -> None:
+    """`%%script [--bg] [--out NAME] [--err NAME] [--proc NAME] [--no-raise-error] PROG ARGS`.
+
+    As IPython's: the body on the program's stdin, a status other than 0 a
+    CalledProcessError (unless `--no-raise-error`); `--out`/`--err` keep a
+    stream as text in a variable (with `--bg`, the pipe to read).
+    """
+    import shlex
+    import shutil
+    import subprocess
+
+    shell = _shellcmd()
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    argv: list[str] = []
+    words = iter(shlex.split(line))
+    for word in words:
+        option, equals, value = word.partition("=")
+        if option in _SCRIPT_VALUES:
+            given = value if equals else next(words, None)
+            if not given:
+                raise UsageError(f"%%{name}: {option} needs a variable name")
+            values[option[2:]] = given
+        elif word in _SCRIPT_FLAGS:
+            flags.add(word)
+        else:
+            argv.append(word)
+    if not argv:
+        raise UsageError(f"%%{name}: which program runs the cell? (%%script bash, %%script "
+                         "python3 -u, ...)")
+    if shutil.which(argv[0]) is None:
+        raise UsageError(f"%%{name}: cannot run the cell: no program {argv[0]!r} on PATH")
+    namespace = body.frame.f_globals
+    source = body.source if body.source.endswith("\n") else f"{body.source}\n"
+    feed = source.encode("utf-8", "replace")
+    if "--bg" in flags:
+        child = shell.start_background(argv, feed)
+        for stream in ("out", "err"):
+            pipe = getattr(child, f"std{stream}")
+            if stream in values:
+                namespace[values[stream]] = pipe
+            else:
+                pipe.close()
+        if "proc" in values:
+            namespace[values["proc"]] = child
+        return
+    status, out, err = shell.run_script(argv, feed, ("out" in values, "err" in values))
+    for stream, text in (("out", out), ("err", err)):
+        if stream in values:
+            namespace[values[stream]] = text
+    if status != 0 and "--no-raise-error" not in flags:
+        raise subprocess.CalledProcessError(status, feed)
+
+
+def _named_script(program: str) -> Callable[[str, _Body], None]:
+    def run(line: str, body: _Body) -> None:
+        _script(f"{program} {line}", body, program)
+
+    run.__doc__ = f"`%%{program} [options]`: `%%script {program}`."
+    return run
+
+
+#: `%%html` and friends: the body shown as one MIME type, with IPython's object's repr.
+_SHOWN_AS = {
+    "html": ("text/html", "HTML"),
+    "javascript": ("application/javascript", "Javascript"),
+    "js": ("application/javascript", "Javascript"),
+    "latex": ("text/latex", "Latex"),
+    "markdown": ("text/markdown", "Markdown"),
+    "svg": ("image/svg+xml", "SVG"),
+}
+
+
+def _shown_as(name: str) -> Callable[[str, _Body], None]:
+    mime, kind = _SHOWN_AS[name]
+
+    def show(line: str, body: _Body) -> None:
+        from pyrelune.worker.display import display
+
+        display({mime: body.source, "text/plain": f"<IPython.core.display.{kind} object>"},
+                raw=True)
+
+    show.__doc__ = f"`%%{name}`: the body displayed as {mime}, as IPython's {kind}."
+    return show
+
+
 _CELL_MAGICS: dict[str, Callable[[str, _Body], Any]] = {
+    **{program: _named_script(program) for program in SCRIPT_PROGRAMS},
+    **{name: _shown_as(name) for name in _SHOWN_AS},
+    "script": _script,
     "capture": _capture,
+    "prun": _cell_prun,
+    "file": _writefile,  # IPython's alias for it
     "time": _cell_time,
     "timeit": _cell_timeit,
     "writefile": _writefile,
@@ -714,50 +927,10 @@ def _own(name: str) -> Any:
     return importhooks.import_own(name)
 
 
-def _flush() -> None:
-    """What the cell printed goes out before what a subprocess writes."""
-    from pyrelune.worker.runtime import flush_output
+def _shellcmd() -> Any:
+    from pyrelune.worker import shellcmd
 
-    flush_output()
-
-
-def _fd(stream: Any) -> int | None:
-    try:
-        return int(stream.fileno())
-    except (AttributeError, OSError, ValueError):
-        return None
-
-
-def _shell(command: str) -> int:
-    """Run `command` with /bin/sh; its exit status.
-
-    Its output goes straight to the capture pipes, live, as any
-    subprocess's; where the cell redirected sys.stdout or sys.stderr
-    (`%%capture`, `contextlib.redirect_stdout`) it goes there instead.
-    """
-    import subprocess
-
-    _flush()
-    command = _with_pip(command)
-    piped = [subprocess.PIPE if _fd(s) != fd else None
-             for s, fd in ((sys.stdout, 1), (sys.stderr, 2))]
-    if piped == [None, None]:
-        return subprocess.call(command, shell=True)
-    done = subprocess.run(command, shell=True, stdout=piped[0], stderr=piped[1], check=False)
-    for stream, data in ((sys.stdout, done.stdout), (sys.stderr, done.stderr)):
-        if data:
-            stream.write(data.decode(errors="replace"))
-    return done.returncode
-
-
-def _with_pip(command: str) -> str:
-    """`pip ...` as pip of the interpreter that runs the cell, whatever PATH finds first."""
-    word, _, rest = command.strip().partition(" ")
-    if word not in ("pip", "pip3"):
-        return command
-    import shlex
-
-    return f"{shlex.quote(sys.executable)} -m pip {rest}"
+    return shellcmd
 
 
 def _expand(text: str, frame: FrameType) -> str:

@@ -10,9 +10,11 @@ often set `MPLBACKEND=Agg`: such figures would never be seen. So once pyplot
 is imported (`adopt`), every backend that draws without a window (Agg, SVG,
 PDF, ...) is treated as this one: `plt.show()` displays the open figures and
 closes them, `fig.show()` displays its figure, and `show_open_figures`, run
-at the end of each cell, displays what is still open (as Jupyter's inline
-backend does) unless it was displayed or saved already, and closes it.
-Empty figures are never shown; GUI backends keep their windows.
+at the end of each cell, displays what is still open unless it was
+displayed already, and closes it. That is what ipykernel's inline backend
+does: a saved figure is shown as well, one the cell closed is not, and an
+empty figure is shown as its text (`<Figure size 640x480 with 0 Axes>`),
+having no image. GUI backends keep their windows.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def _chosen_formats() -> tuple[tuple[str, ...], bool]:
     mimes = tuple(dict.fromkeys(_NAMED[n] for n in names if n in _NAMED))
     return mimes or DEFAULT_FORMATS, "retina" in names
 
-#: Figures already displayed or saved, and so not shown again at the end of the cell.
+#: Figures already displayed, and so not shown again at the end of the cell.
 _shown: weakref.WeakSet[Figure] = weakref.WeakSet()
 
 
@@ -82,11 +84,9 @@ def adopt(pyplot: ModuleType) -> None:
         _backend_show = pyplot.show
         pyplot.show = _pyplot_show  # type: ignore[attr-defined]
     FigureManagerBase.show = _display_figure  # type: ignore[method-assign,assignment]
-    Figure.savefig = _savefig  # type: ignore[method-assign,assignment]
 
 
 _backend_show: Callable[..., Any] | None = None  # pyplot.show as matplotlib defines it
-_matplotlib_savefig = Figure.savefig
 
 
 def _pyplot_show(*args: Any, **kwargs: Any) -> Any:
@@ -100,20 +100,13 @@ def _display_figure(manager: FigureManagerBase) -> None:
     display(manager.canvas.figure)
 
 
-def _savefig(figure: Figure, *args: Any, **kwargs: Any) -> Any:
-    """A figure the cell saved went where the cell wanted: it is not shown at the end."""
-    result = _matplotlib_savefig(figure, *args, **kwargs)
-    _shown.add(figure)
-    return result
-
-
 def _show_and_close(shown_again: bool) -> None:
     managers = [m for m in Gcf.get_all_fig_managers()
                 if type(m.canvas).required_interactive_framework is None]
     try:
         for manager in managers:
             figure = manager.canvas.figure
-            if not is_empty(figure) and (shown_again or figure not in _shown):
+            if shown_again or figure not in _shown:
                 display(figure)
     finally:
         for manager in managers:
@@ -121,7 +114,7 @@ def _show_and_close(shown_again: bool) -> None:
 
 
 def is_empty(figure: Figure) -> bool:
-    """Nothing drawn on it: IPython's inline backend skips such figures too."""
+    """Nothing drawn on it: no image to make (IPython's inline backend makes none either)."""
     return not (figure.axes or figure.lines or figure.patches or figure.texts
                 or figure.images or figure.artists or figure.legends)
 
@@ -132,8 +125,10 @@ def figure_bundle(
     """The display formatter for `Figure`: SVG (or the chosen formats) unless others are
     asked for; a PNG's metadata gives the size to show it at, as IPython's inline backend.
 
-    An empty figure has no image (its `repr` says it has 0 Axes).
+    An empty figure has no image: its `repr` says it has 0 Axes. Shown in
+    any case, so that it is not shown again at the end of the cell.
     """
+    _shown.add(figure)
     if is_empty(figure):
         return {}, {}
     defaults, retina = _chosen_formats()  # read each time: `%config` may change them
@@ -151,6 +146,4 @@ def figure_bundle(
             if mime == "image/png" and image[12:16] == b"IHDR":
                 width, height = (int.from_bytes(image[at:at + 4], "big") for at in (16, 20))
                 metadata[mime] = {"width": width // scale, "height": height // scale}
-    if data:
-        _shown.add(figure)
     return data, metadata

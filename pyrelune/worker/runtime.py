@@ -309,15 +309,21 @@ class _Interruptible:
 interrupt_guard = _Interruptible()
 
 
-class _NoInput:
+#: Why `input()` fails in a oneshot cell, in words for a note's user, and what to do instead.
+ONESHOT_NO_INPUT = ("input() cannot be answered here: Vix Note cells cannot ask for input while "
+                    "they run. Set the value in the cell instead (name = \"Ada\"), or read it "
+                    "from a file beside the note")
+
+
+class NoInput:
     """`input()` where the host cannot answer: the prompt is shown, then EOFError."""
 
-    def __init__(self, where: str) -> None:
-        self.where = where
+    def __init__(self, message: str) -> None:
+        self.message = message
 
     def __call__(self, prompt: object = "") -> str:
         sys.stdout.write(str(prompt))
-        raise EOFError(f"input() is not available in {self.where}: there is no one to answer")
+        raise EOFError(self.message)
 
 
 class StdFds:
@@ -379,8 +385,10 @@ def _identity(fd: int) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def become_worker(out_fd: int, err_fd: int, where: str) -> StdFds:
-    """Rewire this freshly forked process so that user code can run in it."""
+def become_worker(out_fd: int, err_fd: int, no_input: str) -> StdFds:
+    """Rewire this freshly forked process so that user code can run in it.
+
+    `no_input`: what `input()` says, for a host that cannot answer it."""
     os.setpgid(0, 0)  # one process group: interrupts and kills reach the cell's children
     _reset_signal_handlers()
     _signal.signal(_signal.SIGINT, interrupt_guard)
@@ -391,7 +399,7 @@ def become_worker(out_fd: int, err_fd: int, where: str) -> StdFds:
     os.close(out_fd)
     os.close(err_fd)
     std.restore()
-    builtins.input = _NoInput(where)
+    builtins.input = NoInput(no_input)
     return std
 
 
@@ -401,8 +409,11 @@ def _reset_signal_handlers() -> None:
     The worker is forked from the supervisor, whose Python-level handlers (a
     kernel's SIGTERM, say) belong to it: run in the worker they would act on
     a copy of the supervisor's state. Ignored signals stay ignored (SIGPIPE,
-    as Python sets it up).
+    as Python sets it up). The supervisor's wakeup fd (its loop's, or the
+    lines kernel's clock of interrupts) is its own too: a cell's signals
+    must not be written there.
     """
+    _signal.set_wakeup_fd(-1)
     for signum in range(1, _signal.NSIG):
         try:
             if callable(_signal.getsignal(signum)):
@@ -468,7 +479,7 @@ def run_oneshot(cell: Cell, fds: WorkerFds, folders: tuple[str, ...], cap: int) 
     cap, which no event exceeds.
     """
     try:
-        become_worker(fds.stdout, fds.stderr, "a oneshot cell")
+        become_worker(fds.stdout, fds.stderr, ONESHOT_NO_INPUT)
         sys.path[0:0] = folders
         run(cell, fresh_namespace(), Channel(fds.events, fds.control, cap, fds.key),
             script=True)

@@ -176,11 +176,40 @@ MAGICS = notebook(
     Cell("m_autoreload", "%load_ext autoreload\n%autoreload 2\nprint('ok')"),
     Cell("m_xmode", "%xmode Plain"),
     Cell("m_help_mark", "len?"),
-    Cell("m_unsupported", "%who_ls"),
+    Cell("m_who_ls", "%who_ls", alone=False),
+)
+
+# What real notebooks do that IPython allows (issue 25's causes, one cell each).
+PARITY = notebook(
+    "parity",
+    Cell("p_late_future", "x = 1\nfrom __future__ import division\nprint(x)"),
+    Cell("p_prompts", ">>> y = 2\n>>> for i in range(y):\n...     print(i)"),
+    Cell("p_ipython_prompts", "In [3]: z = 5\n\nIn [4]: z * 2"),
+    Cell("p_bash", "%%bash\necho hi\necho err >&2\necho $((6 * 7))"),
+    Cell("p_script", "%%script python3\nprint(6 * 7)"),
+    Cell("p_shell_terminal", "!echo out; echo err >&2; "
+         "python3 -c \"import sys; print(sys.stdout.isatty())\""),
+    Cell("p_time", "%time sum(range(10))"),
+    Cell("p_counter", "import collections\n"
+         "collections.Counter({str(i) * 4: i for i in range(12)})"),
+    Cell("p_function", "def f(x):\n    pass\nf"),
+    Cell("p_file", "%%file mod1.py\nX = 1"),
+    Cell("p_alias", "ls *.py", alone=False),
+    Cell("p_capture_plot", "%%capture cap\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])"),
+    Cell("p_capture_count", "len(cap.outputs)", alone=False),
+    Cell("p_capture_show", "cap()", alone=False),
+    Cell("p_savefig", "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.savefig('a.png')"),
+    Cell("p_empty_figure", "import matplotlib.pyplot as plt\nplt.figure()\nplt.show()"),
+    Cell("p_html", "%%html\n<b>bold</b> text"),
+    Cell("p_markdown", "%%markdown\n# A title"),
+    Cell("p_run_write", "with open('script.py', 'w') as f:\n"
+         "    f.write('import sys\\nprint(sys.argv[1:])\\nvalue = 5\\n')"),
+    Cell("p_run", "%run script.py a b\nvalue", alone=False),
+    Cell("p_who", "%who_ls int", alone=False),
 )
 
 NOTEBOOKS: tuple[Notebook, ...] = (
-    NUMPY, PANDAS, MATPLOTLIB, SYMPY, DISPLAY, SEMANTICS, UNDERSCORE, GETTEXT, MAGICS,
+    NUMPY, PANDAS, MATPLOTLIB, SYMPY, DISPLAY, SEMANTICS, UNDERSCORE, GETTEXT, MAGICS, PARITY,
 )
 
 

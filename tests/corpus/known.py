@@ -24,6 +24,4 @@ KNOWN: dict[str, dict[str, str]] = {
                      "pyrelune has no `_` until a result"),
     "m_help_mark": _in(ALL, "intended: `obj?` prints help(obj)'s text; IPython pages its "
                        "own summary (Signature/Docstring/Type)"),
-    "m_unsupported": _in(ALL, "%who_ls is not among the magics pyrelune runs (a one-line "
-                         "UsageError names it)"),
 }

@@ -47,6 +47,7 @@ class PyreluneKernelTests(jupyter_kernel_test.KernelTests):  # type: ignore[misc
     code_history_pattern = "1?2*"
     supported_history_operations = ("tail", "range", "search")
     code_inspect_sample = "zip"
+    code_page_something = "zip?"
 
     _saved: ClassVar[str | None] = None
     _folder: ClassVar[tempfile.TemporaryDirectory[str]]

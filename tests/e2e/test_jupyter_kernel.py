@@ -7,6 +7,7 @@ messages around it, as ipykernel gives them.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import subprocess
@@ -165,7 +166,9 @@ def test_user_expressions_are_evaluated_after_the_cell(client: BlockingKernelCli
 
 
 def test_after_an_error_the_queued_cells_are_aborted(client: BlockingKernelClient) -> None:
-    failing = client.execute("import time; time.sleep(0.5); raise ValueError('first')")
+    # The sleep gives the queued requests time to reach the kernel (as the front end sends them
+    # at once): only those already there when the cell fails are aborted, as in ipykernel.
+    failing = client.execute("import time; time.sleep(2); raise ValueError('first')")
     queued = [client.execute("print('never ran')") for _ in range(2)]
     assert collect(client, failing).content["status"] == "error"
     for msg_id in queued:
@@ -326,6 +329,11 @@ def _start(*args: str, code: str | None = None) -> subprocess.CompletedProcess[s
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
 
 
+def _flat(text: str) -> str:
+    """Text from a typer error box as one line."""
+    return " ".join(text.replace("\u2502", " ").split())
+
+
 def test_an_empty_key_on_a_network_address_is_refused(tmp_path: Path) -> None:
     path = _connection(tmp_path, ip="0.0.0.0", key="")
     done = _start("--mode", "jupyter", "-f", str(path))
@@ -343,6 +351,11 @@ def test_a_missing_or_broken_connection_file_is_said_clearly(tmp_path: Path) -> 
     scheme = _start("--mode", "jupyter", "-f", str(_connection(tmp_path,
                                                                signature_scheme="md5")))
     assert scheme.returncode == 2 and "signature_scheme" in scheme.stderr
+    alone = _start("--mode", "jupyter")  # the full command line judges what the fast one cannot
+    assert alone.returncode == 2
+    assert "--mode jupyter and --connection-file go together" in _flat(alone.stderr)
+    slow = _start("--mode", "jupyter", "-f", str(tmp_path / "none.json"), "--timeout", "3")
+    assert slow.returncode == 2 and "applies to oneshot mode only" in _flat(slow.stderr)
 
 
 def test_without_pyzmq_the_mode_says_how_to_install_it(tmp_path: Path) -> None:
@@ -407,15 +420,22 @@ def test_config_inline_backend_chooses_svg_or_retina(client: BlockingKernelClien
     png = base64.b64decode(retina["data"]["image/png"])
     width = int.from_bytes(png[16:20], "big")
     assert retina["metadata"]["image/png"]["width"] == width // 2
-    wrong = execute(client, "%config Completer.use_jedi = False")
-    assert wrong.content["ename"] == "UsageError"
+    ignored = execute(client, "%config Completer.use_jedi = False")  # IPython's, accepted
+    assert ignored.content["status"] == "ok" and not ignored.stdout()
+    wrong = execute(client, "%config InlineBackend.figure_formats = ['bmp']")
+    assert wrong.content["ename"] == "UsageError" and "figure formats are" in (
+        wrong.content["evalue"])
     execute(client, "%config InlineBackend.figure_formats = ['png']")
 
 
-def test_ports_left_to_the_kernel_are_written_back_and_served(tmp_path: Path) -> None:
-    path = _connection(tmp_path)  # every port 0
-    process = subprocess.Popen([sys.executable, "-m", "pyrelune", "--mode", "jupyter", "-f",
-                                str(path)])
+@contextlib.contextmanager
+def _own_kernel(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], BlockingKernelClient]]:
+    """The kernel started by hand on a connection file whose ports are all 0, its stderr
+    kept (in `tmp_path / "stderr"`), and a client once the file says where it is."""
+    path = _connection(tmp_path)
+    with open(tmp_path / "stderr", "wb") as errors:
+        process = subprocess.Popen([sys.executable, "-m", "pyrelune", "--mode", "jupyter",
+                                    "-f", str(path)], stderr=errors)
     client = BlockingKernelClient()
     try:
         start = time.monotonic()
@@ -425,9 +445,7 @@ def test_ports_left_to_the_kernel_are_written_back_and_served(tmp_path: Path) ->
         client.load_connection_file(str(path))
         client.start_channels()
         client.wait_for_ready(timeout=TIMEOUT)
-        assert execute(client, "print('bound')").stdout() == "bound\n"
-        client.shutdown()
-        assert process.wait(timeout=TIMEOUT) == 0
+        yield process, client
     finally:
         client.stop_channels()
         if process.poll() is None:
@@ -435,25 +453,83 @@ def test_ports_left_to_the_kernel_are_written_back_and_served(tmp_path: Path) ->
         process.wait()
 
 
+def test_ports_left_to_the_kernel_are_written_back_and_served(tmp_path: Path) -> None:
+    with _own_kernel(tmp_path) as (process, client):
+        assert execute(client, "print('bound')").stdout() == "bound\n"
+        client.shutdown()
+        assert process.wait(timeout=TIMEOUT) == 0
+
+
+def test_a_dropped_message_is_logged(tmp_path: Path) -> None:
+    import zmq
+    from jupyter_client.session import Session
+
+    with _own_kernel(tmp_path) as (process, client):
+        context = zmq.Context()
+        socket = context.socket(zmq.DEALER)
+        try:
+            socket.connect(f"tcp://127.0.0.1:{client.shell_port}")
+            Session(key=b"wrong").send(socket, "execute_request", {"code": "1"})
+            socket.send_multipart([b"not", b"a", b"message"])
+            assert execute(client, "print('after')").stdout() == "after\n"
+        finally:
+            socket.close(linger=0)
+            context.term()
+        client.shutdown()
+        process.wait(timeout=TIMEOUT)
+    logged = (tmp_path / "stderr").read_text()
+    assert "pyrelune: dropped a message on shell: invalid signature" in logged
+    assert "pyrelune: dropped a message on shell: no <IDS|MSG> delimiter" in logged
+
+
 def test_the_ipc_transport(tmp_path: Path) -> None:
-    jupyter_host.kernelspec(tmp_path)
-    saved = os.environ.get("JUPYTER_PATH")
-    os.environ["JUPYTER_PATH"] = str(tmp_path)
-    try:
-        manager = KernelManager(kernel_name=jupyter_host.KERNEL_NAME, transport="ipc",
-                                ip=str(tmp_path / "kernel-ipc"))
-        manager.start_kernel()
-    finally:
-        if saved is None:
-            os.environ.pop("JUPYTER_PATH", None)
-        else:
-            os.environ["JUPYTER_PATH"] = saved
-    client = manager.blocking_client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=TIMEOUT)
+    with jupyter_host.started(tmp_path, transport="ipc",
+                              ip=str(tmp_path / "kernel-ipc")) as (_, client):
         assert execute(client, "print('over ipc')").stdout() == "over ipc\n"
         assert list(tmp_path.glob("kernel-ipc-*"))  # the sockets are files
+
+
+def test_help_with_a_question_mark_is_a_page_for_the_pager(client: BlockingKernelClient) -> None:
+    execute(client, "def paged(x):\n    'Paged help.'\n    return x")
+    short = execute(client, "paged?")
+    (page,) = short.content["payload"]
+    assert page["source"] == "page" and page["start"] == 0
+    text = _plain(page["data"]["text/plain"])
+    assert "paged(x)" in text and "Paged help." in text and "return x" not in text
+    assert short.stdout() == "" and not short.of("display_data")
+    (longer,) = execute(client, "paged??").content["payload"]
+    assert "return x" in _plain(longer["data"]["text/plain"])
+    assert "not found" in execute(client, "no_such_name?").stdout()
+
+
+def test_magics_and_shell_escapes_run_as_in_the_other_modes(client: BlockingKernelClient
+                                                            ) -> None:
+    assert execute(client, "!echo from-the-shell").stdout() == "from-the-shell\n"
+    timed = execute(client, "%timeit -n 2 -r 2 sum(range(10))")
+    assert "loops each" in timed.stdout()
+    assert execute(client, "files = !echo a\nfiles").of("execute_result")[0]["data"][
+        "text/plain"] == "['a']"
+
+
+def test_the_kernel_ends_when_the_process_that_started_it_is_gone(tmp_path: Path) -> None:
+    from processes import gone_soon
+
+    path = _connection(tmp_path)
+    # The launcher starts the kernel in the background and exits once it has bound its ports.
+    launcher = subprocess.run(
+        ["sh", "-c", f'"{sys.executable}" -m pyrelune --mode jupyter -f "{path}" '
+                     f'>/dev/null 2>&1 & echo $!; while grep -q \'"shell_port": 0\' "{path}"; '
+                     "do sleep 0.05; done"], capture_output=True, text=True, timeout=TIMEOUT)
+    pid = int(launcher.stdout)
+    try:
+        assert gone_soon(pid, within=TIMEOUT)
     finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=False)
+        if not gone_soon(pid, within=0):
+            os.kill(pid, 9)
+
+
+def test_a_dataframe_is_html_and_text_as_ipykernel_gives_it(client: BlockingKernelClient) -> None:
+    run = execute(client, "import pandas as pd\npd.DataFrame({'a': [1, 2]})")
+    (result,) = run.of("execute_result")
+    assert sorted(result["data"]) == ["text/html", "text/plain"]  # none of pyrelune's own types
+    assert "<table" in result["data"]["text/html"]

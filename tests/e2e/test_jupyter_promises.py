@@ -115,14 +115,21 @@ def test_a_worker_that_dies_fails_its_cell_and_the_next_runs_in_a_fresh_one(
 
 def test_a_flood_of_output_arrives_capped_head_and_tail(kernel: Kernel) -> None:
     manager, client = kernel
-    code = ("import sys\nfor i in range(400_000):\n"
-            "    sys.stdout.write(f'line {i:07d} ' + 'x' * 100 + '\\n')\nprint('the end')")
+    code = ("import sys\n"
+            "def peak():\n"
+            "    status = open('/proc/self/status').read()\n"
+            "    return int(status.split('VmHWM:')[1].split()[0]) << 10\n"
+            "before = peak()\n"
+            "for i in range(400_000):\n"
+            "    sys.stdout.write(f'line {i:07d} ' + 'x' * 100 + '\\n')\n"
+            "print('the worker grew by', peak() - before)")
     before = _peak_rss(_pid(manager))
     run = execute(client, code)  # 45 MB printed
     assert run.content["status"] == "ok"
     text = run.stdout()
     assert text.startswith("line 0000000 ")
-    assert text.endswith("the end\n")
+    grown = re.search(r"the worker grew by (\d+)\n$", text)
+    assert grown is not None and int(grown.group(1)) < 24 << 20  # nor did the worker
     assert len(text.encode()) < 3 << 20
     assert re.search(r"omitted|dropped", text), text[-2000:]
     assert _peak_rss(_pid(manager)) - before < 24 << 20  # the kernel did not hold the flood
@@ -229,3 +236,24 @@ def test_a_flood_of_displays_is_bounded_and_the_cell_says_what_was_left_out(
     assert f"{20_000 - kinds.count('display_data'):,} more displays were not shown" in notes
     reply = client.get_shell_msg(timeout=TIMEOUT)
     assert reply["parent_header"]["msg_id"] == msg_id and reply["content"]["status"] == "ok"
+
+
+def test_a_worker_that_dies_while_it_completes_costs_the_completion_only(
+        kernel: Kernel) -> None:
+    manager, client = kernel
+    pid = _pid(manager)
+    execute(client, "import os\nclass Bomb:\n    def __dir__(self):\n        os._exit(7)\n"
+                    "bomb = Bomb()")
+    reply = client.complete("bomb.x", reply=True, timeout=TIMEOUT)
+    assert reply["content"]["status"] == "error"
+    assert "exited with status 7" in reply["content"]["evalue"]
+    assert _pid(manager) == pid
+    assert execute(client, "print('fresh')").stdout() == "fresh\n"
+
+
+def test_a_big_display_arrives_whole(kernel: Kernel) -> None:
+    client = kernel[1]
+    code = ("from IPython.display import HTML, display\n"
+            "display(HTML('<table>' + '<tr><td>cell</td></tr>' * 150_000 + '</table>'))")
+    (shown,) = execute(client, code).of("display_data")
+    assert len(shown["data"]["text/html"]) == len("<table></table>") + 22 * 150_000  # 3.3 MB

@@ -310,9 +310,10 @@ def test_a_cell_that_catches_its_interrupt_is_killed_before_the_host_would(
     kernel: Host, tmp_path: Path
 ) -> None:
     marker = tmp_path / "started"
-    code = (f"import time\nopen({str(marker)!r}, 'w').close()\n"
-            "while True:\n    try:\n        time.sleep(100)\n    except KeyboardInterrupt:\n"
-            "        pass")
+    # The marker is made inside the `try`: an interrupt before it would end the cell.
+    code = ("import time\nwhile True:\n    try:\n"
+            f"        open({str(marker)!r}, 'w').close()\n        time.sleep(100)\n"
+            "    except KeyboardInterrupt:\n        pass")
     # answered before the host's SIGKILL of the whole kernel, or interrupt_when fails
     response = kernel.interrupt_when(marker, kernel.send("execute", code))
     assert "the cell did not stop, so its worker was killed" in response["error"]

@@ -60,7 +60,8 @@ def test_figures_show_when_the_environment_chose_a_backend_without_windows(
     assert kinds(result) == ["image/svg+xml"], result
 
 
-def test_closed_and_saved_figures_are_not_shown_again(host: VixHost, tmp_path: Path) -> None:
+def test_a_saved_figure_is_shown_and_a_closed_one_is_not(host: VixHost, tmp_path: Path) -> None:
+    """As ipykernel's inline backend: saving a figure does not hide it; closing it does."""
     saved = tmp_path / "plot.png"
     source = f"""\
 import matplotlib.pyplot as plt
@@ -71,7 +72,7 @@ plt.plot([2, 1])
 plt.close()
 """
     result = host.run_cell(source, env={"MPLBACKEND": "Agg"})
-    assert result.shown == [], result
+    assert kinds(result) == ["image/svg+xml"], result
     assert saved.read_bytes().startswith(b"\x89PNG")
 
 
@@ -302,3 +303,66 @@ Both()
         ("stdout", "Sales & costs\n\ncity  total\nOslo  1,200\nLima  80"),
         ("stdout", "Both(plain)"),
     ], result
+
+
+# -- a note under HOME, a timeout, sympy -------------------------------------------------------
+
+
+@pytest.fixture
+def vix_home(tmp_path: Path) -> Path:
+    """A HOME where pyrelune is installed into Vix Note's global prefix, and a note in it."""
+    home = tmp_path / "home"
+    (home / ".vix" / "global" / "bin").mkdir(parents=True)
+    (home / "notes").mkdir()
+    (home / "notes" / "analysis.vixnote").write_text("{}")
+    (home / "notes" / "data.csv").write_text("a,b\n1,2\n")
+    return home
+
+
+READ = "import os\nprint(os.getcwd())\nprint(open('data.csv').read().split()[0])"
+
+
+def test_a_note_under_home_runs_beside_its_data(host: VixHost, vix_home: Path) -> None:
+    note = vix_home / "notes" / "analysis.vixnote"
+    result = host.run_cell(READ, note=str(note), env={"HOME": str(vix_home)})
+    assert project_folder(note) == vix_home  # what `vix note` sends as workingDirectory
+    assert result.response["stdout"] == f"{vix_home / 'notes'}\na,b\n", result
+
+
+@pytest.mark.parametrize("marker", [".git", "vix.json"])
+def test_a_home_that_is_a_project_of_its_own_is_honoured(
+        host: VixHost, vix_home: Path, marker: str) -> None:
+    (vix_home / marker).mkdir()
+    source = "import os\nprint(os.getcwd())"
+    result = host.run_cell(source, note=str(vix_home / "notes" / "analysis.vixnote"),
+                           env={"HOME": str(vix_home)})
+    assert result.response["stdout"] == f"{vix_home}\n", result
+
+
+def test_a_prefix_outside_home_leaves_home_as_sent(host: VixHost, vix_home: Path,
+                                                   tmp_path: Path) -> None:
+    source = "import os\nprint(os.getcwd())"
+    result = host.run_cell(source, note=str(vix_home / "notes" / "analysis.vixnote"),
+                           env={"HOME": str(vix_home), "VIX_GLOBAL_PREFIX": str(tmp_path)})
+    assert result.response["stdout"] == f"{vix_home}\n", result
+
+
+def test_a_timeout_says_how_to_allow_more(host: VixHost) -> None:
+    result = host.run_cell("import time\ntime.sleep(60)", env={"PYRELUNE_TIMEOUT": "1"})
+    assert result.failure is not None
+    head, _, advice = result.failure.partition("\n\n")
+    assert head == "Cell timed out after 1 s (line 2)"
+    assert advice.startswith("To allow a cell more time, set PYRELUNE_TIMEOUT (seconds; 0: no "
+                             "limit) where `vix note` is started. Vix Note itself stops every "
+                             "cell after 10 s"), advice
+
+
+def test_sympy_pretty_printing_is_jupyters_unicode_text(host: VixHost) -> None:
+    pytest.importorskip("sympy")
+    source = "from sympy import init_printing, sqrt, symbols\ninit_printing()\n" \
+             "x = symbols('x')\nx**2 + sqrt(x)"
+    for env in ({}, {"PYTHONIOENCODING": "ascii", "LC_ALL": "C"}):
+        result = host.run_cell(source, env=env)
+        # ipykernel's text/plain of the same cell (sympy 1.14), where the output is UTF-8
+        assert result.response["outputs"] == [{"mime": "text/plain",
+                                               "data": "      2\n√x + x "}], result

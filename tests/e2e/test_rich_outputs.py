@@ -49,16 +49,19 @@ print("last")
         "first\n", "between\n", "last\n"]
 
 
-def test_a_figure_as_final_expression_is_shown_once_and_empty_ones_never(host: VixHost) -> None:
+def test_a_figure_as_final_expression_is_shown_once_and_empty_ones_as_text(
+    host: VixHost,
+) -> None:
     source = """\
 import matplotlib.pyplot as plt
 fig, ax = plt.subplots()
 ax.plot([3, 1])
-plt.figure()  # empty: skipped
+plt.figure()  # empty: no image, its text (as ipykernel shows it)
 fig
 """
     result = host.run_cell(source)
-    assert kinds(result) == ["image/svg+xml"]
+    assert kinds(result) == ["image/svg+xml", "stdout"]
+    assert result.shown[1] == ("stdout", "<Figure size 640x480 with 0 Axes>")
 
 
 def test_each_open_figure_is_shown_at_the_end(host: VixHost) -> None:

@@ -90,7 +90,7 @@ def test_a_websocket_kernel_starts_without_typer(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (["--help"], b"rpc kernel"),
+    (["--help"], b"--listen HOST:PORT"),
     (["--max-message-size", "12"], b"--max-message-size must be a whole number of bytes"),
     (["--token", "t"], b"a token is for WebSocket kernels: add --listen"),
     (["--listen", "nowhere"], b"expected HOST:PORT"),
@@ -102,3 +102,16 @@ def test_help_and_usage_errors_are_typers(args: list[str], says: bytes) -> None:
     assert "typer" in modules
     assert result.returncode == (0 if args == ["--help"] else 2), result
     assert says in result.stdout + result.stderr
+
+
+def test_listen_without_websockets_says_which_extra_to_install() -> None:
+    """websockets is the `websocket` extra's: a kernel asked to listen without it says so."""
+    script = ("import sys\nsys.modules['websockets'] = None  # as if it were not installed\n"
+              "from pyrelune.cli.entry import main\nsys.exit(main())")
+    result = subprocess.run([sys.executable, "-c", script, "--mode", "rpc", "--listen",
+                             "127.0.0.1:0"], stdin=subprocess.DEVNULL, capture_output=True,
+                            timeout=TIMEOUT)
+    assert result.returncode == 2, result
+    assert result.stdout == b""
+    assert b"--listen needs the websockets package" in result.stderr
+    assert b"pip install 'pyrelune[websocket]'" in result.stderr

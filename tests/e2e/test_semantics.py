@@ -238,7 +238,10 @@ def test_a_cell_that_imported_its_own_token_module_still_gets_its_error(
 def test_input_raises_eoferror(host: VixHost) -> None:
     result = host.run_cell("name = input('name? ')")
     assert result.failure is not None
-    assert result.failure.startswith("EOFError: input() is not available in a oneshot cell")
+    assert result.failure.startswith("EOFError: input() cannot be answered here: Vix Note "
+                                     "cells cannot ask for input while they run. Set the "
+                                     'value in the cell instead (name = "Ada")')
+    assert "oneshot" not in result.failure
     assert result.headline is not None and result.headline.endswith("(line 1)")
     assert result.response["stdout"] == "name? "
 

@@ -10,7 +10,7 @@ from pyrelune import fastjson
 from pyrelune.wire.events import CellError, Done, to_wire
 from pyrelune.worker.cell import run_cell
 from pyrelune.worker.mainmodule import fresh_namespace
-from pyrelune.worker.runtime import _NoInput
+from pyrelune.worker.runtime import NoInput
 
 
 def run(source: str, namespace: dict[str, Any] | None = None) -> tuple[CellError | None, list[Any]]:
@@ -74,7 +74,7 @@ def without_carets(traceback: str) -> str:
 
 def test_the_runtimes_own_frames_after_the_cell_are_dropped() -> None:
     namespace = fresh_namespace()
-    namespace["ask"] = _NoInput("a oneshot cell")
+    namespace["ask"] = NoInput("no input here")
     error, _ = run("ask('?')", namespace)
     assert error is not None and error.ename == "EOFError"
     assert "pyrelune" not in error.traceback
@@ -83,7 +83,7 @@ def test_the_runtimes_own_frames_after_the_cell_are_dropped() -> None:
 
 def test_the_runtimes_frames_are_dropped_from_chained_exceptions_too() -> None:
     namespace = fresh_namespace()
-    namespace["ask"] = _NoInput("a oneshot cell")
+    namespace["ask"] = NoInput("no input here")
     for raised in ("raise ValueError('no input')", "raise ValueError('no input') from e"):
         error, _ = run(f"try:\n    ask('?')\nexcept EOFError as e:\n    {raised}", namespace)
         assert error is not None and error.ename == "ValueError"

@@ -41,6 +41,12 @@ class AllReprs:
     def _repr_json_(self) -> dict[str, Any]:
         return {"a": [1, 2]}
 
+    def _repr_pdf_(self) -> bytes:
+        return b"%PDF-1.4"
+
+    def _repr_javascript_(self) -> str:
+        return "console.log(1)"
+
     def __repr__(self) -> str:
         return "AllReprs()"
 

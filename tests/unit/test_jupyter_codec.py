@@ -399,3 +399,12 @@ def test_messages_built_carry_every_header_field() -> None:
     assert isinstance(message, Message)
     assert set(jupyter.HEADER_FIELDS) <= set(message.header)
     assert message.identities == [b"kernel.s.status"] and message.parent_header == {}
+
+
+def test_pyrelunes_own_mime_types_stay_out_of_a_notebook() -> None:
+    kernel = codec()
+    execute(kernel, "df")
+    bundle = {"text/plain": "t", "text/html": "<table/>",
+              "application/vnd.pyrelune.jsonml+json": ["table"]}
+    outcome = kernel.output(Display(bundle, {}, is_result=True), 0.0)
+    assert outcome.messages[0][1].content["data"] == {"text/plain": "t", "text/html": "<table/>"}

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyrelune.worker.magics import SList, TimeitResult, format_time, translate
+from pyrelune.worker.magics import TimeitResult, format_time, translate
+from pyrelune.worker.shellcmd import SList
 
 CALL = "__import__('pyrelune').worker.magics."
 
@@ -20,7 +21,7 @@ def test_each_escape_becomes_one_call_in_place() -> None:
         f"files = {CALL}getoutput('ls')\na, b = {CALL}line_magic('sx', 'echo')")
     assert translate("obj.attr?") == f"{CALL}inspect('obj.attr')"
     assert translate("?obj") == f"{CALL}inspect('obj')"
-    assert translate("obj??") == f"{CALL}inspect('obj')"
+    assert translate("obj??") == f"{CALL}inspect('obj', 1)"  # the source too, where shown
     assert translate("    %%time later") == f"{CALL}cell_magic('time', 'later', '', 1)"
 
 
@@ -90,7 +91,7 @@ def test_any_text_translates_to_no_more_lines(source: str) -> None:
 
 
 def test_times_are_written_as_ipython_writes_them() -> None:
-    assert format_time(0.0005) == "500 µs"
+    assert format_time(0.0005) == "500 μs"
     assert format_time(0.0123456) == "12.3 ms"
     assert format_time(1.5) == "1.5 s"
     assert format_time(2.5e-8) == "25 ns"
@@ -98,7 +99,7 @@ def test_times_are_written_as_ipython_writes_them() -> None:
     assert format_time(61.5) == "1min 1s"
     assert format_time(3725) == "1h 2min 5s"
     result = TimeitResult(1000, 7, [0.001] * 7)
-    assert str(result) == ("1 µs ± 0 ns per loop (mean ± std. dev. of 7 runs, "
+    assert str(result) == ("1 μs ± 0 ns per loop (mean ± std. dev. of 7 runs, "
                            "1,000 loops each)")
     assert repr(TimeitResult(1, 1, [2.0])).endswith("of 1 run, 1 loop each)>")
 
@@ -108,3 +109,19 @@ def test_shell_lines_join_as_ipythons_do() -> None:
     assert (lines.s, lines.n, lines.l) == ("a b c", "a b\nc", ["a b", "c"])
     assert lines.grep("^c") == ["c"] and lines.grep("^c", prune=True) == ["a b"]
     assert SList(["/", "/no/such/path"]).p == [__import__("pathlib").Path("/")]
+
+
+def test_automagic_names_are_the_line_magics() -> None:
+    """The compiler's quick check (cell.AUTOMAGIC) knows every line magic and alias."""
+    from pyrelune.worker import cell, magics
+
+    assert frozenset(magics._LINE_MAGICS) == cell.AUTOMAGIC
+
+
+def test_automagic_lines_become_magics_unless_they_assign() -> None:
+    names = frozenset({"ls", "pwd", "time"})
+    assert translate("ls -l\npwd", names) == (
+        f"{CALL}line_magic('ls', '-l')\n{CALL}line_magic('pwd', '')")
+    assert translate("ls = 1\nls += 2\nls, x = 1, 2\nls: int = 3\nls == 1", names) is None
+    assert translate("time.sleep(1)\nls(3)", names) is None
+    assert translate("ls -l", frozenset()) is None  # shadowed: the user's name

@@ -31,9 +31,13 @@ def typer_params(args: list[str]) -> dict[str, Any] | None:
     if following or context.args:  # a command follows: not the rpc kernel
         return None
     params = dict(context.params)
+    # What typer's callback is called with (typer before 0.22 converts there, not in the context).
+    params["mode"] = Mode(params["mode"])
     for option in rpcargs.OPTIONS.values():  # typer's default for a repeatable one is ()
         if option.kind == rpcargs.MANY:
             params[option.param] = list(params[option.param]) or None
+        elif option.kind == rpcargs.FILE and params[option.param] is not None:
+            params[option.param] = Path(params[option.param])
     return params
 
 
@@ -127,8 +131,7 @@ def test_anything_else_is_left_to_typer(args: list[str]) -> None:
 
 def test_typer_knows_the_same_rpc_options_as_the_table() -> None:
     command = typer.main.get_command(app)
-    rpc = {param.name: param for param in command.params
-           if getattr(param, "rich_help_panel", None) == rpcargs.PANEL}
+    rpc = {param.name: param for param in command.params if param.name in rpcargs.OPTIONS}
     assert set(rpc) == set(rpcargs.OPTIONS)
     for name, param in rpc.items():
         option = rpcargs.OPTIONS[name]

@@ -27,6 +27,12 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Places:
     return places
 
 
+@pytest.fixture(autouse=True)
+def font_cache_probe(fp: FakeProcess) -> None:
+    """Doctor's font cache check, answered as in an environment without matplotlib."""
+    fp.register([sys.executable, "-c", fp.any()], stdout=b"null\n")
+
+
 def round_trip(places: Places) -> doctor.Check:
     checks = doctor.check(places, ID)
     assert [c.passed for c in checks[:-1]] == [True] * (len(checks) - 1), checks

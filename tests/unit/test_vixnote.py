@@ -118,8 +118,9 @@ def test_a_failures_message_keeps_the_tail_of_the_output_and_says_what_it_cut() 
     budget.add(Stream("stderr", "warned\n"))
     error = CellError("timeout", "", "Cell timed out after 8.5 s")
     message = check(vixnote.respond(budget, error, None))["error"]["message"]
-    head, body = message.split("\n\n")
+    head, advice, body = message.split("\n\n")
     assert head == "Cell timed out after 8.5 s"
+    assert advice == vixnote.TIMEOUT_ADVICE
     assert body.startswith("[... 3,031 bytes of earlier output omitted ...]\naaa")
     assert body.endswith("a\n[image/svg+xml output]\nwarned")
     assert len(body.encode()) < 2000 + 100
