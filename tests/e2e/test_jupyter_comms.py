@@ -37,6 +37,18 @@ def send(client: BlockingKernelClient, msg_type: str, content: dict[str, Any]) -
     return Run({}, until_idle(client, message["header"]["msg_id"]))
 
 
+def comm_contents(run: Run) -> list[dict[str, Any]]:
+    """Every comm message's content, checked as the messaging spec words them."""
+    contents = []
+    for message in run.iopub:
+        kind, content = message["msg_type"], message["content"]
+        if kind in ("comm_open", "comm_msg", "comm_close"):
+            assert isinstance(content["comm_id"], str) and isinstance(content["data"], dict)
+            assert kind != "comm_open" or isinstance(content["target_name"], str), content
+            contents.append(content)
+    return contents
+
+
 def comms(client: BlockingKernelClient, target: str | None = None) -> dict[str, Any]:
     reply = collect(client, client.comm_info(target)).content
     assert reply["status"] == "ok", reply
@@ -47,6 +59,7 @@ def comms(client: BlockingKernelClient, target: str | None = None) -> dict[str, 
 def test_a_slider_opens_its_comm_and_moves_both_ways(client: BlockingKernelClient) -> None:
     run = execute(client, "import ipywidgets\nslider = ipywidgets.IntSlider(value=3)\nslider")
     assert run.content["status"] == "ok", run.content
+    assert comm_contents(run)  # a widget's models open their comms, as the spec words them
     opened = [c for c in run.of("comm_open") if c["data"]["state"].get("_model_name") ==
               "IntSliderModel"]
     assert len(opened) == 1, run.kinds
