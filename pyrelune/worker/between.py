@@ -47,7 +47,7 @@ def next_command(channel: Channel, writer: RingWriter | None) -> Command:
             if not alive:
                 break  # nothing is left that can print before the next command: wait for it
             if loop is not None:
-                _run_until_readable(loop, channel.control_fd, look)
+                _run_a_while(loop, channel.control_fd, look)
             if select([channel.control_fd], [], [], 0 if loop is not None else look)[0]:
                 break
             look = min(look * 2, _LOOK_IDLE)
@@ -106,6 +106,19 @@ def _asyncio_imported(module: object) -> None:
 def _threads_left() -> bool:
     threading = sys.modules.get("threading")
     return threading is not None and threading.active_count() > 1
+
+
+def _run_a_while(loop: asyncio.AbstractEventLoop, fd: int, seconds: float) -> None:
+    """`_run_until_readable`; a task's SystemExit or KeyboardInterrupt, which asyncio lets
+    out of the loop, is reported (the traceback on stderr) instead of ending the worker."""
+    try:
+        _run_until_readable(loop, fd, seconds)
+    except (SystemExit, KeyboardInterrupt):
+        import traceback
+
+        sys.stderr.write("a task raised this between cells; the kernel goes on:\n")
+        traceback.print_exc()
+        sys.stderr.flush()
 
 
 def _run_until_readable(loop: asyncio.AbstractEventLoop, fd: int, seconds: float) -> None:

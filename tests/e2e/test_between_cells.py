@@ -104,3 +104,14 @@ def test_displays_from_a_task_between_cells_do_not_take_the_next_cells_place(
         assert message["event"] == "display_data", message
         shown.append(message)
     assert [e["data"]["item"] for e in shown] == [f"shown {n}" for n in range(20)]
+
+
+def test_a_task_that_raises_systemexit_between_cells_costs_nothing_else(
+        rpc_kernel: PipeHost) -> None:
+    rpc_kernel.run("import asyncio\nkept = 'namespace'\nasync def leave():\n"
+                   "    await asyncio.sleep(0.05)\n    raise SystemExit(3)\n"
+                   "leaver = asyncio.get_event_loop().create_task(leave())", cell_id="leaves")
+    late = late_output(rpc_kernel, "SystemExit")
+    assert late[-1]["data"]["name"] == "stderr"  # type: ignore[index]
+    events = rpc_kernel.run("print(kept, leaver.done())")
+    assert stdout_of(events) == "namespace True\n", events
