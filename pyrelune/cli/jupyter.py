@@ -79,8 +79,9 @@ def install_command(
     if not plan.changes:
         typer.echo(f"kernel {name.lower()} is already installed in {where.kernels}: "
                    "nothing changed")
-    if (note := kernelspec.path_note(where)) is not None:
-        typer.echo(note, err=True)
+    for note in (kernelspec.path_note(where), kernelspec.extra_note()):
+        if note is not None:
+            typer.echo(note, err=True)
     if not dry_run:
         typer.echo(f'pick "{display_name}" in JupyterLab, Notebook or VS Code, or start it with '
                    f"`jupyter console --kernel {name.lower()}`")

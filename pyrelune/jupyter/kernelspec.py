@@ -175,3 +175,13 @@ def path_note(where: Place, env: Mapping[str, str] | None = None) -> str | None:
         return None
     return (f"note: Jupyter reads {where.data_dir} only when told: "
             f"export JUPYTER_PATH={where.data_dir}")
+
+
+def extra_note() -> str | None:
+    """What to install when this environment cannot run the kernel it lists (no pyzmq)."""
+    from importlib.util import find_spec
+
+    if find_spec("zmq") is not None:
+        return None
+    return ("note: pyzmq is not installed here, and the kernel needs it to start: "
+            "pip install 'pyrelune[jupyter]'")

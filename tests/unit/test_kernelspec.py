@@ -132,3 +132,15 @@ def test_a_prefix_jupyter_does_not_read_gets_a_note() -> None:
     assert note is not None and "JUPYTER_PATH=/opt/k/share/jupyter" in note
     assert kernelspec.path_note(where, {"JUPYTER_PATH": "/x:/opt/k/share/jupyter"}) is None
     assert kernelspec.path_note(kernelspec.place(sys_prefix=True), {}) is None
+
+
+def test_an_environment_without_pyzmq_is_told_what_to_install(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert kernelspec.extra_note() is None  # the test extras have it
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "zmq" else real(name, *args))
+    note = kernelspec.extra_note()
+    assert note is not None and "pip install 'pyrelune[jupyter]'" in note
