@@ -24,6 +24,8 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 from jupyter_kernel_test.msgspec_v5 import validate_message
 
+from pyrelune.wire.events import COMM_TYPES
+
 TIMEOUT = 60.0  # generous: a noisy 2-core machine
 KERNEL_NAME = "pyrelune-test"
 
@@ -83,15 +85,22 @@ def collect(client: BlockingKernelClient, msg_id: str, reply_channel: str = "she
             reply = message
     if reply["content"].get("status") != "aborted":  # ipykernel's word, newer than the spec's
         validate_message(reply, reply["msg_type"], msg_id)
+    return Run(reply, until_idle(client, msg_id, timeout))
+
+
+def until_idle(client: BlockingKernelClient, msg_id: str,
+               timeout: float = TIMEOUT) -> list[dict[str, Any]]:
+    """The IOPub messages under `msg_id`, up to its idle status (others are skipped)."""
     iopub = []
     while True:
         message = client.get_iopub_msg(timeout=timeout)
         if message["parent_header"].get("msg_id") != msg_id:
             continue
-        validate_message(message)
+        if message["msg_type"] not in COMM_TYPES:  # the spec's schemas have none for comms
+            validate_message(message)
         iopub.append(message)
         if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-            return Run(reply, iopub)
+            return iopub
 
 
 def execute(client: BlockingKernelClient, code: str, timeout: float = TIMEOUT,

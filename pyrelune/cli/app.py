@@ -16,6 +16,7 @@ import typer
 
 from pyrelune import __version__, settings
 from pyrelune.cli import rpcargs
+from pyrelune.cli.jupyter import app as jupyter_app
 from pyrelune.cli.style import group
 from pyrelune.cli.vix import app as vix_app
 from pyrelune.cli.warm import app as warm_app
@@ -220,6 +221,7 @@ def _run_notebook(file: Path, argv: list[str], timeout: str | None) -> int:
 
 app.add_typer(vix_app, name="vix")
 app.add_typer(warm_app, name="warm")
+app.add_typer(jupyter_app, name="jupyter")
 
 
 def run_app() -> None:

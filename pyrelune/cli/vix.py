@@ -51,7 +51,8 @@ def _target(package_id: str | None, warm: str = "") -> Target:
     return install.Target(chosen, install.interpreter(), loaded, warm=warm)
 
 
-def _finish(plan: Plan, dry_run: bool) -> None:
+def show_plan(plan: Plan, dry_run: bool) -> None:
+    """Print the plan (`--dry-run`) or carry it out and say what was done."""
     from pyrelune.vix import install
 
     if dry_run:
@@ -78,7 +79,7 @@ def _carry_out(
 
     if project is None and prefix is None and not _home() and not os.environ.get(
             "VIX_GLOBAL_PREFIX"):
-        raise _fail(ValueError("HOME is not set, so Vix Note would look for its global prefix "
+        raise fail(ValueError("HOME is not set, so Vix Note would look for its global prefix "
                                "in .vix/global under whatever folder `vix note` starts in: set "
                                "HOME, or choose the prefix with --prefix or VIX_GLOBAL_PREFIX"))
     places = Places.from_env(prefix)
@@ -87,11 +88,11 @@ def _carry_out(
         where = project.absolute() if project is not None else None
         with install.global_lock(places, dry_run) if where is None else nullcontext():
             plan = make_plan(places, where, target)
-            _finish(plan, dry_run)
+            show_plan(plan, dry_run)
     except BrokenPipeError:
         raise  # stdout was closed (`| head`): the reader has what it wanted, as with any tool
     except (install.InstallError, descriptor.InvalidDescriptor, OSError) as error:
-        raise _fail(error) from None
+        raise fail(error) from None
     return target, plan
 
 
@@ -100,7 +101,8 @@ def _home() -> str:
     return os.environ.get("HOME", "")
 
 
-def _fail(error: Exception) -> typer.Exit:
+def fail(error: Exception | str) -> typer.Exit:
+    """Say why on stderr; the exit (status 1) to raise."""
     typer.echo(f"error: {error}", err=True)
     return typer.Exit(1)
 
@@ -135,12 +137,12 @@ def install_command(
     from pyrelune.vix.discovery import RELOAD
 
     if preload and not warm:
-        raise _fail(ValueError("--preload is for warm start: add --warm"))
+        raise fail(ValueError("--preload is for warm start: add --warm"))
     if enable and not _home():
-        raise _fail(ValueError("--enable edits Vix Note's list of disabled extensions, "
+        raise fail(ValueError("--enable edits Vix Note's list of disabled extensions, "
                                "~/.vix/note/extensions.json, and HOME is not set"))
     if preload and (missing := _missing_modules(preload)):
-        raise _fail(ValueError(f"--preload: {', '.join(missing)} cannot be imported by "
+        raise fail(ValueError(f"--preload: {', '.join(missing)} cannot be imported by "
                                f"{sys.executable}: install {'them' if len(missing) > 1 else 'it'}"
                                " into this environment, or leave it out"))
     setting = (preload or "1") if warm else ""
@@ -204,7 +206,7 @@ def doctor_command(prefix: Prefix = None, project: Project = None,
         chosen = package_id or descriptor.load()["id"]
         descriptor.split_id(chosen)
     except descriptor.InvalidDescriptor as error:
-        raise _fail(error) from None
+        raise fail(error) from None
     checks = doctor.check(Places.from_env(prefix), chosen,
                           project.absolute() if project else None)
     from pyrelune.vix.discovery import RELOAD

@@ -127,8 +127,9 @@ class JupyterServer:
         builder = jupyter.Builder(os.urandom(16).hex(), _username())
         self.codec = JupyterCodec(builder, self.signer, cap)
         # It asks of its loop only what `Loop` offers, though typed for asyncio's.
+        # Its workers' widgets talk to the front end (comms: see `worker.comms`).
         self.kernel = EventedKernel(loop, self._on_event,  # type: ignore[arg-type]
-                                    DISPLAY_LIMIT if cap is None else cap)
+                                    DISPLAY_LIMIT if cap is None else cap, comms=True)
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self.stopping: Shutdown | None = None

@@ -34,7 +34,7 @@ from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.transports.reactor import Reactor
 from pyrelune.transports.stdio import closed, hold_stderr, say
 from pyrelune.transports.ticker import Ticker
-from pyrelune.wire.events import Clear, Display, InputRequest, Reply, Stream
+from pyrelune.wire.events import Clear, Comm, Display, InputRequest, Reply, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -322,6 +322,8 @@ class RpcServer:
         if isinstance(event, Stream):
             self._screen.add(event)  # \r and \b applied; on to _present
             return
+        if isinstance(event, Comm):
+            return  # this protocol has no comms (its workers make none: see `worker.comms`)
         if isinstance(event, Reply):
             return  # the answer to a Query, which this protocol never asks
         if isinstance(event, InputRequest) and self._input_ended:

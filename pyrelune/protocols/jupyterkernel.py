@@ -25,7 +25,17 @@ from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupyter import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
 from pyrelune.protocols.streaming import INTERVAL, Cap, Coalescer
 from pyrelune.wire import events
-from pyrelune.wire.events import PAGE, Clear, Display, Done, InputRequest, Reply, Stream
+from pyrelune.wire.events import (
+    COMM_TYPES,
+    PAGE,
+    Clear,
+    Comm,
+    Display,
+    Done,
+    InputRequest,
+    Reply,
+    Stream,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -275,6 +285,26 @@ class JupyterCodec:
         self._reply(outcome, channel, request, {"status": "ok", "comms": comms})
         return True
 
+    def _on_comm(self, channel: str, request: Message, outcome: Outcome) -> bool:
+        """comm_open, comm_msg, comm_close from the front end: to the comm's handler in the
+        worker, in turn with the other shell requests (none is answered: idle follows)."""
+        content = request.content
+        comm_id = content.get("comm_id")
+        if not isinstance(comm_id, str) or (request.msg_type == "comm_open" and not isinstance(
+                content.get("target_name"), str)):
+            outcome.problems.append(f"dropped a {request.msg_type} without comm_id or target")
+            return True
+        if request.msg_type == "comm_open":
+            self.comms[comm_id] = {"target_name": content["target_name"]}
+        elif request.msg_type == "comm_close":
+            self.comms.pop(comm_id, None)
+        from base64 import b64encode
+
+        return self._ask(request, outcome, "comm", {
+            "msg_type": request.msg_type, "content": content, "metadata": request.metadata,
+            "header": request.header, "parent_header": request.parent_header,
+            "buffers": [b64encode(buffer).decode() for buffer in request.buffers]})
+
     def _on_interrupt(self, channel: str, request: Message, outcome: Outcome) -> bool:
         if self.busy:  # a cell, or a question the worker is slow to answer (completion)
             outcome.commands.append(Interrupt())
@@ -304,11 +334,11 @@ class JupyterCodec:
 
     # -- the engine's events ---------------------------------------------------------------
 
-    def output(self, item: Stream | Display | Clear | InputRequest | Reply | Done,
+    def output(self, item: Stream | Display | Clear | InputRequest | Reply | Done | Comm,
                now: float) -> Outcome:
         """One engine event of the request the worker serves (or a late one of a past cell's)."""
         outcome = Outcome()
-        parent = self._cell.request if self._cell is not None else self._last_cell
+        parent = self._parent()
         if isinstance(item, Stream):
             sent = self._cap.add(item) if self._cell is not None else item
             if sent is not None:
@@ -330,18 +360,40 @@ class JupyterCodec:
             self._input_request(outcome, item)
         elif isinstance(item, Reply):
             self._answered(outcome, item.content)
+        elif isinstance(item, Comm):
+            self._comm(outcome, item, parent)
         else:
             self._done(outcome, item)
         return outcome
 
+    def _comm(self, outcome: Outcome, comm: Comm, parent: Message | None) -> None:
+        """A comm message of the kernel's: on IOPub, under what output goes under."""
+        comm_id = comm.content["comm_id"]
+        if comm.msg_type == "comm_open":
+            target = comm.content.get("target_name")
+            self.comms[comm_id] = {"target_name": target if isinstance(target, str) else ""}
+        elif comm.msg_type == "comm_close":
+            self.comms.pop(comm_id, None)
+        outcome.messages.append((IOPUB, self.builder.publish(
+            comm.msg_type, comm.content, parent, comm.metadata, comm.buffers)))
+
     def tick(self, now: float) -> Outcome:
         """Stream text whose time has come (the driver's timer at `flush_at`)."""
         outcome = Outcome()
-        parent = self._cell.request if self._cell is not None else self._last_cell
+        parent = self._parent()
         self._streams(outcome, self._coalescer.due(now), parent)
         if self._displays.due(now):
             self._send_updates(outcome, parent)
         return outcome
+
+    def _parent(self) -> Message | None:
+        """What output belongs to: the running cell, the comm message being handled, or
+        (between cells: a thread's, a task's) the last cell."""
+        if self._cell is not None:
+            return self._cell.request
+        if self._asked == "comm":
+            return self._current
+        return self._last_cell
 
     def _flush(self, outcome: Outcome, parent: Message | None) -> None:
         streams = self._coalescer.flush() if self._coalescer.flush_at is not None else []
@@ -395,8 +447,15 @@ class JupyterCodec:
     def _done(self, outcome: Outcome, done: Done) -> None:
         self._prompted = None
         request, asked, cell = self._current, self._asked, self._cell
+        if done.error is not None and done.error.code == events.WORKER_DIED:
+            self.comms.clear()  # they died with it: the front end's views are left unlinked
         if request is None:
             return  # not ours: nothing was asked of the worker
+        if asked == "comm":  # comm messages have no reply
+            self._status(outcome, "idle", request)
+            self._current, self._asked, self._replied = None, "", False
+            self._next(outcome)
+            return
         if cell is not None:
             if asked == "":  # the cell itself is over
                 cell.error = done.error
@@ -623,6 +682,7 @@ _HANDLERS = {
     "history_request": "_on_history",
     "comm_info_request": "_on_comm_info",
     "interrupt_request": "_on_interrupt",
+    **dict.fromkeys(COMM_TYPES, "_on_comm"),
     "shutdown_request": "_on_shutdown",
 }
 _CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request"})

@@ -61,11 +61,11 @@ def buffers_stdout(interactive: bool) -> bool:
     return not interactive and not _UNBUFFERED
 
 
-def _serve(fds: WorkerFds, interactive: bool, cap: int) -> NoReturn:
+def _serve(fds: WorkerFds, interactive: bool, cap: int, comms: bool = False) -> NoReturn:
     """The fork target: the worker's command loop, imported in the child only."""
     from pyrelune.worker.kernelloop import serve
 
-    serve(fds, interactive, buffers_stdout(interactive), cap)
+    serve(fds, interactive, buffers_stdout(interactive), cap, comms)
 
 
 class Kernel:
@@ -79,11 +79,13 @@ class Kernel:
     """
 
     def __init__(self, interactive: bool = False, cap: int = DEFAULT_CAP,
-                 before_replace: Callable[[], None] | None = None) -> None:
+                 before_replace: Callable[[], None] | None = None, comms: bool = False) -> None:
         """`before_replace()` is called whenever the worker is about to be replaced, before
         its descriptors close: a driver watching them stops then (new pipes may reuse their
-        numbers)."""
+        numbers). `comms`: the host is a Jupyter front end, which widgets talk to (see
+        `worker.comms`)."""
         self._interactive = interactive
+        self._comms = comms
         self._cap = cap
         self._before_replace = before_replace
         self.link = self._spawn()
@@ -91,10 +93,11 @@ class Kernel:
         self._notice: Stream | None = None
 
     def _spawn(self) -> WorkerLink:
-        interactive, cap = self._interactive, self._cap
+        interactive, cap, comms = self._interactive, self._cap, self._comms
         # A live host's stdout goes through shared memory (see `wire.ring`).
         ring = OutputRing() if interactive else None
-        worker = WorkerProcess(lambda fds: _serve(fds, interactive, cap), Interrupts(), ring)
+        worker = WorkerProcess(lambda fds: _serve(fds, interactive, cap, comms), Interrupts(),
+                               ring)
         worker.widen_capture(CAPTURE_PIPE_SIZE)
         return WorkerLink(worker, cap)
 

@@ -195,14 +195,44 @@ class Reply:
         return f"Reply({sorted(self.content)})"
 
 
+class Comm:
+    """A Jupyter comm message from the worker's side (`worker.comms`): `comm_open`,
+    `comm_msg` or `comm_close`, its content (with `comm_id`), metadata and binary buffers.
+
+    Sent without waiting for an answer, as the front end sends none.
+    """
+
+    __slots__ = ("buffers", "content", "metadata", "msg_type")
+
+    def __init__(self, msg_type: str, content: dict[str, Any], metadata: dict[str, Any],
+                 buffers: list[bytes]) -> None:
+        self.msg_type = msg_type
+        self.content = content
+        self.metadata = metadata
+        self.buffers = buffers
+
+    def __repr__(self) -> str:
+        return f"Comm({self.msg_type!r}, {self.content.get('comm_id')!r})"
+
+
+#: The comm messages a kernel sends and receives (the messaging spec's "custom messages").
+COMM_TYPES = ("comm_open", "comm_msg", "comm_close")
+
+
 if TYPE_CHECKING:
-    Event: TypeAlias = Stream | Display | Clear | InputRequest | Reply | Done
+    Event: TypeAlias = Stream | Display | Clear | InputRequest | Reply | Done | Comm
 
 
-def to_wire(event: Display | Clear | InputRequest | Reply | Done) -> dict[str, Any]:
+def to_wire(event: Display | Clear | InputRequest | Reply | Done | Comm) -> dict[str, Any]:
     """The JSON-ready form the worker sends to its session."""
     if isinstance(event, Reply):
         return {"t": "reply", "content": event.content}
+    if isinstance(event, Comm):
+        from base64 import b64encode
+
+        return {"t": "comm", "type": event.msg_type, "content": event.content,
+                "metadata": event.metadata,
+                "buffers": [b64encode(buffer).decode() for buffer in event.buffers]}
     if isinstance(event, Display):
         message: dict[str, Any] = {"t": "display", "data": event.data,
                                    "metadata": event.metadata, "result": event.is_result}
@@ -220,7 +250,7 @@ def to_wire(event: Display | Clear | InputRequest | Reply | Done) -> dict[str, A
     return {"t": "done", "error": {slot: getattr(error, slot) for slot in CellError.__slots__}}
 
 
-def from_wire(message: Any) -> Display | Clear | InputRequest | Reply | Done:
+def from_wire(message: Any) -> Display | Clear | InputRequest | Reply | Done | Comm:
     """Inverse of `to_wire`; ValueError for anything it cannot have made.
 
     The worker's own messages always pass, but a cell can write to the event
@@ -250,6 +280,10 @@ def from_wire(message: Any) -> Display | Clear | InputRequest | Reply | Done:
         content = message.get("content")
         if isinstance(content, dict):
             return Reply(content)
+    elif kind == "comm":
+        comm = _comm(message)
+        if comm is not None:
+            return comm
     elif kind == "done":
         error = message.get("error")
         if error is None:
@@ -261,6 +295,24 @@ def from_wire(message: Any) -> Display | Clear | InputRequest | Reply | Done:
         ):
             return Done(CellError(**error))
     raise ValueError(f"not an event: {str(message)[:80]}")
+
+
+def _comm(message: dict[str, Any]) -> Comm | None:
+    """A comm event as `to_wire` makes it, else None."""
+    msg_type, content = message.get("type"), message.get("content")
+    metadata, buffers = message.get("metadata"), message.get("buffers")
+    if msg_type not in COMM_TYPES or not isinstance(content, dict) or not isinstance(
+            content.get("comm_id"), str) or not isinstance(metadata, dict) or not isinstance(
+            buffers, list) or not all(isinstance(b, str) for b in buffers):
+        return None
+    import binascii
+    from base64 import b64decode
+
+    try:
+        decoded = [b64decode(buffer, validate=True) for buffer in buffers]
+    except binascii.Error:
+        return None
+    return Comm(msg_type, content, metadata, decoded)
 
 
 #: The types of CellError's slots, as `to_wire` sends them.

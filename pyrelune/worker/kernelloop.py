@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from pyrelune.supervisor.process import WorkerFds
+    from pyrelune.wire.commands import Command
     from pyrelune.wire.ring import RingWriter
     from pyrelune.worker.liveprint import LivePrint
 
@@ -203,14 +204,16 @@ class Prompter:
         return reply.value
 
 
-def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoReturn:
+def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
+          comms: bool = False) -> NoReturn:
     """A kernel's worker: run cells from the control pipe in one namespace.
 
     `interactive` is for a host that shows the cell while it runs and can
     answer (the rpc kernel): `input()` asks it, `show()` and `plot()` are
     builtins, and stdout and stderr keep their mutual order. `buffered`: stdout
     is block-buffered (see `flushfirst`), for a host that sees output only
-    when the cell ends. `cap`: the mode's output cap, which no event exceeds.
+    when the cell ends. `cap`: the mode's output cap, which no event exceeds. `comms`: a
+    Jupyter front end's, whose widgets talk to it (see `worker.comms`).
 
     `Execute` and `Reset` (see `wire.commands`) are each answered by a Done event.
     """
@@ -226,6 +229,9 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             from pyrelune.worker import eventloop
 
             eventloop.forget_inherited()
+        # A host that sees output only when a cell ends (lines) waits between cells: so does
+        # its worker. An interactive one's goes on running the cells' tasks (see `between`).
+        receive: Callable[[], Command] = channel.receive
         if interactive:
             from pyrelune.wire.ring import RingWriter
             from pyrelune.worker import show
@@ -246,6 +252,14 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             hand_over = HandOver(writer, channel)
             flush_first(hand_over)
             flush_before_c_calls(hand_over)
+            from pyrelune.worker import between
+
+            between.watch_for_asyncio()
+            if comms:  # a Jupyter front end's: widgets talk to it (see `worker.comms`)
+                from pyrelune.worker.comms import install
+
+                install(channel)
+            receive = lambda: between.next_command(channel, writer)  # noqa: E731
         elif buffered:
             from pyrelune.worker.flushfirst import flush_first
 
@@ -253,7 +267,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
             flush_first(flush_stdout)
         namespace = fresh_namespace()
         while True:
-            command = channel.receive()
+            command = receive()
             if isinstance(command, Reset):
                 cells_loop = sys.modules.get("pyrelune.worker.eventloop")
                 if cells_loop is not None:
@@ -263,8 +277,14 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int) -> NoRetu
                 channel.send(Done())
             elif isinstance(command, Execute):
                 std.restore()
+                if interactive:
+                    between.before_cell()
                 namespace.update(command.inputs or {})
                 run(Cell(command.source, command.filename, command.cell), namespace, channel)
+            elif isinstance(command, Query) and command.kind == "comm":
+                from pyrelune.worker.comms import receive as to_comm
+
+                to_comm(command, channel)
             elif isinstance(command, Query):
                 from pyrelune.worker.introspect import answer
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
     from pyrelune.supervisor.process import WorkerFds
     from pyrelune.wire.commands import Command
+    from pyrelune.wire.events import Comm
     from pyrelune.wire.interrupts import Interrupts
 
 
@@ -97,6 +98,22 @@ class Channel:
         """Whether the calling thread may wait for the session's answers."""
         return _thread.get_ident() == self._owner
 
+    def lend(self, owner: int | None) -> None:
+        """Who may wait: None while a kernel is idle (see `between`), the main thread again after.
+
+        Between cells the main thread runs the cells' tasks while it waits for
+        the next command: an answer it waited for there could be that command.
+        """
+        self._owner = owner
+
+    @property
+    def control_fd(self) -> int:
+        return self._control_fd
+
+    def pending(self) -> bool:
+        """Whether the session's next command has begun to arrive (`receive` will not wait long)."""
+        return self._commands.pending()
+
     def send(self, event: Display | Clear | InputRequest | Reply | Done) -> None:
         """Report `event` (and any posted before it) after everything the cell wrote."""
         flush_output()
@@ -104,6 +121,18 @@ class Channel:
             self.before_done()
         self._write(self._queued + self._line(event))
         self._queued = b""
+
+    def notify(self, event: Comm) -> None:
+        """Report `event`, from any thread, waiting for nothing; ValueError if it is too big.
+
+        A comm message is not cut to fit as a display is: half a widget's state is none.
+        """
+        flush_output()
+        line = self._signed(event, wait=False)
+        if len(line) > self._limit:
+            raise ValueError(f"a {event.msg_type} of {len(line):,} bytes: more than the kernel "
+                             f"sends in one message ({self._limit:,})")
+        self._write(line)
 
     def sync(self) -> None:
         """Wait until the session has read all output written so far (see `_StreamOrder`)."""
@@ -185,7 +214,7 @@ class Channel:
             return line
         return self._signed(bounds.plain(bounded, self._cap), wait)
 
-    def _signed(self, event: Display | Clear | InputRequest | Reply | Done,
+    def _signed(self, event: Display | Clear | InputRequest | Reply | Done | Comm,
                 wait: bool) -> bytes:
         message = to_wire(event)
         message["k"] = self._key

@@ -19,7 +19,7 @@ normalization (below):
 
 Normalization, on both sides: ANSI control sequences taken out, `\\r` and
 `\\b` applied as a terminal applies them, memory addresses, cell file names
-(`/tmp/ipykernel_1/2.py`, `<cell 3>`), the notebook's folder, timings
+(`/tmp/ipykernel_1/2.py`, `<cell 3>`, `<In[3]>`), the notebook's folder, timings
 (`%time`, `%timeit`, tqdm's rates) replaced by placeholders, IPython's
 warnings about itself (a missing optional package) and trailing whitespace
 dropped.
@@ -46,7 +46,7 @@ from corpus.cells import Cell, Notebook
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
-_CELL_FILE = re.compile(r"/tmp/ipykernel_\d+/\d+\.py|<cell[^>]*>|\"<cell[^\"]*\"")
+_CELL_FILE = re.compile(r"/tmp/ipykernel_\d+/\d+\.py|<cell[^>]*>|\"<cell[^\"]*\"|<In\[\d+\][^>]*>")
 _TIMINGS = (
     (re.compile(r"CPU times: user [^\n]*"), "<cpu times>"),
     (re.compile(r"Wall time: [^\n]*"), "<wall time>"),

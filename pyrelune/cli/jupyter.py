@@ -1,0 +1,102 @@
+"""`pyrelune jupyter ...`: list pyrelune among Jupyter's kernels, or remove it.
+
+Thin wrappers: the work is in `pyrelune.jupyter.kernelspec`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pyrelune.jupyter.kernelspec import Place
+    from pyrelune.vix.install import Plan
+
+app = typer.Typer(no_args_is_help=True, help="Use pyrelune as a Jupyter kernel.")
+
+User = Annotated[bool, typer.Option(
+    "--user", help="This user's Jupyter data folder (the default).")]
+SysPrefix = Annotated[bool, typer.Option(
+    "--sys-prefix", help="This Python environment's share/jupyter (sys.prefix).")]
+Prefix = Annotated[
+    Optional[str],  # noqa: UP045 (typer reads the annotation at run time on 3.10)
+    typer.Option(metavar="PREFIX", help="PREFIX/share/jupyter (Jupyter reads it when "
+                 "JUPYTER_PATH names it, or when it is Jupyter's own prefix)."),
+]
+Name = Annotated[str, typer.Option(
+    help="The kernel's folder name, by which `jupyter kernelspec list` and "
+    "`--kernel` know it.")]
+DryRun = Annotated[
+    bool, typer.Option("--dry-run", help="Print what would be written; change nothing.")
+]
+
+
+def _carry_out(user: bool, sys_prefix: bool, prefix: str | None, name: str, dry_run: bool,
+               make_plan: Callable[[Place, str], Plan]) -> Plan:
+    from pyrelune.cli.vix import fail, show_plan
+    from pyrelune.jupyter import kernelspec
+
+    try:
+        where = kernelspec.place(user, sys_prefix, prefix)
+        plan = make_plan(where, kernelspec.kernel_name(name))
+        show_plan(plan, dry_run)
+    except kernelspec.KernelspecError as error:
+        raise fail(error) from None
+    except PermissionError as error:
+        raise fail(f"cannot change {error.filename}: permission denied; use --user, or a "
+                    "--prefix you can write") from None
+    except OSError as error:
+        raise fail(f"cannot change {error.filename}: {error.strerror}") from None
+    return plan
+
+
+@app.command("install")
+def install_command(
+    user: User = False, sys_prefix: SysPrefix = False, prefix: Prefix = None,
+    name: Name = "pyrelune",
+    display_name: Annotated[str, typer.Option(
+        help="The name front ends show in their kernel pickers.")] = "Python (pyrelune)",
+    env: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option(metavar="NAME=VALUE", help="An environment variable the kernel is "
+                     "started with (repeat for more)."),
+    ] = None,
+    dry_run: DryRun = False,
+) -> None:
+    """Write a kernelspec that starts pyrelune with this Python, whichever one is active."""
+    from pyrelune.jupyter import kernelspec
+    from pyrelune.vix.install import interpreter
+
+    def make_plan(where: Place, chosen: str) -> Plan:
+        kernel = kernelspec.spec(interpreter(), display_name, kernelspec.parse_env(env or []))
+        return kernelspec.plan_install(where, chosen, kernel)
+
+    plan = _carry_out(user, sys_prefix, prefix, name, dry_run, make_plan)
+    where = kernelspec.place(user, sys_prefix, prefix)
+    if not plan.changes:
+        typer.echo(f"kernel {name.lower()} is already installed in {where.kernels}: "
+                   "nothing changed")
+    for note in (kernelspec.path_note(where), kernelspec.extra_note()):
+        if note is not None:
+            typer.echo(note, err=True)
+    if not dry_run:
+        typer.echo(f'pick "{display_name}" in JupyterLab, Notebook or VS Code, or start it with '
+                   f"`jupyter console --kernel {name.lower()}`")
+
+
+@app.command("uninstall")
+def uninstall_command(
+    user: User = False, sys_prefix: SysPrefix = False, prefix: Prefix = None,
+    name: Name = "pyrelune", dry_run: DryRun = False,
+) -> None:
+    """Remove the kernelspec `pyrelune jupyter install` wrote (and nothing else)."""
+    from pyrelune.jupyter import kernelspec
+
+    plan = _carry_out(user, sys_prefix, prefix, name, dry_run, kernelspec.plan_uninstall)
+    if not plan.changes:
+        where = kernelspec.place(user, sys_prefix, prefix)
+        typer.echo(f"kernel {name.lower()} was not installed in {where.kernels}: nothing removed")
+

@@ -1,0 +1,187 @@
+"""The kernelspec `pyrelune jupyter install` writes, and the folder Jupyter finds it in.
+
+Jupyter's front ends (JupyterLab, Notebook, VS Code, nbclient) list the kernels
+they can start from `<data dir>/kernels/<name>/kernel.json` under each folder of
+Jupyter's data path. The folders are resolved here by jupyter_core's rules so
+that no Jupyter package is needed to install; planning is separate from writing
+(see `pyrelune.vix.install.Plan`) so `--dry-run` prints exactly what would change.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyrelune import __version__
+from pyrelune.vix import jsonfile
+from pyrelune.vix.install import Change, Plan
+
+NAME = "pyrelune"
+DISPLAY_NAME = "Python (pyrelune)"
+KERNEL_JSON = "kernel.json"
+#: Interrupts come as `interrupt_request` on the control channel. The supervisor
+#: never runs user code, so the message is always read and escalated (SIGINT, then
+#: the worker's replacement) as the other modes do; it also works when the front
+#: end cannot signal the kernel (a remote kernel behind a gateway). In signal mode
+#: jupyter_client signals the kernel's whole process group, the worker and the
+#: cell's own subprocesses included, bypassing that escalation.
+INTERRUPT_MODE = "message"
+#: Where kernel.json says it was written by pyrelune (uninstall removes only those).
+MARK = "pyrelune"
+#: jupyter_client's rule for kernel names (it lowercases them when it lists them).
+_VALID_NAME = re.compile(r"^[a-z0-9._\-]+$")
+#: jupyter_core's spellings of "off" for a boolean variable.
+_OFF = ("no", "n", "false", "off", "0", "0.0")
+
+
+class KernelspecError(Exception):
+    """Why nothing was changed, worded for the user, with the way out."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """A folder of Jupyter's data path chosen on the command line, and how it was named."""
+
+    how: str  # "user", "sys-prefix" or "prefix"
+    data_dir: Path
+
+    @property
+    def kernels(self) -> Path:
+        return self.data_dir / "kernels"
+
+
+def place(user: bool = False, sys_prefix: bool = False, prefix: str | None = None,
+          env: Mapping[str, str] | None = None) -> Place:
+    """`--user` (the default), `--sys-prefix` or `--prefix P`: at most one of them."""
+    given = [name for name, on in (("--user", user), ("--sys-prefix", sys_prefix),
+                                   ("--prefix", prefix is not None)) if on]
+    if len(given) > 1:
+        raise KernelspecError(f"{' and '.join(given)} name different places: give one of them")
+    if prefix is not None:
+        if not prefix:
+            raise KernelspecError("--prefix is empty: give a folder (its share/jupyter is used)")
+        return Place("prefix", Path(os.path.abspath(prefix)) / "share" / "jupyter")
+    if sys_prefix:
+        return Place("sys-prefix", Path(sys.prefix) / "share" / "jupyter")
+    return Place("user", user_data_dir(env))
+
+
+def user_data_dir(env: Mapping[str, str] | None = None, platform: str = sys.platform) -> Path:
+    """jupyter_core's `jupyter_data_dir()`: the per-user data folder, as Jupyter reads it."""
+    env = os.environ if env is None else env
+    if env.get("JUPYTER_DATA_DIR"):
+        return Path(env["JUPYTER_DATA_DIR"])
+    home = Path(os.path.realpath(os.path.expanduser(env.get("HOME") or "~")))
+    platform_dirs = env.get("JUPYTER_PLATFORM_DIRS", "no").lower() not in _OFF
+    if platform == "darwin":
+        if platform_dirs:
+            return home / "Library" / "Application Support" / "jupyter"
+        return home / "Library" / "Jupyter"
+    xdg = env.get("XDG_DATA_HOME", "").strip() if platform_dirs else env.get("XDG_DATA_HOME")
+    return Path(xdg or home / ".local" / "share") / "jupyter"
+
+
+def kernel_name(name: str) -> str:
+    """The folder name, lowercased as Jupyter lists it; anything else it would skip is refused."""
+    lowered = name.lower()
+    if not _VALID_NAME.match(lowered):
+        raise KernelspecError(
+            f"--name {name!r}: a kernel name is letters, digits, '.', '_' and '-' only")
+    return lowered
+
+
+def parse_env(items: Sequence[str]) -> dict[str, str]:
+    """`--env K=V` options as kernel.json's `env`; a value may itself hold `=`."""
+    chosen: dict[str, str] = {}
+    for item in items:
+        key, equals, value = item.partition("=")
+        if not equals:
+            raise KernelspecError(f"--env {item!r}: write it as NAME=VALUE")
+        if not key or "\0" in item:
+            raise KernelspecError(f"--env {item!r}: the variable's name is missing or not valid")
+        if key in chosen:
+            raise KernelspecError(f"--env {key}: given twice ({chosen[key]!r} and {value!r})")
+        chosen[key] = value
+    return chosen
+
+
+def spec(interpreter: str, display_name: str = DISPLAY_NAME,
+         env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """kernel.json: started by the interpreter pyrelune is installed in, whatever is active."""
+    if not display_name.strip():
+        raise KernelspecError("--display-name is empty: front ends list the kernel by it")
+    return {
+        "argv": [interpreter, "-m", "pyrelune", "--mode", "jupyter", "-f", "{connection_file}"],
+        "display_name": display_name,
+        "language": "python",
+        "interrupt_mode": INTERRUPT_MODE,
+        "env": dict(env or {}),
+        "metadata": {"debugger": False, MARK: {"version": __version__}},
+    }
+
+
+def plan_install(where: Place, name: str, kernel: dict[str, Any]) -> Plan:
+    """Write `<kernels>/<name>/kernel.json`; one that is not pyrelune's is never replaced."""
+    path = where.kernels / name / KERNEL_JSON
+    plan = Plan()
+    if not _ours_or_absent(path):
+        raise KernelspecError(
+            f"{path} is another kernel's: pick another --name, or remove it with "
+            f"`jupyter kernelspec remove {name}`")
+    plan.write(path, jsonfile.dumps(kernel))
+    return plan
+
+
+def plan_uninstall(where: Place, name: str) -> Plan:
+    """Remove kernel.json and then its folder if nothing else is in it."""
+    folder = where.kernels / name
+    path = folder / KERNEL_JSON
+    plan = Plan()
+    if not path.exists():
+        return plan
+    if not _ours_or_absent(path):
+        raise KernelspecError(f"{path} is not pyrelune's: left in place")
+    plan.changes.append(Change("remove", path))
+    plan.changes.append(Change("rmdir", folder))
+    return plan
+
+
+def _ours_or_absent(path: Path) -> bool:
+    """True for a missing kernel.json or one that says pyrelune wrote it."""
+    if not path.exists():  # nor its folder, or a file where a folder goes (written: it fails)
+        return True
+    try:
+        document = jsonfile.read(path)
+    except jsonfile.Malformed:
+        return False
+    metadata = document.get("metadata") if isinstance(document, dict) else None
+    return isinstance(metadata, dict) and isinstance(metadata.get(MARK), dict)
+
+
+def path_note(where: Place, env: Mapping[str, str] | None = None) -> str | None:
+    """What to do when Jupyter does not read the chosen folder (a `--prefix` it is not told of)."""
+    if where.how != "prefix":
+        return None
+    env = os.environ if env is None else env
+    read = [Path(p) for p in env.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+    read += [Path(sys.prefix) / "share" / "jupyter", Path("/usr/local/share/jupyter"),
+             Path("/usr/share/jupyter")]
+    if where.data_dir in read:
+        return None
+    return (f"note: Jupyter reads {where.data_dir} only when told: "
+            f"export JUPYTER_PATH={where.data_dir}")
+
+
+def extra_note() -> str | None:
+    """What to install when this environment cannot run the kernel it lists (no pyzmq)."""
+    from importlib.util import find_spec
+
+    if find_spec("zmq") is not None:
+        return None
+    return ("note: pyzmq is not installed here, and the kernel needs it to start: "
+            "pip install 'pyrelune[jupyter]'")

@@ -1,0 +1,114 @@
+"""The notebook corpus (tests/corpus) run by nbclient, as `jupyter nbconvert --execute` and
+papermill run notebooks: on pyrelune's Jupyter kernel and on ipykernel, each notebook top to
+bottom in a fresh folder, and every cell's outputs the same under the corpus's rules
+(`corpus.compare`: streams, displays, the error, after normalization)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import jupyter_host
+import pytest
+from corpus.cells import NOTEBOOKS, Notebook, cells
+from corpus.compare import Expected, differences
+from corpus.known import KNOWN
+from modes import Seen
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+#: The richest form first: the one a page shows (compared as the corpus compares rpc's item).
+_SHOWN = ("image/png", "image/svg+xml", "image/jpeg", "text/html", "application/json",
+          "text/markdown", "text/latex")
+
+
+#: The rpc kernel's known differences the Jupyter kernel does not have: `obj?` goes to the
+#: pager (a payload of the reply, as ipykernel sends it), which nbclient keeps from neither.
+_NOT_IN_JUPYTER = {"m_help_mark"}
+
+
+def _cases() -> list[object]:
+    cases: list[object] = []
+    for book, cell in cells():
+        # The rpc kernel's known differences are the Jupyter kernel's: the same worker runs both.
+        reason = None if cell.name in _NOT_IN_JUPYTER else KNOWN.get(cell.name, {}).get("rpc")
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        cases.append(pytest.param(book.name, cell.name, marks=marks, id=cell.name))
+    return cases
+
+
+class NotebookRuns:
+    """Each notebook run once per kernel with nbclient, on first need."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root.resolve()
+        kernels = self.root / "jupyter-data"
+        jupyter_host.kernelspec(kernels, "message", name="pyrelune-corpus")
+        os.environ["JUPYTER_PATH"] = str(kernels)  # for this session's kernel managers
+        self._outputs: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+
+    def outputs(self, kernel: str, book: Notebook) -> dict[str, list[dict[str, Any]]]:
+        key = (kernel, book.name)
+        if key not in self._outputs:
+            folder = self.root / f"{kernel}-{book.name}"
+            folder.mkdir()
+            notebook = nbformat.v4.new_notebook(cells=[
+                nbformat.v4.new_code_cell(cell.source, id=cell.name.replace("_", "-"))
+                for cell in book.cells])
+            env = {k: v for k, v in os.environ.items() if not k.startswith("PYRELUNE_")}
+            client = nbclient.NotebookClient(
+                notebook, kernel_name=kernel, timeout=120, startup_timeout=120,
+                allow_errors=True, resources={"metadata": {"path": str(folder)}})
+            client.execute(env=env)
+            self._outputs[key] = {cell.name: list(run.outputs)
+                                  for cell, run in zip(book.cells, notebook.cells, strict=True)}
+        return self._outputs[key]
+
+
+def as_expected(outputs: list[dict[str, Any]]) -> Expected:
+    """ipykernel's cell as the corpus reads it (nbformat's outputs, already as a page has them)."""
+    expected = Expected()
+    for output in outputs:
+        kind = output["output_type"]
+        if kind == "stream":
+            expected.stream(output["name"], output["text"])
+        elif kind in ("display_data", "execute_result"):
+            expected.outputs.append({"kind": "display", "data": dict(output["data"]),
+                                     "id": None})
+        elif kind == "error":
+            expected.error = (output["ename"], output["evalue"])
+    return expected
+
+
+def as_seen(outputs: list[dict[str, Any]]) -> Seen:
+    """pyrelune's cell as the corpus compares a host's: each display in its richest form."""
+    expected = as_expected(outputs)
+    seen = Seen(stdout=expected.text("stdout"), stderr=expected.text("stderr"))
+    for output in expected.outputs:
+        if output["kind"] == "display":
+            bundle = output["data"]
+            mime = next((m for m in _SHOWN if m in bundle), "text/plain")
+            seen.displays.append({"mime": mime, "data": bundle.get(mime, "")})
+    if expected.error is not None:
+        seen.error = f"{expected.error[0]}: {expected.error[1]}"
+    return seen
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> NotebookRuns:
+    pytest.importorskip("ipykernel")
+    return NotebookRuns(tmp_path_factory.mktemp("nbclient"))
+
+
+@pytest.mark.parametrize(("book_name", "cell_name"), _cases())
+def test_cell_has_ipykernels_outputs_under_nbclient(runs: NotebookRuns, book_name: str,
+                                                     cell_name: str) -> None:
+    book = next(b for b in NOTEBOOKS if b.name == book_name)
+    cell = next(c for c in book.cells if c.name == cell_name)
+    expected = as_expected(runs.outputs("python3", book)[cell_name])
+    seen = as_seen(runs.outputs("pyrelune-corpus", book)[cell_name])
+    # "rpc": a host that shows each display once, in its richest form, and stdout as streamed.
+    found = differences("rpc", expected, seen, runs.root)
+    assert not found, f"{cell.source!r}:\n" + "\n".join(found)

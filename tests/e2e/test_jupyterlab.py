@@ -1,0 +1,191 @@
+"""A real JupyterLab in headless Chromium, on the kernelspec `pyrelune jupyter install` writes:
+a cell with a print, a plot and an ipywidgets slider shows all three on the page, and the
+interrupt button stops a cell that ignores SIGINT, after which the next cell runs.
+
+Needs Debian's `chromium` and `chromium-driver` (.ci/run installs them) and the test
+extras (jupyterlab, selenium, ipywidgets); skipped, saying which is missing, without them.
+Every wait is for a condition of the page, with a generous deadline: a busy machine is slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+if CHROMIUM is None or CHROMEDRIVER is None:
+    pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium "
+                "chromium-driver; .ci/run installs them)", allow_module_level=True)
+pytest.importorskip("jupyterlab", reason="needs JupyterLab (the test extras)")
+pytest.importorskip("ipywidgets", reason="needs ipywidgets (the test extras)")
+webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (the test extras)")
+
+from selenium.common.exceptions import WebDriverException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+WAIT = 180.0  # a page condition on a busy 2-core machine
+KERNEL = "pyrelune-lab"
+FIRST = ("print('hello from pyrelune')\n"
+         "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\n"
+         "import ipywidgets\nipywidgets.IntSlider(value=7, description='knob')")
+STUBBORN = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "print('ignoring SIGINT', flush=True)\nwhile True:\n    time.sleep(0.1)")
+AFTER = "print('the kernel goes on:', 6 * 7)"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A JupyterLab server whose only extra kernel is pyrelune's; the notebook's URL."""
+    root = tmp_path_factory.mktemp("lab")
+    prefix, notebooks = root / "prefix", root / "notebooks"
+    notebooks.mkdir()
+    installed = subprocess.run([sys.executable, "-m", "pyrelune", "jupyter", "install",
+                                "--prefix", str(prefix), "--name", KERNEL],
+                               capture_output=True, text=True, timeout=120)
+    assert installed.returncode == 0, installed.stderr
+    cells: list[dict[str, Any]] = [
+        {"cell_type": "code", "source": source, "metadata": {}, "outputs": [],
+         "execution_count": None, "id": f"cell-{n}"}
+        for n, source in enumerate((FIRST, STUBBORN, AFTER))]
+    (notebooks / "check.ipynb").write_text(json.dumps({
+        "cells": cells, "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": KERNEL, "display_name": "Python (pyrelune)",
+                                    "language": "python"}}}))
+    token, port = secrets.token_hex(16), _free_port()
+    env = {**os.environ, "JUPYTER_PATH": str(prefix / "share/jupyter"),
+           "JUPYTER_CONFIG_DIR": str(root / "config"),
+           "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
+    log = (root / "server.log").open("wb")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+         "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={notebooks}",
+         f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0",
+         "--LabApp.news_url=", "--LabApp.check_for_updates_class="
+         "jupyterlab.NeverCheckForUpdate",
+        *(["--allow-root"] if os.geteuid() == 0 else [])],  # CI containers run as root
+        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=notebooks)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + WAIT
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5):
+                    break
+            except OSError:
+                assert server.poll() is None, (root / "server.log").read_text()
+                assert time.monotonic() < deadline, "JupyterLab did not start"
+                time.sleep(0.2)  # polling for the server, not an assertion
+        yield f"{base}/lab/tree/check.ipynb?token={token}"
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[WebDriver]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                     "--disable-gpu", "--window-size=1400,1000"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=webdriver.ChromeService(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_for(driver: WebDriver, condition: Any, what: str) -> Any:
+    """`condition(driver)` once it is truthy; fails saying `what` was not seen, and the page."""
+    try:
+        return WebDriverWait(driver, WAIT, poll_frequency=0.25,
+                             ignored_exceptions=(WebDriverException,)).until(condition)
+    except WebDriverException:
+        outputs = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea")]
+        raise AssertionError(f"not seen in {WAIT} s: {what}; outputs: {outputs}") from None
+
+
+def cell(driver: WebDriver, index: int) -> Any:
+    return driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-CodeCell")[index]
+
+
+def run_cell(driver: WebDriver, index: int) -> None:
+    """Select the cell (command mode) and run it as a user does: Shift+Enter."""
+    editor = cell(driver, index).find_element(By.CSS_SELECTOR, ".jp-InputArea-editor")
+    editor.click()
+    webdriver.ActionChains(driver).key_down(Keys.SHIFT).send_keys(Keys.ENTER).key_up(
+        Keys.SHIFT).perform()
+
+
+def output_text(driver: WebDriver, index: int) -> str:
+    return "\n".join(e.text for e in cell(driver, index).find_elements(
+        By.CSS_SELECTOR, ".jp-OutputArea-output"))
+
+
+def kernel_idle(driver: WebDriver) -> bool:
+    status = driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator")
+    return bool(status) and status[0].get_attribute("data-status") == "idle"
+
+
+def test_a_notebook_on_pyrelune_shows_text_a_plot_and_a_slider_and_interrupts(
+        lab: str, browser: WebDriver) -> None:
+    browser.get(lab)
+    wait_for(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")) == 3,
+             "the notebook's three cells")
+    wait_for(browser, lambda d: "Python (pyrelune)" in d.find_element(
+        By.CSS_SELECTOR, ".jp-KernelName").text, "the kernel named Python (pyrelune)")
+    wait_for(browser, kernel_idle, "the kernel idle")
+
+    run_cell(browser, 0)
+    wait_for(browser, lambda d: "hello from pyrelune" in output_text(d, 0), "the printed text")
+    image = wait_for(browser, lambda d: cell(d, 0).find_elements(
+        By.CSS_SELECTOR, ".jp-RenderedImage img"), "the plot's image")
+    assert image[0].get_attribute("src").startswith("data:image/png")
+    wait_for(browser, lambda d: d.execute_script("return arguments[0].naturalWidth", image[0]),
+             "the image decoded")
+    slider = wait_for(browser, lambda d: cell(d, 0).find_elements(
+        By.CSS_SELECTOR, ".widget-slider"), "the slider")
+    assert "knob" in slider[0].text
+    readout = slider[0].find_elements(By.CSS_SELECTOR, ".widget-readout")
+    assert readout and readout[0].text.strip() == "7"
+    wait_for(browser, kernel_idle, "the kernel idle after the first cell")
+
+    run_cell(browser, 1)
+    wait_for(browser, lambda d: "ignoring SIGINT" in output_text(d, 1), "the stubborn cell")
+    button = browser.find_element(
+        By.CSS_SELECTOR, "[data-command='notebook:interrupt-kernel']")
+    button.click()
+    wait_for(browser, lambda d: "KeyboardInterrupt" in output_text(d, 1)
+             or "interrupt" in output_text(d, 1).lower().replace("ignoring sigint", ""),
+             "the cell ended by the interrupt")
+    wait_for(browser, kernel_idle, "the kernel idle after the interrupt")
+    run_cell(browser, 2)
+    wait_for(browser, lambda d: "the kernel goes on: 42" in output_text(d, 2),
+             "the next cell's output")

@@ -1,0 +1,146 @@
+"""The kernelspec as plain values: which folder, what kernel.json holds, which options refuse."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from pyrelune.jupyter import kernelspec
+from pyrelune.jupyter.kernelspec import KernelspecError, Place
+from pyrelune.vix import install
+
+
+def test_user_dir_follows_jupyter_core_on_linux(tmp_path: Path) -> None:
+    home = str(tmp_path)
+    assert kernelspec.user_data_dir({"HOME": home}, "linux") == tmp_path / ".local/share/jupyter"
+    xdg = {"HOME": home, "XDG_DATA_HOME": "/xdg"}
+    assert kernelspec.user_data_dir(xdg, "linux") == Path("/xdg/jupyter")
+    chosen = {**xdg, "JUPYTER_DATA_DIR": "/data/j"}
+    assert kernelspec.user_data_dir(chosen, "linux") == Path("/data/j")
+    # An empty JUPYTER_DATA_DIR is unset, for jupyter_core too.
+    assert kernelspec.user_data_dir({**xdg, "JUPYTER_DATA_DIR": ""}, "linux") == Path(
+        "/xdg/jupyter")
+
+
+def test_user_dir_on_macos_with_and_without_platform_dirs(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path)}
+    assert kernelspec.user_data_dir(env, "darwin") == tmp_path / "Library/Jupyter"
+    platform = {**env, "JUPYTER_PLATFORM_DIRS": "1"}
+    assert kernelspec.user_data_dir(platform, "darwin") == (
+        tmp_path / "Library/Application Support/jupyter")
+    off = {**env, "JUPYTER_PLATFORM_DIRS": "off"}
+    assert kernelspec.user_data_dir(off, "darwin") == tmp_path / "Library/Jupyter"
+
+
+def test_places() -> None:
+    assert kernelspec.place(sys_prefix=True) == Place(
+        "sys-prefix", Path(sys.prefix) / "share/jupyter")
+    assert kernelspec.place(prefix="/opt/k").kernels == Path("/opt/k/share/jupyter/kernels")
+    assert kernelspec.place(env={"JUPYTER_DATA_DIR": "/d"}).how == "user"
+    assert kernelspec.place(user=True, env={"JUPYTER_DATA_DIR": "/d"}).data_dir == Path("/d")
+
+
+@pytest.mark.parametrize(("options", "names"), [
+    ({"user": True, "sys_prefix": True}, "--user and --sys-prefix"),
+    ({"user": True, "prefix": "/p"}, "--user and --prefix"),
+    ({"sys_prefix": True, "prefix": "/p"}, "--sys-prefix and --prefix"),
+])
+def test_conflicting_places_are_refused(options: dict[str, object], names: str) -> None:
+    with pytest.raises(KernelspecError, match=names):
+        kernelspec.place(**options)  # type: ignore[arg-type]
+
+
+def test_an_empty_prefix_is_refused() -> None:
+    with pytest.raises(KernelspecError, match="--prefix is empty"):
+        kernelspec.place(prefix="")
+
+
+def test_env_options() -> None:
+    assert kernelspec.parse_env(["A=1", "B=x=y", "C="]) == {"A": "1", "B": "x=y", "C": ""}
+    with pytest.raises(KernelspecError, match="NAME=VALUE"):
+        kernelspec.parse_env(["NOEQUALS"])
+    with pytest.raises(KernelspecError, match="name is missing"):
+        kernelspec.parse_env(["=value"])
+    with pytest.raises(KernelspecError, match="given twice"):
+        kernelspec.parse_env(["A=1", "A=2"])
+
+
+def test_kernel_names_are_lowercased_and_checked() -> None:
+    assert kernelspec.kernel_name("My-Kernel.2_x") == "my-kernel.2_x"
+    for bad in ("", "a b", "../up", "é"):
+        with pytest.raises(KernelspecError, match="letters, digits"):
+            kernelspec.kernel_name(bad)
+
+
+def test_the_spec_starts_this_interpreter_in_jupyter_mode() -> None:
+    spec = kernelspec.spec("/env/bin/python", env={"K": "V"})
+    assert spec["argv"] == ["/env/bin/python", "-m", "pyrelune", "--mode", "jupyter",
+                            "-f", "{connection_file}"]
+    assert spec["display_name"] == "Python (pyrelune)"
+    assert spec["language"] == "python"
+    assert spec["interrupt_mode"] == "message"
+    assert spec["env"] == {"K": "V"}
+    assert spec["metadata"]["pyrelune"]["version"] == __import__("pyrelune").__version__
+    with pytest.raises(KernelspecError, match="display-name is empty"):
+        kernelspec.spec("/p", " ")
+
+
+def test_install_plans_one_file_and_then_nothing(tmp_path: Path) -> None:
+    where = Place("prefix", tmp_path)
+    spec = kernelspec.spec("/py")
+    plan = kernelspec.plan_install(where, "pyrelune", spec)
+    assert [(c.action, c.path) for c in plan.changes] == [
+        ("write", tmp_path / "kernels/pyrelune/kernel.json")]
+    install.apply(plan)
+    assert json.loads((tmp_path / "kernels/pyrelune/kernel.json").read_text()) == spec
+    assert kernelspec.plan_install(where, "pyrelune", spec).changes == []
+
+
+def test_another_kernels_spec_is_never_replaced_or_removed(tmp_path: Path) -> None:
+    where = Place("prefix", tmp_path)
+    theirs = tmp_path / "kernels/python3/kernel.json"
+    theirs.parent.mkdir(parents=True)
+    theirs.write_text(json.dumps({"argv": ["python", "-m", "ipykernel_launcher"],
+                                  "display_name": "Python 3", "language": "python"}))
+    with pytest.raises(KernelspecError, match="another kernel's"):
+        kernelspec.plan_install(where, "python3", kernelspec.spec("/py"))
+    with pytest.raises(KernelspecError, match="not pyrelune's"):
+        kernelspec.plan_uninstall(where, "python3")
+    theirs.write_text("{not json")
+    with pytest.raises(KernelspecError, match="another kernel's"):
+        kernelspec.plan_install(where, "python3", kernelspec.spec("/py"))
+
+
+def test_uninstall_plans_the_file_then_its_folder(tmp_path: Path) -> None:
+    where = Place("prefix", tmp_path)
+    assert kernelspec.plan_uninstall(where, "pyrelune").changes == []
+    install.apply(kernelspec.plan_install(where, "pyrelune", kernelspec.spec("/py")))
+    plan = kernelspec.plan_uninstall(where, "pyrelune")
+    folder = tmp_path / "kernels/pyrelune"
+    assert [(c.action, c.path) for c in plan.changes] == [
+        ("remove", folder / "kernel.json"), ("rmdir", folder)]
+    install.apply(plan)
+    assert not folder.exists()
+
+
+def test_a_prefix_jupyter_does_not_read_gets_a_note() -> None:
+    where = kernelspec.place(prefix="/opt/k")
+    note = kernelspec.path_note(where, {})
+    assert note is not None and "JUPYTER_PATH=/opt/k/share/jupyter" in note
+    assert kernelspec.path_note(where, {"JUPYTER_PATH": "/x:/opt/k/share/jupyter"}) is None
+    assert kernelspec.path_note(kernelspec.place(sys_prefix=True), {}) is None
+
+
+def test_an_environment_without_pyzmq_is_told_what_to_install(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert kernelspec.extra_note() is None  # the test extras have it
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "zmq" else real(name, *args))
+    note = kernelspec.extra_note()
+    assert note is not None and "pip install 'pyrelune[jupyter]'" in note
