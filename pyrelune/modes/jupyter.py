@@ -107,9 +107,11 @@ def read_connection(path: str) -> Connection:
 
 def check(connection: Connection) -> None:
     """Refuse to run code for anyone who can reach the port: no key, no network address."""
-    from pyrelune.modes.rpc import is_loopback
+    if connection.key or connection.transport != "tcp":
+        return
+    from pyrelune.modes.rpc import is_loopback  # ~10 ms of the start: only for an empty key
 
-    if not connection.key and connection.transport == "tcp" and not is_loopback(connection.ip):
+    if not is_loopback(connection.ip):
         raise ConfigError(
             f"refusing to listen on {connection.ip} with an empty key: anyone who can reach "
             "it could run code; give the connection file a key, or use 127.0.0.1")
