@@ -56,8 +56,10 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     mode: Annotated[
-        Mode, typer.Option(help="The protocol spoken on stdin and stdout: oneshot (one Vix Note "
-                           "request), lines or rpc (a persistent kernel).")
+        Mode, typer.Option(metavar="MODE",
+                           help="The protocol spoken: oneshot (one Vix Note request on stdin), "
+                           "lines or rpc (a persistent kernel on stdin and stdout), jupyter "
+                           "(a Jupyter kernel, with -f CONNECTION_FILE).")
     ] = Mode.oneshot,
     timeout: Annotated[
         Optional[str],  # noqa: UP045 (typer reads the annotation at run time on 3.10)
