@@ -16,6 +16,10 @@ import re
 import sys
 from collections.abc import Iterable
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from importlib.metadata import Distribution
+
 #: A requirement's distribution name: what comes before its version, extras or markers.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -30,10 +34,12 @@ def plain_modules(loaded: Iterable[str]) -> set[str]:
     import importlib.metadata as metadata
 
     tops = {name.partition(".")[0] for name in loaded}
-    provided = metadata.packages_distributions()
+    provided: dict[str, list[str]] = {}
     requires: dict[str, set[str]] = {}
     for dist in metadata.distributions():
         name = _normal(dist.metadata["Name"] or "")
+        for top in _tops(dist):
+            provided.setdefault(top, []).append(name)
         needed = requires.setdefault(name, set())
         for requirement in dist.requires or ():
             match = _NAME.match(requirement)
@@ -48,6 +54,24 @@ def plain_modules(loaded: Iterable[str]) -> set[str]:
     return {top for top, dists in provided.items()
             if top not in tops and top.isidentifier()
             and not any(_normal(d) in gaining for d in dists)}
+
+
+def _tops(dist: Distribution) -> set[str]:
+    """The top-level import names `dist` installs: its top_level.txt, else those its files
+    show (wheels built by newer tools have no top_level.txt, and Python 3.10's
+    `packages_distributions` reads nothing else)."""
+    declared = (dist.read_text("top_level.txt") or "").split()
+    if declared:
+        return set(declared)
+    names = set()
+    for file in dist.files or ():
+        first = file.parts[0] if file.parts else ""
+        if first in ("..", "__pycache__") or first.endswith((".dist-info", ".data")):
+            continue
+        top = first[:-3] if len(file.parts) == 1 and first.endswith(".py") else first
+        if len(file.parts) > 1 or first.endswith(".py"):
+            names.add(top)
+    return names
 
 
 def publish(path: str, loaded: Iterable[str]) -> None:
