@@ -26,6 +26,7 @@ import time
 
 from pyrelune import settings
 from pyrelune.protocols import lines
+from pyrelune.supervisor.blocking import drain
 from pyrelune.supervisor.kernel import DEFAULT_CAP, Kernel
 from pyrelune.supervisor.limits import OutputBudget
 from pyrelune.transports import stdio
@@ -51,17 +52,6 @@ class Terminated(Exception):
 
 class HostGone(Exception):
     """The host closed its end of stdout while a cell ran: no one is left to answer."""
-
-
-def _drain(fd: int) -> bool:
-    """Empty the nonblocking pipe `fd`; whether anything was in it."""
-    found = False
-    try:
-        while os.read(fd, 512):
-            found = True
-    except BlockingIOError:
-        pass
-    return found
 
 
 class LinesServer:
@@ -101,7 +91,7 @@ class LinesServer:
         self._interrupt_next = False
 
     def on_sigint(self, signum: int, frame: Any) -> None:
-        _drain(self._wake_r)  # the signals this run of the handler stands for
+        drain(self._wake_r)  # the signals this run of the handler stands for
         if self._stale:
             self._stale = False  # it arrived while the cell that has since ended ran
             return
@@ -119,7 +109,7 @@ class LinesServer:
     def ended(self) -> None:
         """A cell is over: a SIGINT that arrived until now was for it, and so is one in
         the next `LATE_CLICK` seconds if an interrupt ended it."""
-        if _drain(self._wake_r):
+        if drain(self._wake_r):
             self._stale = True  # arrived before now; its handler runs after this
         self._ended = time.monotonic() if self._interrupting else -LATE_CLICK
         self._interrupting = False

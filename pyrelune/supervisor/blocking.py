@@ -100,7 +100,7 @@ def run(link: WorkerLink, soon: bool = False,
         if not ready:
             ready = select.select(fds, [], [], wait)[0]
         if link.wake_r in ready:
-            _drain_wakeups(link.wake_r)
+            drain(link.wake_r)
         output = 0
         for event in link.read(ready):
             yield event
@@ -123,9 +123,12 @@ def linger(link: WorkerLink) -> Iterator[Stream]:
         yield from link.drain()
 
 
-def _drain_wakeups(fd: int) -> None:
+def drain(fd: int) -> bool:
+    """Empty the nonblocking wake-up pipe `fd`; whether anything was in it."""
+    found = False
     try:
         while os.read(fd, 512):
-            pass
+            found = True
     except BlockingIOError:
         pass
+    return found
