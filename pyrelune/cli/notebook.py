@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pyrelune.protocols.lines import error_text
 from pyrelune.protocols.textform import best
 from pyrelune.supervisor.kernel import Kernel
-from pyrelune.wire.events import Display, Done, Stream
+from pyrelune.wire.events import TEXT_FORMS, Display, Done, Stream
 
 
 class NotANotebook(Exception):
@@ -44,7 +44,7 @@ def code_cells(document: bytes) -> list[str]:
 
 def run(sources: list[str], write: Callable[[int, str], None]) -> int:
     """Run `sources` in one fresh kernel; `write(fd, text)` shows output. 0, or 1 at a failure."""
-    kernel = Kernel()
+    kernel = Kernel(shown=TEXT_FORMS)  # a terminal shows text alone
     try:
         for number, source in enumerate(sources, 1):
             kernel.execute(source, f"<cell {number}>")

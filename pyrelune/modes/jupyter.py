@@ -20,6 +20,7 @@ import time
 
 from pyrelune.protocols import jupyter
 from pyrelune.protocols.jupyterkernel import (
+    SHOWN,
     AnswerInput,
     AskWorker,
     Interrupt,
@@ -131,7 +132,8 @@ class JupyterServer:
         # It asks of its loop only what `Loop` offers, though typed for asyncio's.
         # Its workers' widgets talk to the front end (comms: see `worker.comms`).
         self.kernel = EventedKernel(loop, self._on_event,  # type: ignore[arg-type]
-                                    DISPLAY_LIMIT if cap is None else cap, comms=True)
+                                    DISPLAY_LIMIT if cap is None else cap, comms=True,
+                                    shown=SHOWN)
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self.stopping: Shutdown | None = None

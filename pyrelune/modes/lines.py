@@ -59,7 +59,7 @@ class LinesServer:
 
     def __init__(self, max_output: int, reader: stdio.LineReader) -> None:
         self.max_output = max_output
-        self.kernel = Kernel(cap=max_output)
+        self.kernel = Kernel(cap=max_output, shown=lines.SHOWN)
         self.reader = reader
         self.busy = False
         # A SIGINT while no cell runs but a request is on its way (in the

@@ -32,8 +32,9 @@ if TYPE_CHECKING:
     from pyrelune.supervisor.limits import OutputBudget
     from pyrelune.supervisor.process import WorkerFds
 
-    #: What starts a cell's worker: (source, filename, sys.path folders, output cap).
-    StartWorker = Callable[[str, str, tuple[str, ...], int], WorkerProcess]
+    #: What starts a cell's worker: (source, filename, sys.path folders, output cap,
+    #: the MIME types the host shows).
+    StartWorker = Callable[[str, str, tuple[str, ...], int, tuple[str, ...]], WorkerProcess]
 
 #: Vix Note kills the runtime at 10 s and then shows nothing. Past the
 #: deadline the cell is interrupted, and killed with its process group GRACE
@@ -127,7 +128,8 @@ def handle(raw: bytes, timeout: float | None, started: float | None = None,
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
     folders = (note, folder) if note is not None and note != folder else (folder,)
-    worker = (start_worker or _fork_worker)(request.source, request.filename, folders, max_output)
+    worker = (start_worker or _fork_worker)(request.source, request.filename, folders, max_output,
+                                            vixnote.shown(order))
     signals.watch(worker)
     budget, failure = _collect(worker, deadline, max_output, order, started)
     if signals.received:
@@ -190,19 +192,20 @@ def _signalled(signum: int, error: CellError | None) -> CellError:
                      error.line if error else None)
 
 
-def _fork_worker(source: str, filename: str, folders: tuple[str, ...], cap: int) -> WorkerProcess:
-    return WorkerProcess(_cell_runner(source, filename, folders, cap))
+def _fork_worker(source: str, filename: str, folders: tuple[str, ...], cap: int,
+                 shown: tuple[str, ...]) -> WorkerProcess:
+    return WorkerProcess(_cell_runner(source, filename, folders, cap, shown))
 
 
 def _cell_runner(
-    source: str, filename: str, folders: tuple[str, ...], cap: int
+    source: str, filename: str, folders: tuple[str, ...], cap: int, shown: tuple[str, ...]
 ) -> Callable[[WorkerFds], NoReturn]:
     def work(fds: WorkerFds) -> NoReturn:
         # Imported in the worker only: the worker side is no
         # business of this process.
         from pyrelune.worker.runtime import Cell, run_oneshot
 
-        run_oneshot(Cell(source, filename), fds, folders, cap)
+        run_oneshot(Cell(source, filename), fds, folders, cap, shown)
 
     return work
 

@@ -50,8 +50,8 @@ if TYPE_CHECKING:
 SHELL, CONTROL, STDIN, IOPUB = "shell", "control", "stdin", "iopub"
 #: The names an error without a Python exception (the worker died, ...) goes by.
 _ENAMES = {events.WORKER_DIED: "WorkerDied", events.TIMEOUT: "Timeout"}
-#: The MIME types pyrelune adds to bundles for its other hosts (`wire.events.ITEM_MIME`, ...).
-OWN_MIME = "application/vnd.pyrelune."
+#: What a Jupyter front end shows: any type but pyrelune's own (which `_theirs` drops).
+SHOWN = (events.ANY_MIME,)
 #: Displays a cell may show (display_data): past them, the rest are counted, not sent.
 MAX_DISPLAYS = 2000
 #: The history's session number: this kernel keeps only its own session's cells.
@@ -656,9 +656,9 @@ def _code_and_cursor(content: dict[str, Any]) -> dict[str, Any]:
 def _theirs(bundle: dict[str, Any]) -> dict[str, Any]:
     """A bundle without the types pyrelune adds for its own hosts (a table as JSONML, an rpc
     item): a notebook keeps what ipykernel would have given it."""
-    if not any(mime.startswith(OWN_MIME) for mime in bundle):
+    if not any(mime.startswith(events.OWN_MIME) for mime in bundle):
         return bundle
-    return {mime: value for mime, value in bundle.items() if not mime.startswith(OWN_MIME)}
+    return {mime: value for mime, value in bundle.items() if not mime.startswith(events.OWN_MIME)}
 
 
 def _ename(error: CellError) -> str:

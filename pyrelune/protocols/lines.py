@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 REQUEST_SCHEMA = "lines-kernel.request"
 #: The request types this kernel understands; any other is answered with an error.
 KNOWN_TYPES = ("execute", "restart", "ping")
+#: What the host shows of a display: text, in stdout (see `shown`).
+SHOWN = events.TEXT_FORMS
 INTERRUPTED = "KeyboardInterrupt: Execution interrupted"
 WORDING = Wording(
     not_utf8="Invalid JSON: not UTF-8 (byte 0x{byte:02x} at offset {offset})",

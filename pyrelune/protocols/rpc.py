@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     Command: TypeAlias = "Execute | Interrupt | Reset | InputReply | Admit | Disconnect"
 
 PROTOCOL_VERSION = 1
+#: The MIME types a display's item is made from (see `display_item`).
+SHOWN = (ITEM_MIME, JSONML_MIME, "text/html", "image/png", "image/svg+xml", *events.TEXT_FORMS)
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601

@@ -18,6 +18,7 @@ from pyrelune.transports.stdio import MAX_REQUEST
 from pyrelune.wire.events import (
     INVALID_REQUEST,
     REQUEST_TOO_LARGE,
+    TEXT_FORMS,
     TIMEOUT,
     UNSUPPORTED_PROTOCOL,
     CellError,
@@ -33,6 +34,8 @@ PROTOCOL = "vix-note-extension-1"
 #: The output types Vix Note accepts, in the order that suits it: it shows SVG as
 #: an image and pretty-prints JSON, but shows HTML as escaped text (see `vixnote_outputs`).
 MIME_ORDER = ("image/svg+xml", "application/json", "text/plain", "text/html")
+#: What each output type is made from, beside itself (see `vixnote_outputs._renditions`).
+_MADE_FROM = {"image/svg+xml": ("image/png", "image/jpeg"), "text/plain": TEXT_FORMS}
 #: The error is outside the output budget, so it has caps of its own: the
 #: one-line message a host shows, and the traceback; both also a share of
 #: the limit, small enough that even as six-byte JSON escapes they fit.
@@ -52,6 +55,14 @@ MAX_REQUEST_ID = 1024
 #: this many bytes of it, head and tail: a 1 MiB one would make a response Vix Note kills.
 MAX_ECHO = 256
 REQUEST_SCHEMA = "vix-note-extension-1.request"
+
+
+def shown(order: tuple[str, ...]) -> tuple[str, ...]:
+    """The types the worker builds for a Vix Note that shows `order`: those, in that order,
+    and what they are made from (an SVG from a PNG, text from Markdown)."""
+    return tuple(dict.fromkeys(made for mime in order
+                               for made in (mime, *_MADE_FROM.get(mime, ()))))
+
 WORDING = Wording(
     not_utf8="Request is not valid UTF-8: byte 0x{byte:02x} at offset {offset}",
     not_json="Request is not valid JSON: {error}",

@@ -41,7 +41,9 @@ class EventedKernel:
     """A `Kernel` whose events reach `on_event` as they happen, on `loop`."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_event: Callable[[Event], None],
-                 cap: int, interactive: bool = True, comms: bool = False) -> None:
+                 cap: int, interactive: bool = True, comms: bool = False,
+                 shown: tuple[str, ...] | None = None) -> None:
+        """`comms` and `shown`: see `Kernel`."""
         self.loop = loop
         self._on_event = on_event
         self._watched: set[int] = set()
@@ -52,7 +54,8 @@ class EventedKernel:
         self._ring_timer: asyncio.TimerHandle | None = None
         self._ring_wait = _RING_SOON
         # Whenever the kernel replaces its worker, the old one's descriptors are let go first.
-        self._kernel = Kernel(interactive, cap, before_replace=self._unwatch, comms=comms)
+        self._kernel = Kernel(interactive, cap, before_replace=self._unwatch, comms=comms,
+                              shown=shown)
         self._watch()
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:

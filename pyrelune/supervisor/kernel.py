@@ -61,11 +61,12 @@ def buffers_stdout(interactive: bool) -> bool:
     return not interactive and not _UNBUFFERED
 
 
-def _serve(fds: WorkerFds, interactive: bool, cap: int, comms: bool = False) -> NoReturn:
+def _serve(fds: WorkerFds, interactive: bool, cap: int, comms: bool,
+           shown: tuple[str, ...] | None) -> NoReturn:
     """The fork target: the worker's command loop, imported in the child only."""
     from pyrelune.worker.kernelloop import serve
 
-    serve(fds, interactive, buffers_stdout(interactive), cap, comms)
+    serve(fds, interactive, buffers_stdout(interactive), cap, comms, shown)
 
 
 class Kernel:
@@ -79,13 +80,16 @@ class Kernel:
     """
 
     def __init__(self, interactive: bool = False, cap: int = DEFAULT_CAP,
-                 before_replace: Callable[[], None] | None = None, comms: bool = False) -> None:
+                 before_replace: Callable[[], None] | None = None, comms: bool = False,
+                 shown: tuple[str, ...] | None = None) -> None:
         """`before_replace()` is called whenever the worker is about to be replaced, before
         its descriptors close: a driver watching them stops then (new pipes may reuse their
         numbers). `comms`: the host is a Jupyter front end, which widgets talk to (see
-        `worker.comms`)."""
+        `worker.comms`). `shown`: the MIME types the host shows, the only ones its workers
+        build (see `display.host_shows`); None, every type."""
         self._interactive = interactive
         self._comms = comms
+        self._shown = shown
         self._cap = cap
         self._before_replace = before_replace
         self.link = self._spawn()
@@ -93,11 +97,11 @@ class Kernel:
         self._notice: Stream | None = None
 
     def _spawn(self) -> WorkerLink:
-        interactive, cap, comms = self._interactive, self._cap, self._comms
+        interactive, cap, comms, shown = self._interactive, self._cap, self._comms, self._shown
         # A live host's stdout goes through shared memory (see `wire.ring`).
         ring = OutputRing() if interactive else None
-        worker = WorkerProcess(lambda fds: _serve(fds, interactive, cap, comms), Interrupts(),
-                               ring)
+        worker = WorkerProcess(lambda fds: _serve(fds, interactive, cap, comms, shown),
+                               Interrupts(), ring)
         worker.widen_capture(CAPTURE_PIPE_SIZE)
         return WorkerLink(worker, cap)
 

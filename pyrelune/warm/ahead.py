@@ -6,10 +6,11 @@ cell that imports something not preloaded slower than cold. So the spare
 forks the worker while it waits; the worker waits in turn, on a socket at
 its fd 0, for what a freshly forked one would have: the launcher's
 environment, umask, argv, sys.path, stdin and current directory (the
-working directory, entered), and the cell. What can be set from outside
-(resource limits, niceness, CPU affinity) the runtime sets on it before it
-accepts the cell. The spare's death kills it (the worker's lifeline), so a
-spare that never takes a cell leaves none behind.
+working directory, entered), and the cell, with the MIME types its host
+shows. What can be set from outside (resource limits, niceness, CPU
+affinity) the runtime sets on it before it accepts the cell. The spare's
+death kills it (the worker's lifeline), so a spare that never takes a cell
+leaves none behind.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import NoReturn
 from pyrelune.supervisor.process import WorkerFds, WorkerProcess
 from pyrelune.warm import frames, served
 
-_SECTIONS = 8
+_SECTIONS = 9
 
 
 class Ahead:
@@ -40,7 +41,8 @@ class Ahead:
         self.channel = mine
 
     def start(self, source: str, filename: str, folders: tuple[str, ...], cap: int,
-              launcher: tuple[bytes, int, bytes, list[str]]) -> WorkerProcess:
+              shown: tuple[str, ...], launcher: tuple[bytes, int, bytes, list[str]]
+              ) -> WorkerProcess:
         """Hand the cell to the worker (`oneshot.StartWorker`, with the launcher's
         environment, umask, argv[0] and sys.path); from this process's stdin and
         current directory."""
@@ -51,7 +53,7 @@ class Ahead:
                 environ, str(umask).encode(), argv0, frames.paths_bytes(path),
                 source.encode("utf-8", "surrogatepass"),
                 filename.encode("utf-8", "surrogateescape"), frames.paths_bytes(list(folders)),
-                str(cap).encode())
+                str(cap).encode(), ",".join(shown).encode())
             socket.send_fds(self.channel, [message[:1]], [0, here])
             self.channel.sendall(message[1:])
         finally:
@@ -76,7 +78,7 @@ def _wait(fds: WorkerFds) -> NoReturn:
         channel.detach()
         if sections is None or len(passed) != 2:
             os._exit(0)  # the spare went without a cell: nothing to run
-        environ, umask, argv0, path, source, filename, folders, cap = sections
+        environ, umask, argv0, path, source, filename, folders, cap, shown = sections
         os.dup2(passed[0], 0)
         os.fchdir(passed[1])
         for fd in passed:
@@ -86,6 +88,7 @@ def _wait(fds: WorkerFds) -> NoReturn:
 
         run_oneshot(Cell(source.decode("utf-8", "surrogatepass"),
                          filename.decode("utf-8", "surrogateescape")),
-                    fds, tuple(frames.paths_of(folders)), int(cap))
+                    fds, tuple(frames.paths_of(folders)), int(cap),
+                    tuple(shown.decode().split(",")))
     finally:
         os._exit(0)

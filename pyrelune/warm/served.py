@@ -173,9 +173,9 @@ def _serve(conn: socket.socket, peer: int, baseline: Baseline, served: Callable[
     from pyrelune.modes import oneshot
     from pyrelune.transports import stdio
 
-    def start_worker(source: str, filename: str, folders: tuple[str, ...], cap: int
-                     ) -> WorkerProcess:
-        return ahead.start(source, filename, folders, cap,
+    def start_worker(source: str, filename: str, folders: tuple[str, ...], cap: int,
+                     shown: tuple[str, ...]) -> WorkerProcess:
+        return ahead.start(source, filename, folders, cap, shown,
                            (environ_data, int(umask), argv0, path))
 
     stdio.write_all(oneshot.handle(raw, None, started(peer), start_worker))

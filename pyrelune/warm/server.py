@@ -91,12 +91,12 @@ def preload_modules(names: str) -> list[str]:
     """Import each named module (with what its first use loads), skipping missing ones.
 
     matplotlib is imported with pyrelune's backend selected as a cold worker
-    selects it (`display.connect`), unless MPLBACKEND chose another, and
-    pandas with the worker's import hooks (`display.watch_imports`).
+    selects it (`libraries.hook`), unless MPLBACKEND chose another, and
+    pandas with the worker's import hooks (`libraries.watch_imports`).
     """
     import importlib
 
-    from pyrelune.worker.display import MATPLOTLIB_BACKEND, watch_imports
+    from pyrelune.worker.libraries import MATPLOTLIB_BACKEND, watch_imports
 
     for module in OWN:
         importlib.import_module(module)

@@ -337,6 +337,12 @@ ITEM_MIME = "application/vnd.pyrelune.item+json"
 PAGE = "pyrelune/page"
 #: A table as JSONML, offered beside `text/html` for pandas and numpy values.
 JSONML_MIME = "application/vnd.pyrelune.jsonml+json"
+#: What pyrelune's own types (the two above) begin with: only a host that names them gets them.
+OWN_MIME = "application/vnd.pyrelune."
+#: Every type (but pyrelune's own): what a host that shows any bundle says it shows (Jupyter).
+ANY_MIME = "*/*"
+#: The types a host that shows only text reads it from (see `protocols.textform`).
+TEXT_FORMS = ("text/markdown", "text/plain", "text/html", "text/latex", "application/json")
 
 
 def message_limit(cap: int) -> int:

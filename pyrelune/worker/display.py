@@ -20,9 +20,13 @@ is IPython's pretty text where it differs from `repr` (see `pretty`), and a
 display hook a library installs (`sys.displayhook`: sympy's
 `init_printing()`) shows the final expression as it chooses.
 
+The bundle holds only what the host shows (`host_shows`, told when the
+worker starts): a text-only host gets no figure drawn, no table built.
+Libraries are adapted elsewhere (`libraries`): their formatters come in
+through `register_formatter`, and this module knows none of them.
+
 Every worker imports this module (`display` is a builtin there), so it
-imports nothing up front; IPython, matplotlib, pandas and rich are hooked
-only if a cell imports them.
+imports nothing up front.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import os
 import sys
 
 from pyrelune import fastjson
-from pyrelune.wire.events import Clear, Display, json_mime
+from pyrelune.wire.events import ANY_MIME, OWN_MIME, Clear, Display, json_mime
 from pyrelune.worker import importhooks
 
 TYPE_CHECKING = False
@@ -56,19 +60,6 @@ REPR_METHODS = (
     ("application/json", "_repr_json_"),
     ("application/javascript", "_repr_javascript_"),
 )
-#: What `MPLBACKEND` is set to unless the user chose a backend.
-MATPLOTLIB_BACKEND = "module://pyrelune.worker.mplbackend"
-#: Formatters for types whose module may never be imported, by qualified type name.
-DEFERRED_FORMATTERS = {
-    "matplotlib.figure.Figure": ("pyrelune.worker.mplbackend", "figure_bundle"),
-    # Tables as JSONML too, for hosts that draw their own (the rpc kernel's).
-    # pandas 3 names its classes' module `pandas`; earlier versions the defining one.
-    **dict.fromkeys(
-        ("pandas.DataFrame", "pandas.Series", "pandas.core.frame.DataFrame",
-         "pandas.core.series.Series", "numpy.ndarray"),
-        ("pyrelune.worker.show", "table_bundle"),
-    ),
-}
 #: An attribute no honest object has: one that answers for it claims everything.
 _CANARY = "_ipython_canary_method_should_not_exist_"
 #: Where IPython defines `display` (8.x, then 7.x): patched as it is imported.
@@ -80,65 +71,84 @@ PRETTY_ITEMS = 1000
 
 _sink: Sink | None = None
 _sink_pid = 0  # a process the cell forks must not speak on its parent's channel
+#: The types the host shows (see `host_shows`); None: no host said, so every type.
+_host: frozenset[str] | None = None
+#: pyrelune's own formatters (see `register_formatter`), by the class they format.
+_formatters: dict[type, Callable[..., Any] | str] = {}
 
 
 def connect(sink: Sink) -> None:
     """Send every display of this process to `sink`, in whichever way a cell asks.
 
-    `display` becomes a builtin (as in IPython), IPython's own `display` is
-    replaced if a cell imports IPython, and matplotlib draws with pyrelune's
-    backend unless the user chose one (and its figures are shown all the same
-    if the chosen one has no windows).
+    `display` becomes a builtin (as in IPython), and IPython's own `display`
+    is replaced if a cell imports IPython.
     """
     global _sink, _sink_pid
     _sink, _sink_pid = sink, os.getpid()
     builtins.display = display  # type: ignore[attr-defined]
-    if not os.environ.get("MPLBACKEND"):
-        os.environ["MPLBACKEND"] = MATPLOTLIB_BACKEND
     for name in _IPYTHON_MODULES:
         importhooks.after_import(name, _patch_ipython)
-    importhooks.after_import("matplotlib.pyplot", _adopt_pyplot)
-    watch_imports()
-    importhooks.after_import("rich.console", _rich_asks)
     if "IPython.display" in sys.modules:  # it re-exports `display`, already imported
         _patch_ipython(sys.modules["IPython.display"])
 
 
-def watch_imports() -> None:
-    """What must be in place while a library is imported, not only after: pandas' question.
+class diverted:  # a context manager, named as `contextlib`'s are
+    """Displays go to `sink` instead while the block runs (`%%capture` keeps them)."""
 
-    `connect` does it; so does a warm process before it preloads pandas
-    (`pyrelune.warm.server`), as a cold worker would have before the cell's import.
+    def __init__(self, sink: Sink) -> None:
+        self._sink = sink
+        self._saved: Sink | None = None
+
+    def __enter__(self) -> None:
+        global _sink
+        self._saved, _sink = _sink, self._sink
+
+    def __exit__(self, *exc: object) -> None:
+        global _sink
+        _sink = self._saved
+
+
+def host_shows(types: Collection[str]) -> None:
+    """The host shows only `types` (see `shown`): no bundle is built of any other.
+
+    Told once, as the worker starts: a lines kernel's host reads text, so a
+    figure is never drawn for it, nor a table built for the rpc kernel's.
     """
-    importhooks.before_import("pandas.core.config_init", _pandas_asks)
-    importhooks.after_import("pandas.core.config_init", _pandas_asked)
+    global _host
+    _host = frozenset(types)
 
 
-def _adopt_pyplot(pyplot: ModuleType) -> None:
-    """Figures of any backend without windows are shown (see `mplbackend`)."""
-    from pyrelune.worker.mplbackend import adopt
+def shown(types: Collection[str] | None, mime: str) -> bool:
+    """Whether a host that shows `types` (None: every type) is sent `mime`.
 
-    adopt(pyplot)
-
-
-def _pandas_asks(config: ModuleType) -> None:
-    """pandas learns it shows its frames in a notebook (see `notebooklibs`)."""
-    from pyrelune.worker.notebooklibs import pandas_asks
-
-    pandas_asks(config)
+    `text/plain` always: every host falls back on it. `*/*` is every type
+    but pyrelune's own, which only a host that names them reads.
+    """
+    if types is None or mime == "text/plain" or mime in types:
+        return True
+    return ANY_MIME in types and not mime.startswith(OWN_MIME)
 
 
-def _pandas_asked(config: ModuleType) -> None:
-    from pyrelune.worker.notebooklibs import pandas_asked
+def wanted(mime: str, include: Collection[str] | None = None,
+           exclude: Collection[str] | None = None) -> bool:
+    """Whether a bundle gets `mime`: asked for by `display()` (include, exclude), shown by the host.
 
-    pandas_asked(config)
+    Formatters that make costly types (a figure's image) ask before they make one.
+    """
+    return ((include is None or mime in include) and (exclude is None or mime not in exclude)
+            and shown(_host, mime))
 
 
-def _rich_asks(console: ModuleType) -> None:
-    """rich learns it prints into a notebook, without widgets (see `notebooklibs`)."""
-    from pyrelune.worker.notebooklibs import rich_asks
+def register_formatter(cls: type, formatter: str) -> None:
+    """Format instances of `cls` (and of its subclasses) with `formatter` too.
 
-    rich_asks(console)
+    `formatter` is a `module:function` name, imported when first used: a
+    library's adapter (see `libraries`) registers it when the library is
+    imported, and pays for its own module only once a value is shown. It is
+    called as `function(obj, include, exclude)`, and returns a bundle (or
+    `(data, metadata)`) of the types it was asked for that are `wanted`.
+    """
+    _formatters[cls] = formatter
 
 
 def display(
@@ -323,28 +333,26 @@ def mime_bundle(
     if type(obj) in _BUILTIN_TYPES and include is None and exclude is None:
         return {"text/plain": _plain(obj)}, {}  # nothing else to ask them: skip the protocol
 
-    def wanted(mime: str) -> bool:
-        return (include is None or mime in include) and (exclude is None or mime not in exclude)
-
     data: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
-    formatter = _deferred_formatter(obj)
+    formatter = _formatter(obj) if _formatters else None
     if formatter is not None:
         returned = _call(obj, formatter.__name__, formatter, obj, include, exclude)
         _merge_bundle(data, metadata, returned, obj, formatter.__name__)
     method = _real_method(obj, "_repr_mimebundle_")
     if method is not None:
-        returned = _call(obj, "_repr_mimebundle_", method, include=include, exclude=exclude)
+        returned = _call(obj, "_repr_mimebundle_", method, include=_asked(include),
+                         exclude=exclude)
         _merge_bundle(data, metadata, returned, obj, "_repr_mimebundle_")
     for mime, name in REPR_METHODS:
-        if mime in data or not wanted(mime):
+        if mime in data or not wanted(mime, include, exclude):
             continue
         method = _real_method(obj, name)
         if method is not None:
             _merge_one(data, metadata, _call(obj, name, method), obj, name, mime)
-    if "text/plain" not in data and wanted("text/plain"):
+    if "text/plain" not in data and wanted("text/plain", include, exclude):
         data["text/plain"] = _plain(obj)
-    for mime in [mime for mime in data if not wanted(mime)]:
+    for mime in [mime for mime in data if not wanted(mime, include, exclude)]:
         del data[mime]
         metadata.pop(mime, None)
     return data, metadata
@@ -363,16 +371,26 @@ def _real_method(obj: Any, name: str) -> Callable[..., Any] | None:
     return method if callable(method) else None
 
 
-def _deferred_formatter(obj: Any) -> Callable[..., Any] | None:
-    """A formatter pyrelune has for `obj`'s type (a matplotlib Figure), if any."""
+def _formatter(obj: Any) -> Callable[..., Any] | None:
+    """The formatter registered for `obj`'s class or the nearest base that has one, if any."""
     for cls in type(obj).__mro__:
-        where = DEFERRED_FORMATTERS.get(f"{cls.__module__}.{cls.__qualname__}")
-        if where is not None:
-            module, name = where
+        formatter = _formatters.get(cls)
+        if isinstance(formatter, str):
+            module, _, name = formatter.partition(":")
             __import__(module)
-            formatter: Callable[..., Any] = getattr(sys.modules[module], name)
+            formatter = _formatters[cls] = getattr(sys.modules[module], name)
+        if formatter is not None:
             return formatter
     return None
+
+
+def _asked(include: Collection[str] | None) -> Collection[str] | None:
+    """What an object's `_repr_mimebundle_` is asked for: `include`, narrowed to what the
+    host shows (as IPython asks for what its front end shows)."""
+    host = _host
+    if host is None or ANY_MIME in host:
+        return include
+    return [mime for mime in sorted({"text/plain", *host}) if include is None or mime in include]
 
 
 def _call(obj: Any, name: str, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -22,6 +22,7 @@ import sys
 from pyrelune.wire.commands import Execute, FreshRing, InputReply, Query, RefuseInput, Reset
 from pyrelune.wire.events import Done, InputRequest
 from pyrelune.worker import importhooks, sources
+from pyrelune.worker.display import host_shows
 from pyrelune.worker.mainmodule import fresh_namespace
 from pyrelune.worker.runtime import (
     TEXT_OPTIONS,
@@ -205,7 +206,7 @@ class Prompter:
 
 
 def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
-          comms: bool = False) -> NoReturn:
+          comms: bool = False, shown: tuple[str, ...] | None = None) -> NoReturn:
     """A kernel's worker: run cells from the control pipe in one namespace.
 
     `interactive` is for a host that shows the cell while it runs and can
@@ -213,7 +214,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
     builtins, and stdout and stderr keep their mutual order. `buffered`: stdout
     is block-buffered (see `flushfirst`), for a host that sees output only
     when the cell ends. `cap`: the mode's output cap, which no event exceeds. `comms`: a
-    Jupyter front end's, whose widgets talk to it (see `worker.comms`).
+    Jupyter front end's, whose widgets talk to it (see `worker.comms`). `shown`: the MIME
+    types the host shows (see `display.host_shows`); None, every type.
 
     `Execute` and `Reset` (see `wire.commands`) are each answered by a Done event.
     """
@@ -224,6 +226,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
             _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control, cap, fds.key)
         interrupt_guard.interrupts = fds.interrupts
+        if shown is not None:
+            host_shows(shown)
         _current_directory_first()
         if "asyncio" in sys.modules:  # the supervisor's (rpc): its loop is not the cells'
             from pyrelune.worker import eventloop

@@ -312,7 +312,7 @@ def _matplotlib(line: str, frame: FrameType) -> None:
     A backend that draws in windows is replaced by pyrelune's, as IPython's
     `inline` replaces it; one without windows is shown already and stays.
     """
-    from pyrelune.worker.display import MATPLOTLIB_BACKEND
+    from pyrelune.worker.libraries import MATPLOTLIB_BACKEND
 
     matplotlib = sys.modules.get("matplotlib")
     if matplotlib is None:
@@ -784,7 +784,8 @@ class _redirected:
         from pyrelune.worker import display
 
         _shellcmd().flush()
-        self.saved = sys.stdout, sys.stderr, display._sink
+        self.saved = sys.stdout, sys.stderr
+        self.diversion: display.diverted | None = None
         stdout, stderr = self.streams
         if stdout is not None:
             sys.stdout = stdout
@@ -804,12 +805,13 @@ class _redirected:
                 elif event.data:
                     outputs.append(RichOutput(event.data, event.metadata, event.display_id))
 
-            display._sink = keep
+            self.diversion = display.diverted(keep)
+            self.diversion.__enter__()
 
     def __exit__(self, *exc: object) -> None:
-        from pyrelune.worker import display
-
-        sys.stdout, sys.stderr, display._sink = self.saved
+        sys.stdout, sys.stderr = self.saved
+        if self.diversion is not None:
+            self.diversion.__exit__()
 
 
 #: The programs IPython has a cell magic of their own for: `%%bash` is `%%script bash`.

@@ -28,7 +28,7 @@ from matplotlib.backend_bases import FigureManagerBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from pyrelune.worker.display import display
+from pyrelune.worker.display import display, wanted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -123,27 +123,28 @@ def figure_bundle(
     figure: Figure, include: Collection[str] | None, exclude: Collection[str] | None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The display formatter for `Figure`: SVG (or the chosen formats) unless others are
-    asked for; a PNG's metadata gives the size to show it at, as IPython's inline backend.
+    asked for, of those the host shows; a PNG's metadata gives the size to show it at, as
+    IPython's inline backend.
 
-    An empty figure has no image: its `repr` says it has 0 Axes. Shown in
-    any case, so that it is not shown again at the end of the cell.
+    An empty figure has no image: its `repr` says it has 0 Axes; nor has one
+    for a host that shows no image (a lines kernel's). Shown in any case, so
+    that it is not shown again at the end of the cell.
     """
     _shown.add(figure)
     if is_empty(figure):
         return {}, {}
     defaults, retina = _chosen_formats()  # read each time: `%config` may change them
-    wanted = [m for m in (include or defaults) if m in _FORMATS]
+    formats = [m for m in (include or defaults) if m in _FORMATS and wanted(m, None, exclude)]
     data: dict[str, Any] = {}
     metadata: dict[str, Any] = {}
-    for mime in wanted:
-        if exclude is None or mime not in exclude:
-            buffer = io.BytesIO()
-            scale = 2 if retina and mime == "image/png" else 1
-            figure.savefig(buffer, format=_FORMATS[mime], bbox_inches="tight",
-                           dpi=figure.dpi * scale)
-            image = buffer.getvalue()
-            data[mime] = image.decode("utf-8") if mime == "image/svg+xml" else image
-            if mime == "image/png" and image[12:16] == b"IHDR":
-                width, height = (int.from_bytes(image[at:at + 4], "big") for at in (16, 20))
-                metadata[mime] = {"width": width // scale, "height": height // scale}
+    for mime in formats:
+        buffer = io.BytesIO()
+        scale = 2 if retina and mime == "image/png" else 1
+        figure.savefig(buffer, format=_FORMATS[mime], bbox_inches="tight",
+                       dpi=figure.dpi * scale)
+        image = buffer.getvalue()
+        data[mime] = image.decode("utf-8") if mime == "image/svg+xml" else image
+        if mime == "image/png" and image[12:16] == b"IHDR":
+            width, height = (int.from_bytes(image[at:at + 4], "big") for at in (16, 20))
+            metadata[mime] = {"width": width // scale, "height": height // scale}
     return data, metadata

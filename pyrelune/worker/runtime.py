@@ -32,9 +32,9 @@ from pyrelune.wire.events import (
     message_limit,
     to_wire,
 )
-from pyrelune.worker import importhooks
+from pyrelune.worker import importhooks, libraries
 from pyrelune.worker.cell import exception_error, run_cell
-from pyrelune.worker.display import connect, show_result
+from pyrelune.worker.display import connect, host_shows, show_result
 from pyrelune.worker.mainmodule import fresh_namespace
 
 TYPE_CHECKING = False
@@ -459,6 +459,7 @@ def run(cell: Cell, namespace: dict[str, Any], channel: Channel, script: bool = 
     A `script` (oneshot) ends as a script does: after its threads (see `_join_threads`).
     """
     connect(channel.publish)
+    libraries.hook()
     try:
         try:
             interrupt_guard.start(cell.number)
@@ -475,16 +476,19 @@ def run(cell: Cell, namespace: dict[str, Any], channel: Channel, script: bool = 
     channel.send(Done(error))
 
 
-def run_oneshot(cell: Cell, fds: WorkerFds, folders: tuple[str, ...], cap: int) -> NoReturn:
+def run_oneshot(cell: Cell, fds: WorkerFds, folders: tuple[str, ...], cap: int,
+                shown: tuple[str, ...]) -> NoReturn:
     """Run one cell in a fresh namespace, report it, and end the process.
 
     `folders` (the note's, then the working directory) go first on sys.path,
     as a script's own folder does: the cell imports the modules beside it,
     the runtime does not (see `import_own`). `cap` is the response's output
-    cap, which no event exceeds.
+    cap, which no event exceeds; `shown`, the MIME types the host shows (see
+    `display.host_shows`).
     """
     try:
         become_worker(fds.stdout, fds.stderr, ONESHOT_NO_INPUT)
+        host_shows(shown)
         sys.path[0:0] = folders
         run(cell, fresh_namespace(), Channel(fds.events, fds.control, cap, fds.key),
             script=True)

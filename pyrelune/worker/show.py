@@ -19,7 +19,7 @@ import sys
 
 from pyrelune import fastjson
 from pyrelune.wire.events import ITEM_MIME, JSONML_MIME
-from pyrelune.worker.display import display
+from pyrelune.worker.display import display, wanted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -121,12 +121,10 @@ def table_bundle(
 ) -> dict[str, Any]:
     """The display formatter of pandas and numpy values: their JSONML table.
 
-    Registered in `display.DEFERRED_FORMATTERS`, so `display(df)` and a final
-    `df` offer it beside pandas' own HTML; hosts that do not know the type skip it.
+    Registered by `libraries`, so `display(df)` and a final `df` offer it
+    beside pandas' own HTML, to a host that shows it (the rpc kernel's).
     """
-    if (include is not None and JSONML_MIME not in include) or (
-        exclude is not None and JSONML_MIME in exclude
-    ):
+    if not wanted(JSONML_MIME, include, exclude):
         return {}
     jsonml = table(obj)
     return {} if jsonml is None else {JSONML_MIME: jsonml}

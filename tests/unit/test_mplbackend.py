@@ -7,8 +7,18 @@ import base64
 import pytest
 from matplotlib.figure import Figure
 
+from pyrelune.worker import display, libraries
 from pyrelune.worker.display import mime_bundle
 from pyrelune.worker.mplbackend import figure_bundle, is_empty
+
+
+@pytest.fixture(autouse=True)
+def adapted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Figures get pyrelune's formatter, as a worker's once a cell imports matplotlib."""
+    import matplotlib.figure
+
+    monkeypatch.setattr(display, "_formatters", {})
+    libraries.ADAPTERS["matplotlib.figure"].imported(matplotlib.figure)
 
 
 def plotted() -> Figure:
