@@ -53,6 +53,7 @@ class Adapter:
             _named(self.after)(module)
 
     def importing(self, module: ModuleType) -> None:
+        """The module's code is about to run: `before` puts in place what it must find."""
         _named(self.before)(module)
 
 
