@@ -11,6 +11,8 @@ from __future__ import annotations
 import _signal
 import os
 
+from pyrelune.wire.fds import WorkerFds
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -21,31 +23,6 @@ if TYPE_CHECKING:
 
 
 _SIGINT = {_signal.SIGINT}
-
-
-class WorkerFds:
-    """The worker's ends of its pipes.
-
-    `lifeline` is the read end of a pipe only the session writes to: it hits
-    EOF exactly when the session is gone, however it died. `interrupts`
-    (kernels only) is shared with the session (see `interrupts`), and so is
-    `ring` (the rpc kernel's stdout, see `wire.ring`).
-    """
-
-    __slots__ = ("control", "events", "interrupts", "key", "lifeline", "ring", "stderr",
-                 "stdout")
-
-    def __init__(self, stdout: int, stderr: int, events: int, control: int, lifeline: int,
-                 key: str, interrupts: Interrupts | None = None,
-                 ring: OutputRing | None = None) -> None:
-        self.stdout = stdout
-        self.stderr = stderr
-        self.events = events
-        self.control = control
-        self.lifeline = lifeline
-        self.key = key  # signs every line the worker sends (see `WorkerProcess.key`)
-        self.interrupts = interrupts
-        self.ring = ring
 
 
 class WorkerProcess:

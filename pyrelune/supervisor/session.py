@@ -18,7 +18,6 @@ not wake the supervisor for every line.
 from __future__ import annotations
 
 from pyrelune import fastjson
-from pyrelune.transports.stdio import LineBuffer
 from pyrelune.wire.events import (
     CONTINUE,
     INTERRUPTED,
@@ -31,6 +30,7 @@ from pyrelune.wire.events import (
     Done,
     from_wire,
 )
+from pyrelune.wire.fds import LineBuffer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,17 +1,18 @@
 """Standard input and output as a transport, at the file-descriptor level.
 
 The host's stdout is the protocol channel. Everything here writes with
-`os.write` on the descriptor itself, so no Python buffer sits between the
-runtime and the host. `LineBuffer` cuts the bytes of any descriptor into
-lines: the pipes between the supervisor and its worker use it too.
+`os.write` on the descriptor itself (`wire.fds.write_all`), so no Python
+buffer sits between the runtime and the host; lines are cut as the worker's
+pipes are (`wire.fds.LineBuffer`).
 """
 
 from __future__ import annotations
 
 import os
 
-_write = os.write
+from pyrelune.wire.fds import LineBuffer, write_all
 
+__all__ = ["MAX_REQUEST", "LineReader", "closed", "hold_stderr", "read_all", "say", "write_all"]
 
 #: The largest oneshot request read from stdin: 2 MiB, far more than any
 #: cell's source, and bounded memory (compiling 1 MiB of statements takes
@@ -58,73 +59,6 @@ def say(message: str) -> None:
         write_all(f"pyrelune: {message}\n".encode(errors="replace"), 2)
     except OSError:
         pass  # no stderr either: the exit status is all the host gets
-
-
-def write_all(data: bytes | memoryview, fd: int = 1) -> None:
-    """Write every byte of `data` to `fd`.
-
-    With os.write as it was at import: a worker's cells get one that waits
-    or flushes first (see `worker.flushfirst`), which the runtime's own
-    writes (its events, its ring's overflow) must not.
-    """
-    view = memoryview(data)
-    while view:
-        view = view[_write(fd, view) :]
-
-
-class LineBuffer:
-    """Chunks of a byte stream in, its lines (without their newline) out, oldest first.
-
-    The framing of the pipes between the session and its worker, both ways,
-    and of the rpc kernel's requests. Adding each chunk to the unfinished line
-    and searching it all again for a newline is quadratic (a 40 MiB message
-    took 12 s that way): only each new chunk is searched here, and a line's
-    pieces are joined once, when its newline arrives. It lives in this module
-    because every mode imports it before forking a worker: neither process
-    pays an import for it.
-    """
-
-    __slots__ = ("_lines", "_partial", "held")
-
-    def __init__(self) -> None:
-        self._lines: list[bytes] = []  # complete lines, newest first: pop() takes the oldest
-        self._partial: list[bytes] = []  # the pieces of the line not yet ended
-        self.held = 0  # bytes in those pieces: a reader may refuse a line that grows too long
-
-    def feed(self, chunk: bytes) -> None:
-        """Take `chunk`; the lines it ends wait for `pop()`."""
-        if b"\n" not in chunk:
-            self._partial.append(chunk)
-            self.held += len(chunk)
-            return
-        if self._partial:
-            self._partial.append(chunk)
-            chunk = b"".join(self._partial)
-            self._partial = []
-        lines = chunk.split(b"\n")
-        rest = lines.pop()
-        if rest:
-            self._partial.append(rest)
-        self.held = len(rest)
-        lines.reverse()
-        if self._lines:  # lines of an earlier chunk not yet taken: they go first
-            lines += self._lines
-        self._lines = lines
-
-    def pending(self) -> bool:
-        """Whether any bytes wait to be taken: whole lines, or the start of one."""
-        return bool(self._lines) or self.held > 0
-
-    def pop(self) -> bytes | None:
-        """The oldest complete line, or None until a newline ends one."""
-        return self._lines.pop() if self._lines else None
-
-    def rest(self) -> bytes:
-        """The unfinished line, taken out: the last one of a stream that ends without a newline."""
-        rest = b"".join(self._partial)
-        self._partial = []
-        self.held = 0
-        return rest
 
 
 class LineReader:

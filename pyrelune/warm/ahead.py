@@ -19,8 +19,9 @@ import os
 import socket
 from typing import NoReturn
 
-from pyrelune.supervisor.process import WorkerFds, WorkerProcess
+from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.warm import frames, served
+from pyrelune.wire.fds import WorkerFds
 
 _SECTIONS = 9
 

@@ -19,7 +19,6 @@ import os
 import sys
 
 from pyrelune import fastjson
-from pyrelune.transports.stdio import LineBuffer, write_all  # loaded before the fork, always
 from pyrelune.wire.events import (
     INTERRUPTED,
     SYNC,
@@ -32,6 +31,7 @@ from pyrelune.wire.events import (
     message_limit,
     to_wire,
 )
+from pyrelune.wire.fds import LineBuffer, write_all  # loaded before the fork, always
 from pyrelune.worker import importhooks, libraries
 from pyrelune.worker.cell import exception_error, run_cell
 from pyrelune.worker.display import connect, host_shows, show_result
@@ -42,9 +42,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
 
-    from pyrelune.supervisor.process import WorkerFds
     from pyrelune.wire.commands import Command
     from pyrelune.wire.events import Comm
+    from pyrelune.wire.fds import WorkerFds
     from pyrelune.wire.interrupts import Interrupts
 
 

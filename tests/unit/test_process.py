@@ -16,7 +16,8 @@ from typing import NoReturn
 
 import pytest
 
-from pyrelune.supervisor.process import WorkerFds, WorkerProcess, describe_exit
+from pyrelune.supervisor.process import WorkerProcess, describe_exit
+from pyrelune.wire.fds import WorkerFds
 
 PATIENCE = 60.0
 

@@ -110,6 +110,14 @@ def test_the_wire_is_shared_and_depends_on_neither_side() -> None:
             assert sides == [], f"{module} imports {sides}"
 
 
+def test_transports_are_the_hosts_edge_only() -> None:
+    """What the supervisor and its worker share of their pipes is the wire's, not a transport's."""
+    offences = [f"{module} imports {imported}" for module, imports in _graph().items()
+                if module.startswith(("pyrelune.worker", "pyrelune.supervisor", "pyrelune.wire"))
+                for imported, _ in imports if imported.startswith("pyrelune.transports")]
+    assert offences == []
+
+
 def test_the_check_sees_a_forbidden_import() -> None:
     """The walk above finds imports at the top, in functions, and relative ones."""
     tree = ast.parse("from pyrelune.worker import cell\n"
