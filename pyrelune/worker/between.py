@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from pyrelune.wire.commands import Command
     from pyrelune.wire.ring import RingWriter
-    from pyrelune.worker.runtime import Channel
+    from pyrelune.worker.channel import Channel
 
 #: How soon output printed between cells is first looked for, and the longest between looks.
 _LOOK = 0.02

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from pyrelune.wire.commands import Query
-    from pyrelune.worker.runtime import Channel
+    from pyrelune.worker.channel import Channel
 
 _manager: Any = None  # the comm package's CommManager, once it is imported
 

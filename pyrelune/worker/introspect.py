@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from pyrelune.wire.commands import Query
-    from pyrelune.worker.runtime import Channel
+    from pyrelune.worker.channel import Channel
 
 #: The most matches a completion offers, and the most characters of any text answered.
 MAX_MATCHES = 2000

@@ -22,15 +22,14 @@ import sys
 from pyrelune.wire.commands import Execute, FreshRing, InputReply, Query, RefuseInput, Reset
 from pyrelune.wire.events import Done, InputRequest
 from pyrelune.worker import importhooks, sources
+from pyrelune.worker.channel import Channel, flush_stdout
 from pyrelune.worker.display import host_shows
 from pyrelune.worker.mainmodule import fresh_namespace
 from pyrelune.worker.runtime import (
     TEXT_OPTIONS,
     Cell,
-    Channel,
     become_worker,
     binary,
-    flush_stdout,
     interrupt_guard,
     run,
     text_stream,

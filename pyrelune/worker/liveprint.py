@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from _typeshed import ReadableBuffer
 
-    from pyrelune.worker.runtime import Channel
+    from pyrelune.worker.channel import Channel
 
 
 class RingRaw(io.RawIOBase):

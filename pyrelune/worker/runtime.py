@@ -3,37 +3,22 @@
 Forked from the session (no second interpreter start). Before any cell runs,
 fd 0 becomes /dev/null and fds 1 and 2 become the capture pipes, so nothing a
 cell, a subprocess or C code writes can reach the host's protocol stream.
-Events (displays, input requests, the end of a cell) go to the session on a
-pipe of their own; Python-level streams are flushed first, so the session,
-which drains the capture pipes before it reads an event, sees output and
-events in the order the cell produced them.
+Events go to the session on a pipe of their own (see `channel`). Here: the
+worker's std fds, its signals and `input()`, and one cell run and reported.
 """
 
 from __future__ import annotations
 
 import _signal
-import _thread
 import builtins
 import io
 import os
 import sys
 
-from pyrelune import fastjson
-from pyrelune.wire.events import (
-    INTERRUPTED,
-    SYNC,
-    CellError,
-    Clear,
-    Display,
-    Done,
-    InputRequest,
-    Reply,
-    message_limit,
-    to_wire,
-)
-from pyrelune.wire.fds import LineBuffer, write_all  # loaded before the fork, always
-from pyrelune.worker import importhooks, libraries
+from pyrelune.wire.events import INTERRUPTED, CellError, Done
+from pyrelune.worker import libraries
 from pyrelune.worker.cell import exception_error, run_cell
+from pyrelune.worker.channel import Channel
 from pyrelune.worker.display import connect, host_shows, show_result
 from pyrelune.worker.mainmodule import fresh_namespace
 
@@ -42,8 +27,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
 
-    from pyrelune.wire.commands import Command
-    from pyrelune.wire.events import Comm
     from pyrelune.wire.fds import WorkerFds
     from pyrelune.wire.interrupts import Interrupts
 
@@ -57,224 +40,6 @@ class Cell:
         self.source = source
         self.filename = filename
         self.number = number
-
-
-
-class Channel:
-    """The worker's ends of the event pipe (out) and the control pipe (in).
-
-    Only the thread that made it (the worker's main thread, which runs the
-    cells) waits for the session's answers. Threads a cell starts would race
-    it, and each other, for the control pipe, and may outlive the cell: their
-    displays go out unanswered, their switches between stdout and stderr are
-    not waited for, and their `input()` raises EOFError. So do processes a
-    cell forks (`multiprocessing`'s fork workers): a child waiting for an
-    answer would take the worker's, and both would wait for ever.
-    """
-
-    def __init__(self, event_fd: int, control_fd: int, cap: int, key: str) -> None:
-        self._event_fd = event_fd
-        self._control_fd = control_fd
-        self._cap = cap  # the mode's output cap: no event is sent bigger (see `bounds`)
-        self._limit = message_limit(cap)
-        self._key = key  # signs every line: the session refuses one without it
-        self._sync = _line({"t": SYNC, "k": key})
-        self._from_wire: Callable[[bytes], Command] | None = None  # see `receive`
-        self._commands = LineBuffer()  # the control pipe, cut into commands
-        self._queued = b""  # events posted, written with the next one sent
-        self._owner: int | None = _thread.get_ident()
-        self._writing = _thread.allocate_lock()  # one event at a time, whole
-        #: Called before a Done, after the cell's last output: an rpc worker's
-        #: ring says there where the cell's writes ended (see `wire.ring`).
-        self.before_done: Callable[[], object] | None = None
-        os.register_at_fork(after_in_child=self._forked)
-
-    def _forked(self) -> None:
-        """In a child the cell forked: nobody waits, and no other thread holds the lock."""
-        self._owner = None
-        self._writing = _thread.allocate_lock()
-
-    def waits_here(self) -> bool:
-        """Whether the calling thread may wait for the session's answers."""
-        return _thread.get_ident() == self._owner
-
-    def lend(self, owner: int | None) -> None:
-        """Who may wait: None while a kernel is idle (see `between`), the main thread again after.
-
-        Between cells the main thread runs the cells' tasks while it waits for
-        the next command: an answer it waited for there could be that command.
-        """
-        self._owner = owner
-
-    @property
-    def control_fd(self) -> int:
-        return self._control_fd
-
-    def pending(self) -> bool:
-        """Whether the session's next command has begun to arrive (`receive` will not wait long)."""
-        return self._commands.pending()
-
-    def send(self, event: Display | Clear | InputRequest | Reply | Done) -> None:
-        """Report `event` (and any posted before it) after everything the cell wrote."""
-        flush_output()
-        if self.before_done is not None and type(event) is Done:
-            self.before_done()
-        self._write(self._queued + self._line(event))
-        self._queued = b""
-
-    def notify(self, event: Comm) -> None:
-        """Report `event`, from any thread, waiting for nothing; ValueError if it is too big.
-
-        A comm message is not cut to fit as a display is: half a widget's state is none.
-        """
-        flush_output()
-        line = self._signed(event, wait=False)
-        if len(line) > self._limit:
-            raise ValueError(f"a {event.msg_type} of {len(line):,} bytes: more than the kernel "
-                             f"sends in one message ({self._limit:,})")
-        self._write(line)
-
-    def sync(self) -> None:
-        """Wait until the session has read all output written so far (see `_StreamOrder`)."""
-        if self.waits_here():
-            self._write(self._sync)
-            self.receive()
-
-    def _write(self, data: bytes) -> None:
-        with self._writing:
-            write_all(data, self._event_fd)
-
-    def post(self, event: Display) -> None:
-        """Queue `event` to go with the next `send`: one write, one wake-up of the session.
-
-        Only for an event that no output of the cell follows (the final
-        result), since the session would read such output before it.
-        """
-        flush_output()
-        self._queued += self._line(event)
-
-    def ask(self, event: Display | Clear | InputRequest) -> Command:
-        """Send `event` and wait for the session's answer.
-
-        Waiting keeps the order exact: the session drains the capture pipes
-        before it answers, so output the cell writes afterwards cannot be
-        read as if it came first.
-        """
-        self.send(event)
-        return self.receive()
-
-    def receive(self) -> Command:
-        """The next command from the session."""
-        while (line := self._commands.pop()) is None:
-            # Imported here, not at start-up: a oneshot worker seldom waits. As
-            # the runtime's own: spin imports `select`, which a cell's folder may shadow.
-            importhooks.import_own("pyrelune.spin").poll([self._control_fd])  # then read
-            chunk = os.read(self._control_fd, 1 << 16)
-            if not chunk:
-                os._exit(0)  # the session is gone: so is the reason to exist
-            self._commands.feed(chunk)
-        if self._from_wire is None:
-            # Loaded on the first wait, not at start-up: a oneshot cell seldom waits.
-            from pyrelune.wire.commands import from_wire
-
-            self._from_wire = from_wire
-        return self._from_wire(line)
-
-    def publish(self, event: Display | Clear) -> None:
-        """Show a MIME bundle (a `display()` or the final expression), or clear, in its place.
-
-        The final expression is not waited for: only the cell's open figures
-        follow it, and they are displays that wait for their own turn. It is
-        posted, to go in one write with what follows (Done, usually).
-        """
-        if isinstance(event, Display) and event.is_result:
-            self.post(event)
-        elif self.waits_here():
-            self.ask(event)
-        else:  # another thread of the cell's: nothing to wait for (see the class docstring)
-            flush_output()
-            self._write(self._line(event, wait=False))
-
-    def _line(self, event: Display | Clear | InputRequest | Reply | Done,
-              wait: bool = True) -> bytes:
-        """One message to the session: a JSON line, signed, within the event limit.
-
-        Text far over it is cut before it is encoded: a 300 MB display is
-        not copied into a 300 MB line first.
-        """
-        small = (InputRequest, Clear, Reply)  # a Reply is kept small (`introspect`)
-        if isinstance(event, small) or _text_size(event) <= self._limit:
-            line = self._signed(event, wait)
-            if len(line) <= self._limit or isinstance(event, small):
-                return line  # a prompt is cut by the codec that shows it
-        from pyrelune.worker import bounds
-
-        line = self._signed(bounded := bounds.bounded(event, self._cap), wait)
-        if len(line) <= self._limit:
-            return line
-        return self._signed(bounds.plain(bounded, self._cap), wait)
-
-    def _signed(self, event: Display | Clear | InputRequest | Reply | Done | Comm,
-                wait: bool) -> bytes:
-        message = to_wire(event)
-        message["k"] = self._key
-        if not wait:
-            message["wait"] = False
-        return _line(message)
-
-
-def _text_size(event: Display | Done) -> int:
-    """The characters of text `event` holds: a floor on the size of its line."""
-    if isinstance(event, Display):
-        size = 0
-        for value in event.data.values():  # a loop: on every display's path, cheaper than sum()
-            if type(value) is str:
-                size += len(value)
-        return size
-    error = event.error
-    return 0 if error is None else len(error.evalue) + len(error.traceback)
-
-
-def _line(message: dict[str, Any]) -> bytes:
-    """One message to the session: a JSON line."""
-    return (fastjson.dumps(message) + "\n").encode()
-
-
-def flush_output() -> None:
-    """Push every buffered byte of the cell's output into the capture pipes."""
-    _flush((sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__))
-
-
-def flush_stdout() -> None:
-    """What a lines kernel's cell does before it writes around sys.stdout (see flushfirst).
-
-    stderr is line-buffered, as it always was; only stdout can hold whole lines.
-    """
-    _flush((sys.stdout, sys.__stdout__))
-
-
-def _flush(streams: tuple[Any, ...]) -> None:
-    for stream in streams:
-        try:
-            stream.flush()
-        except (OSError, ValueError, AttributeError):
-            pass  # the cell closed or replaced the stream: nothing of ours to flush
-        except RuntimeError:
-            pass  # a signal handler wrote while the stream was writing: it goes on
-    global _fflush
-    if _fflush is None:
-        if "ctypes" not in sys.modules:
-            return  # then no C code of the cell's can have used stdio's buffers
-        import ctypes
-
-        # Looked up once: 15 us a time (numpy loads ctypes). Through a prototype, not the
-        # library's own functions: an rpc worker's call those hand over first (flushfirst).
-        prototype = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
-        _fflush = prototype(("fflush", ctypes.CDLL(None)))
-    _fflush(None)
-
-
-_fflush: Callable[[Any], int] | None = None
 
 
 class _Interruptible:
@@ -373,7 +138,7 @@ class StdFds:
             self._streams = [sys.stdin, sys.stdout, sys.stderr]
             self._settings = [_settings(s) for s in self._streams]
             # The originals, as a script sees them: what `sys.stdout = sys.__stdout__`
-            # restores, and what flush_output flushes even while a cell replaced sys.stdout.
+            # restores, and what `channel.flush_output` flushes while a cell replaced sys.stdout.
             sys.__stdin__, sys.__stdout__, sys.__stderr__ = self._streams  # type: ignore[misc]
 
 

@@ -249,7 +249,7 @@ def with_pip(command: str) -> str:
 
 def flush() -> None:
     """What the cell printed goes out before what a subprocess writes."""
-    from pyrelune.worker.runtime import flush_output
+    from pyrelune.worker.channel import flush_output
 
     flush_output()
 
