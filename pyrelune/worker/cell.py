@@ -38,7 +38,7 @@ _CO_COROUTINE = 0x80  # inspect.CO_COROUTINE
 _FUTURE_FLAGS = 0x1FE0000
 #: The features earlier cells imported: they hold for later cells, as in IPython.
 _future = 0
-#: Where the final expression's value is left for `_execute` to take back.
+#: Where the final expression's value is left for `execute` to take back.
 _RESULT = "__pyrelune_result__"
 # How a compiled cell gives the value to show (see `_compile`).
 _EVALUATED, _ASSIGNED, _NONE = "evaluated", "assigned", "none"
@@ -68,7 +68,7 @@ def run_cell(
             return syntax_error(exc, filename)
         try:
             _begin(namespace)
-            value = _execute(code, result, namespace)
+            value = execute(code, result, namespace)
             if value is not None:
                 released = mainmodule.keep_result(namespace, value)
                 show_result(value)
@@ -104,7 +104,7 @@ def compile_cell(
     Only a cell that does not compile is looked at for it, or one whose
     code names a magic or alias that `namespace` does not define, on a line
     of its own (`ls`, `pwd`, `who`: IPython's automagic), so a plain cell
-    never loads the translator (see `magics`). Console prompts pasted with
+    never loads the translator (see `ipysyntax`). Console prompts pasted with
     the code are taken off first (see `prompts`), as IPython does.
     """
     if ">>>" in source or "In [" in source:
@@ -122,8 +122,8 @@ def compile_cell(
                                        [name for part in code for name in part.co_names])
         if not names or not _alone_on_a_line(source, names):
             return compiled
-    magics = importhooks.import_own("pyrelune.worker.magics")
-    return magics.compile_translated(  # type: ignore[no-any-return]
+    ipysyntax = importhooks.import_own("pyrelune.worker.ipysyntax")
+    return ipysyntax.compile_translated(  # type: ignore[no-any-return]
         source, filename, failed, compiled, _compile, _unshadowed(namespace))
 
 
@@ -256,7 +256,7 @@ def _followed_by_semicolon(source: str, node: Any) -> bool:
     return bool(rest.lstrip().startswith(";"))
 
 
-def _execute(code: Compiled, result: str, namespace: dict[str, Any]) -> Any:
+def execute(code: Compiled, result: str, namespace: dict[str, Any]) -> Any:
     """Run the cell; the final expression's value, or None."""
     if isinstance(code, tuple):
         for part in code:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import codeop
 import warnings
 
-from pyrelune.worker.magics import translate
+from pyrelune.worker.ipysyntax import translate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

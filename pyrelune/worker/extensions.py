@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from pyrelune.worker.magics import UsageError
+from pyrelune.worker.magicbase import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,26 +32,30 @@ _PROBED = frozenset({"config", "parent"})
 _ACCEPTED = ("autoreload", "IPython.extensions.autoreload")
 
 
-def load(line: str, frame: FrameType) -> Any:
-    """`%load_ext name`: import the module and call its `load_ipython_extension`."""
+def load(line: str, frame: FrameType, magics: ModuleType) -> Any:
+    """`%load_ext name`: import the module and call its `load_ipython_extension`.
+
+    `magics` is the module whose tables ran this: the extension's shell runs
+    magics through it (given, not imported: `magics` imports this module).
+    """
     for name in line.split():
         if name in _ACCEPTED or name in _loaded:
             continue
         module = _imported(name)
-        _call(module, "load_ipython_extension", name, frame)
+        _call(module, "load_ipython_extension", name, frame, magics)
         _loaded[name] = module
     return None
 
 
-def unload(line: str, frame: FrameType) -> None:
+def unload(line: str, frame: FrameType, magics: ModuleType) -> None:
     """`%unload_ext name`: its `unload_ipython_extension`, if it has one."""
     for name in line.split():
         module = _loaded.pop(name, None)
         if module is not None and hasattr(module, "unload_ipython_extension"):
-            _call(module, "unload_ipython_extension", name, frame)
+            _call(module, "unload_ipython_extension", name, frame, magics)
 
 
-def reload(line: str, frame: FrameType) -> None:
+def reload(line: str, frame: FrameType, magics: ModuleType) -> None:
     """`%reload_ext name`: unloaded, its module reloaded, loaded again."""
     import importlib
 
@@ -59,9 +63,9 @@ def reload(line: str, frame: FrameType) -> None:
         if name in _ACCEPTED:
             continue
         if name in _loaded:
-            unload(name, frame)
+            unload(name, frame, magics)
             importlib.reload(sys.modules[name])
-        load(name, frame)
+        load(name, frame, magics)
 
 
 def _imported(name: str) -> ModuleType:
@@ -73,21 +77,23 @@ def _imported(name: str) -> ModuleType:
         raise UsageError(f"%load_ext {name}: {exc}") from None
 
 
-def _call(module: ModuleType, function: str, name: str, frame: FrameType) -> None:
+def _call(module: ModuleType, function: str, name: str, frame: FrameType,
+          magics: ModuleType) -> None:
     entry = getattr(module, function, None)
     if not callable(entry):
         raise UsageError(f"%load_ext {name}: the module has no {function}(ipython) function: "
                          "it is not an IPython extension")
-    entry(Shell(frame.f_globals, name))
+    entry(Shell(frame.f_globals, name, magics))
 
 
 class Shell:
     """The part of IPython's InteractiveShell that extensions use, over the cell's namespace."""
 
-    def __init__(self, namespace: dict[str, Any], extension: str) -> None:
+    def __init__(self, namespace: dict[str, Any], extension: str, magics: ModuleType) -> None:
         self.user_ns = namespace
         self.user_global_ns = namespace
         self._extension = extension
+        self._magics = magics
         self.magics_manager = _MagicsManager(self)
         self.configurables: list[Any] = []  # where IPython's Magics put themselves
         self.shell = self
@@ -133,14 +139,10 @@ class Shell:
         exec(statement, self.user_ns)
 
     def run_line_magic(self, name: str, line: str, _stack_depth: int = 1) -> Any:
-        from pyrelune.worker import magics
-
-        return magics.run_line_magic(name, line, sys._getframe(1))
+        return self._magics.run_line_magic(name, line, sys._getframe(1))
 
     def run_cell_magic(self, name: str, line: str, cell: str) -> Any:
-        from pyrelune.worker import magics
-
-        return magics.run_cell_magic(name, line, cell, sys._getframe(1))
+        return self._magics.run_cell_magic(name, line, cell, sys._getframe(1))
 
 
 class _MagicsManager:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 
-from pyrelune.worker.magics import UsageError
+from pyrelune.worker.magicbase import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

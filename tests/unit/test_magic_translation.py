@@ -5,10 +5,11 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyrelune.worker.magics import TimeitResult, format_time, translate
+from pyrelune.worker.ipysyntax import translate
 from pyrelune.worker.shellcmd import SList
+from pyrelune.worker.timemagics import TimeitResult, format_time
 
-CALL = "__import__('pyrelune').worker.magics."
+CALL = "__import__('pyrelune').worker.importhooks.import_own('pyrelune.worker.magics')."
 
 
 def test_each_escape_becomes_one_call_in_place() -> None:

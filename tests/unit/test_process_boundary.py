@@ -9,6 +9,7 @@ load it (and its state) into the runtime's own process, where a cell's
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pyrelune
@@ -116,6 +117,32 @@ def test_transports_are_the_hosts_edge_only() -> None:
                 if module.startswith(("pyrelune.worker", "pyrelune.supervisor", "pyrelune.wire"))
                 for imported, _ in imports if imported.startswith("pyrelune.transports")]
     assert offences == []
+
+
+def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for imported in graph.get(todo.pop(), set()) - seen:
+            seen.add(imported)
+            todo.append(imported)
+    return seen
+
+
+def test_no_magic_module_is_in_an_import_circle() -> None:
+    """The translator, the magics' table and the modules of magics import one way only.
+
+    Every import counts, in functions too, and every module named in a string
+    (`import_own("pyrelune...")`, a magic imported when first used). A
+    translated line's call of `magics` is the cell's code, not the runtime's.
+    """
+    graph = {module: {i for i, _ in imports} for module, imports in _graph().items()}
+    for path in PACKAGE.rglob("*.py"):
+        graph[_module(path)] |= set(re.findall(r"\"(pyrelune(?:\.\w+)+)\"", path.read_text()))
+    magic = [m for m in graph if m.startswith("pyrelune.worker.")
+             and ("magic" in m or m.endswith(("ipysyntax", "extensions")))]
+    assert "pyrelune.worker.magics" in magic and "pyrelune.worker.ipysyntax" in magic
+    assert [m for m in magic if m in _reached(graph, m)] == []
 
 
 def test_the_check_sees_a_forbidden_import() -> None:
