@@ -129,9 +129,8 @@ class JupyterServer:
         self.signer = jupyter.Signer(connection.key, connection.signature_scheme)
         builder = jupyter.Builder(os.urandom(16).hex(), _username())
         self.codec = JupyterCodec(builder, self.signer, cap)
-        # It asks of its loop only what `Loop` offers, though typed for asyncio's.
         # Its workers' widgets talk to the front end (comms: see `worker.comms`).
-        self.kernel = EventedKernel(loop, self._on_event,  # type: ignore[arg-type]
+        self.kernel = EventedKernel(loop, self._on_event,
                                     DISPLAY_LIMIT if cap is None else cap, comms=True,
                                     shown=SHOWN)
         self._pump_due = False

@@ -149,9 +149,7 @@ class RpcServer:
         self.loop = loop
         self.protocol = rpc.RpcCodec(settings.token, settings.max_output)
         cap = DEFAULT_LIMIT if settings.max_output is None else settings.max_output
-        # It asks of its loop only what `Loop` offers, though typed for asyncio's.
-        self.kernel = EventedKernel(loop, self._on_event, cap,  # type: ignore[arg-type]
-                                    shown=rpc.SHOWN)
+        self.kernel = EventedKernel(loop, self._on_event, cap, shown=rpc.SHOWN)
         self.client: Connection | None = None  # the one served: it may see the cells
         self._guests: dict[WebSocketConnection, rpc.Guest] = {}  # oldest first
         self._when_settled: Callable[[], None] | None = None  # once no cell runs, no reset

@@ -1,4 +1,7 @@
-"""The asyncio driver: a kernel whose worker is watched by an event loop, for the rpc kernel.
+"""The event-loop driver: a kernel whose worker is watched by the kernel's loop (rpc, Jupyter).
+
+The loop is `transports.reactor.Reactor` for the rpc kernel over a pipe, and
+asyncio's for WebSocket and Jupyter: this asks of it only what `Loop` offers.
 
 The loop reads the transport too, so output streams to the host while the
 cell runs and an interrupt is read while it runs. The worker's pipes are
@@ -20,11 +23,11 @@ from pyrelune.wire.events import Done, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import asyncio
     from collections.abc import Callable, Iterable
     from typing import Any
 
     from pyrelune.supervisor.link import WorkerLink
+    from pyrelune.transports.reactor import Loop, TimerHandle
     from pyrelune.wire.events import Event
 
 #: Without a pidfd to say the worker exited, look this often.
@@ -40,7 +43,7 @@ _RING_IDLE = 0.025
 class EventedKernel:
     """A `Kernel` whose events reach `on_event` as they happen, on `loop`."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, on_event: Callable[[Event], None],
+    def __init__(self, loop: Loop, on_event: Callable[[Event], None],
                  cap: int, interactive: bool = True, comms: bool = False,
                  shown: tuple[str, ...] | None = None) -> None:
         """`comms` and `shown`: see `Kernel`."""
@@ -49,9 +52,9 @@ class EventedKernel:
         self._watched: set[int] = set()
         self._paused: set[int] = set()  # capture pipes left to fill for a moment
         self._held = False  # no descriptor is read: see `hold`
-        self._resume_timer: asyncio.TimerHandle | None = None
-        self._poll_timer: asyncio.TimerHandle | None = None
-        self._ring_timer: asyncio.TimerHandle | None = None
+        self._resume_timer: TimerHandle | None = None
+        self._poll_timer: TimerHandle | None = None
+        self._ring_timer: TimerHandle | None = None
         self._ring_wait = _RING_SOON
         # Whenever the kernel replaces its worker, the old one's descriptors are let go first.
         self._kernel = Kernel(interactive, cap, before_replace=self._unwatch, comms=comms,

@@ -39,7 +39,7 @@ class WorkerProcess:
         # Every event line the worker sends carries this: a line a cell writes
         # into the event pipe (from /proc/self/fd, say) does not, and is foreign.
         key = os.urandom(8).hex()
-        # Until the worker has its own SIGINT handler (see worker.become_worker),
+        # Until the worker has its own SIGINT handler (see `worker.runtime.become_worker`),
         # an interrupt must not raise KeyboardInterrupt in the supervisor's code
         # that the child still runs: it waits, blocked, to be ignored or kept.
         _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)

@@ -4,8 +4,9 @@ No I/O here, as in the codecs. A driver feeds it what happened (bytes off
 the event pipe, how much output it just read, an interrupt it sent) and the
 time, and it answers what to do (a line for the control pipe, SIGINT to the
 cell, a kill with the error to report) and when to look again. Two drivers
-do the waiting: `blocking` with select (oneshot, lines) and `evented` with
-asyncio (rpc); `link` is the I/O they share.
+do the waiting: `blocking` with select (oneshot, lines) and `evented` on
+the kernel's event loop (rpc, Jupyter: `transports.reactor` over a pipe,
+asyncio's otherwise); `link` is the I/O they share.
 
 Timing rules: past the deadline the cell is interrupted, and killed with its
 whole process group `GRACE` later (or the grace its driver gives `begin`); a

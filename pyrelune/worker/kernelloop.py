@@ -1,6 +1,6 @@
 """What a kernel's worker adds to the worker: a loop of cells, and streams for its host.
 
-The worker process itself (worker.py) is shared with oneshot mode, whose
+The worker process itself (`runtime`, `channel`) is shared with oneshot mode, whose
 start-up pays for every module it imports; what only kernels need is here.
 A kernel's worker runs cells from the control pipe in one namespace, ends
 with its session (the lifeline), and makes sys.stdout and sys.stderr the

@@ -89,6 +89,10 @@ class RingText(io.TextIOWrapper):
             self._printing.follow(self)
 
 
+def _no_switch() -> None:
+    """What `LivePrint` calls when no switch between the streams is due: nothing."""
+
+
 class LivePrint:
     """The worker's `print`: one copy into the ring for a print to its stdout.
 
@@ -105,7 +109,7 @@ class LivePrint:
         fast: Any = None
         stdout: Any = None  # the stream last aimed at
         due: Any = None  # the stream a switch is due to, and what switches
-        switch: Callable[[], object] = int
+        switch: Callable[[], object] = _no_switch
         forked = False
 
         def print(*args: object, sep: str | None = None, end: str | None = None,
@@ -147,7 +151,7 @@ class LivePrint:
             stdout = stream
             if not forked:
                 fast, due = (None, stream) if then else (_plain(stream), None)
-                switch = then or int
+                switch = then or _no_switch
 
         def follow(stream: Any) -> None:
             """`stream` was reconfigured: print straight to it only while it is plain."""

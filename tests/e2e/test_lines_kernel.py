@@ -60,7 +60,7 @@ def test_error_keeps_output_and_shows_only_cell_frames(kernel: Host) -> None:
     assert error.startswith("Traceback (most recent call last):\n")
     assert error.endswith("ZeroDivisionError: division by zero\n")
     assert "return 1 / 0" in error and "line 4" in error  # source lines are quoted
-    assert "pyrelune" not in error and "worker.py" not in error and "cell.py" not in error
+    assert "pyrelune" not in error and "runtime.py" not in error and "cell.py" not in error
 
 
 def test_stderr_capture(kernel: Host) -> None:
