@@ -44,7 +44,9 @@ class WebSocketConnection:
     end is usually three messages at once (the started response, its result,
     execute.done), and the client then wakes up once, not three times. The
     frames are made by the connection's own sans-I/O protocol, as its `send()`
-    makes them; only the coroutine around each one is left out.
+    makes them; only the coroutine around each one is left out. Its
+    `protocol` and `transport` are not promised API: pyproject.toml allows
+    only the websockets versions this was tested with.
     """
 
     def __init__(self, websocket: ServerConnection, drain_timeout: float) -> None:
