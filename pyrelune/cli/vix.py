@@ -161,7 +161,7 @@ def _missing_modules(preload: str) -> list[str]:
     """The names in a --preload list that no module of this environment answers to."""
     import importlib.util
 
-    from pyrelune.cli.entry import preload_names
+    from pyrelune.warm.gate import preload_names
 
     missing = []
     for name in preload_names(preload).split(","):

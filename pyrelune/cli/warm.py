@@ -19,8 +19,8 @@ Preload = Annotated[
 
 
 def _preload(preload: str | None) -> str:
-    from pyrelune.cli.entry import preload_names
     from pyrelune.warm import control
+    from pyrelune.warm.gate import preload_names
 
     return preload_names(preload) if preload else control.setting()
 

@@ -12,15 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyrelune.cli.entry import WARM_OFF, preload_names, warm_folder
 from pyrelune.vix import descriptor as descriptors
 from pyrelune.vix import discovery, fonts, host, jsonfile, launcher
 from pyrelune.vix.places import Places, project_package_dir
+from pyrelune.warm.gate import WARM_OFF, preload_names, warm_folder
 
 PROBE = "print(6 * 7)"
 EXPECTED = "42\n"
 #: The warm check's cell: one that imports, as only such a cell is served warm.
-#: The `%` makes the launcher hand it to the warm process (see `cli.entry.gains`).
+#: The `%` makes the launcher hand it to the warm process (see `warm.gate.gains`).
 WARM_PROBE = "print('%d' % (6 * 7))"
 
 

@@ -8,8 +8,8 @@ import socket
 import time
 from typing import Any
 
-from pyrelune.cli.entry import WARM_OFF, preload_names, warm_paths
 from pyrelune.warm import frames, place, route, starts
+from pyrelune.warm.gate import WARM_OFF, preload_names, warm_paths
 
 
 def setting() -> str:

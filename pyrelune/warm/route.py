@@ -1,10 +1,10 @@
 """Which way a cell goes: to the warm process, or cold; and the start of one at first use.
 
 Runs in the process Vix Note execs, before every warm-enabled cell, so it
-imports nothing. A cell that cannot gain from the preload (`entry.gains`)
+imports nothing. A cell that cannot gain from the preload (`gate.gains`)
 runs cold without asking: for a cell that needs none of the preloaded
 modules the warm path costs more than a cold start (when a warm process
-runs, `pyrelune.cli.entry` decides so before this module is imported). On
+runs, `pyrelune.warm.gate` decides so before this module is imported). On
 first use (no warm process) the cell runs cold, and once its response is
 out (`Start.spawn`) a warm process starts in the background, detached and
 holding none of the caller's descriptors. With PYRELUNE_WARM_DEBUG set,
@@ -17,8 +17,8 @@ import os
 import sys
 import time
 
-from pyrelune.cli.entry import warm_paths
 from pyrelune.warm import place
+from pyrelune.warm.gate import cold, warm_paths
 
 #: The lock's descriptor in the warm process (see `Start`).
 LOCK_FD = 3
@@ -43,7 +43,7 @@ def run(raw: bytes, preload: str, handed: bool
     when the cold cell's deadline started, if the warm process was asked first.
 
     `handed`: the cell goes to the warm process if one serves (it may gain
-    from the preload: `entry.gains`, or every cell does); else it runs cold.
+    from the preload: `gate.gains`, or every cell does); else it runs cold.
     """
     socket_path, lock_path = warm_paths(preload)
     try:
@@ -75,13 +75,6 @@ def _first_use(preload: str, lock_path: str) -> tuple[int | None, Start | None, 
     if isinstance(start, str):
         return cold(start), None, None
     return cold(STARTING), start, None
-
-
-def cold(reason: str) -> int | None:
-    """None (run it cold), said on stderr with PYRELUNE_WARM_DEBUG."""
-    if os.environ.get("PYRELUNE_WARM_DEBUG"):
-        os.write(2, f"pyrelune warm: cold ({reason})\n".encode("utf-8", "replace"))
-    return None
 
 
 class Start:

@@ -193,14 +193,15 @@ def imported(result: HostResult) -> set[str]:
 
 def test_a_cell_that_uses_no_preloaded_module_imports_what_a_cold_start_imports(
         warm: Warm, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a warm process running, the launcher decides before importing any of warm start."""
+    """With a warm process running, the launcher decides with nothing of warm start but its gate."""
     monkeypatch.delenv("PYRELUNE_WARM_DEBUG")
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
     warm.start()
     cold = VixHost().run_cell("print(2 + 3)", env={"PYRELUNE_WARM": "0"})
     routed = warm.host.run_cell("print(2 + 3)")
     assert routed.stdout == cold.stdout
-    assert not {name for name in imported(routed) if name.startswith("pyrelune.warm")}
+    warm_modules = {name for name in imported(routed) if name.startswith("pyrelune.warm")}
+    assert warm_modules == {"pyrelune.warm", "pyrelune.warm.gate"}
     assert imported(routed) == imported(cold)
     assert warmhost.status() is not None  # running all along: the socket was there
 
