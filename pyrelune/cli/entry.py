@@ -22,25 +22,26 @@ _LINES = {("--mode", "lines"), ("--mode=lines",)}
 def main(warm: str | None = None) -> None:
     """`warm`: the launcher's warm-start setting (`vix install --warm`); $PYRELUNE_WARM wins."""
     if len(sys.argv) == 1:
-        raw = start = started = None
+        raw = start = started = refusal = None
         setting = os.environ.get("PYRELUNE_WARM", warm or "")
         # Unset, warm start is off without a look at its gate (see pyrelune.warm.gate).
         if setting and not os.isatty(0):
             from pyrelune.warm import gate
 
-            if setting.lower() not in gate.WARM_OFF:
+            preload, every, refusal = gate.launcher_settings(setting)
+            if preload is not None:
                 from pyrelune.transports import stdio
 
                 # A closed stream, or a request too large, is oneshot's to answer.
                 if not (stdio.closed(0) or stdio.closed(1)):
                     raw = stdio.read_all(0, stdio.MAX_REQUEST)
                     if len(raw) <= stdio.MAX_REQUEST:
-                        served, start, started = _warm(raw, gate.preload_names(setting))
+                        served, start, started = _warm(raw, preload, every)
                         if served is not None:
                             os._exit(served)  # answered by the warm runtime: nothing of ours left
         from pyrelune.modes import oneshot
 
-        status = oneshot.main(raw=raw, started=started)
+        status = oneshot.main(raw=raw, started=started, refusal=refusal)
         # The response is out and the worker's group is gone: once the exit
         # begins, nothing is left to do, and the interpreter's teardown of
         # its modules (about 4 ms, a tenth of a cell's run) would only delay
@@ -84,18 +85,18 @@ def main(warm: str | None = None) -> None:
 # what a cold start costs. Everything else goes on to pyrelune.warm.route.
 
 
-def _warm(raw: bytes, preload: str) -> tuple[int | None, Start | None, float | None]:
+def _warm(raw: bytes, preload: str, every: bool
+          ) -> tuple[int | None, Start | None, float | None]:
     """What `route.run` answers for the request `raw`; a cell that cannot gain (`gains`)
     with the warm process's socket in place is cold without asking it.
 
-    PYRELUNE_WARM_EVERY hands every cell to the warm process; with
+    `every` (PYRELUNE_WARM_EVERY) hands every cell to the warm process; with
     PYRELUNE_WARM_DEBUG, route makes all its checks, to say why a cell ran cold.
     """
     from pyrelune.warm import gate
 
-    handed = (os.environ.get("PYRELUNE_WARM_EVERY", "").lower() not in gate.WARM_OFF
-              or gate.gains(raw, preload))
-    if not handed and not os.environ.get("PYRELUNE_WARM_DEBUG"):
+    handed = every or gate.gains(raw, preload)
+    if not handed and not gate.flag("PYRELUNE_WARM_DEBUG"):
         try:
             os.lstat(gate.warm_paths(preload)[0])
             return None, None, None  # a warm process's (or one route refuses): nothing to start

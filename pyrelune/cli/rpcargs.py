@@ -150,7 +150,7 @@ def settings(values: dict[str, Any]) -> Settings:
     if token is None and token_file is not None:
         token = token_file.read_text(encoding="utf-8").strip()
     if token is None and listen is not None:
-        token = os.environ.get("PYRELUNE_TOKEN") or None
+        token = rules.token()
     try:
         address = rpc.parse_listen(listen) if listen is not None else None
         max_message = rpc.DEFAULT_MAX_MESSAGE if max_message_size is None else (

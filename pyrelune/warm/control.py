@@ -9,13 +9,15 @@ import time
 from typing import Any
 
 from pyrelune.warm import frames, place, route, starts
-from pyrelune.warm.gate import WARM_OFF, preload_names, warm_paths
+from pyrelune.warm.gate import DEFAULT_PRELOAD, preload_names, warm_paths
 
 
 def setting() -> str:
-    """The preload list $PYRELUNE_WARM names, else the default one."""
-    value = os.environ.get("PYRELUNE_WARM", "")
-    return preload_names(value if value.lower() not in WARM_OFF else "1")
+    """The preload list $PYRELUNE_WARM names, else (unset, off) the default one.
+
+    Raises settings.SettingError for a bad value.
+    """
+    return preload_names(os.environ.get("PYRELUNE_WARM", "")) or DEFAULT_PRELOAD
 
 
 def ask(preload: str, kind: bytes, timeout: float = 5.0) -> bytes | None:

@@ -4,7 +4,12 @@ Imported on the oneshot path whenever a warm setting is given, before anything
 else of warm start: with a warm process running, a cell that cannot gain from
 the preload (`print(2 + 3)`) goes cold from what this module says, at what a
 cold start costs (see `pyrelune.cli.entry`). So it imports nothing but `os`
-and `sys`; `route` and the rest of warm start import it, never the reverse.
+and `sys` (and `pyrelune.settings` for a bad value, to refuse it); `route`
+and the rest of warm start import it, never the reverse.
+
+It has the rules of the variables start-up reads (`settings` has the others):
+PYRELUNE_WARM (or the launcher's `--warm`) by `preload_names`,
+PYRELUNE_WARM_EVERY and PYRELUNE_WARM_DEBUG by `flag`.
 """
 
 from __future__ import annotations
@@ -14,8 +19,13 @@ import sys
 
 from pyrelune import __version__
 
-#: PYRELUNE_WARM values that leave warm start off.
-WARM_OFF = ("", "0", "off", "no", "false")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+#: The words of a switch (PYRELUNE_WARM, a `flag`), in any case, spaces around ignored.
+OFF = ("", "0", "off", "no", "false")
+ON = ("1", "on", "yes", "true")
 #: What PYRELUNE_WARM=1 (or a bare `--warm`) preloads: as much of these as is installed.
 DEFAULT_PRELOAD = "numpy,pandas,matplotlib"
 #: 2**64 - 59: what names a warm process's socket (see `warm_paths`).
@@ -30,15 +40,67 @@ _IMPORTING = (b"%", b"__import__", b"import_module")
 _STATEMENT_STARTS = (b"\\n", b";", b'"', b":")
 
 
-def preload_names(setting: str) -> str:
-    """The comma-separated module names a setting (PYRELUNE_WARM, the launcher's) preloads."""
-    return DEFAULT_PRELOAD if setting.strip().lower() in ("1", "on", "yes", "true") else ",".join(
-        name.strip() for name in setting.split(",") if name.strip())
+def launcher_settings(setting: str) -> tuple[str | None, bool, str | None]:
+    """What the launcher reads before a cell: the preload list `setting` names (None:
+    warm start is off), PYRELUNE_WARM_EVERY, and why the cell is refused, if a
+    warm-start variable breaks its rule (oneshot answers `invalid_configuration`).
+
+    PYRELUNE_WARM_IDLE is the warm process's, checked here too (when set) so
+    that a bad one is said to the cell rather than left to the warm process.
+    """
+    try:
+        preload = preload_names(setting)
+        if preload is None:
+            return None, False, None
+        every = flag("PYRELUNE_WARM_EVERY")
+        flag("PYRELUNE_WARM_DEBUG")
+        if os.environ.get("PYRELUNE_WARM_IDLE", "").strip():
+            from pyrelune import settings
+
+            settings.warm_idle()
+    except ValueError as refusal:  # settings.SettingError: nothing else parses here
+        return None, False, str(refusal)
+    return preload, every, None
+
+
+def preload_names(setting: str, name: str = "PYRELUNE_WARM") -> str | None:
+    """The comma-separated module names a warm setting (PYRELUNE_WARM, the launcher's)
+    preloads; None: warm start is off.
+
+    A switch (`OFF`; `ON`: `DEFAULT_PRELOAD`), else module names, comma-separated,
+    spaces around ignored; else SettingError, which names the setting: `name`.
+    """
+    word = setting.strip().lower()
+    if word in OFF:
+        return None
+    if word in ON:
+        return DEFAULT_PRELOAD
+    names = [part.strip() for part in setting.split(",") if part.strip()]
+    if not names or not all(part.isidentifier() for module in names
+                            for part in module.split(".")):
+        _refuse(name, f"0 (off), 1 ({DEFAULT_PRELOAD}) or module names, comma-separated",
+                setting)
+    return ",".join(names)
+
+
+def flag(name: str) -> bool:
+    """The switch $`name` (PYRELUNE_WARM_EVERY, PYRELUNE_WARM_DEBUG), off when unset."""
+    value = os.environ.get(name, "")
+    word = value.strip().lower()
+    if word not in ON and word not in OFF:
+        _refuse(name, "1 or 0 (or on/off, yes/no, true/false)", value)
+    return word in ON
+
+
+def _refuse(name: str, rule: str, text: str) -> NoReturn:
+    from pyrelune import settings
+
+    raise settings.broken(name, rule, text)
 
 
 def cold(reason: str) -> int | None:
     """None (run it cold), said on stderr with PYRELUNE_WARM_DEBUG."""
-    if os.environ.get("PYRELUNE_WARM_DEBUG"):
+    if flag("PYRELUNE_WARM_DEBUG"):
         os.write(2, f"pyrelune warm: cold ({reason})\n".encode("utf-8", "replace"))
     return None
 

@@ -762,11 +762,36 @@ def test_an_idle_timeout_out_of_range_is_refused_clearly_and_starts_nothing(
     started = warmhost.command("start")
     assert started.returncode == 1, started
     assert started.stderr == f"not started: {said}\n"
-    for _ in range(2):
-        which, result = warm.which()
-        assert which == "cold"
-        assert cold_reason(result).endswith(f"({said})")
+    for _ in range(2):  # a cell is refused as for any bad setting, rather than run cold unsaid
+        _, result = warm.which()
+        assert result.error["code"] == "invalid_configuration"
+        assert result.failure is not None and said in result.failure
     assert warm.processes() == []
+
+
+@pytest.mark.parametrize("env", [
+    {"PYRELUNE_WARM": "colorsys pandas"}, {"PYRELUNE_WARM": ","},
+    {"PYRELUNE_WARM_EVERY": "maybe"}, {"PYRELUNE_WARM_DEBUG": "2"},
+], ids=lambda env: f"{next(iter(env))}={next(iter(env.values()))}")
+def test_a_bad_warm_variable_is_an_invalid_configuration(warm: Warm, env: dict[str, str]) -> None:
+    _, result = warm.which(env=env)
+    assert result.error["code"] == "invalid_configuration"
+    assert result.failure is not None and f"{next(iter(env))} must be " in result.failure
+    assert not warm.folder.exists()  # nothing of warm start was tried
+
+
+def test_a_switch_with_spaces_around_is_off(warm: Warm) -> None:
+    """`OFF ` is off, as doctor reports it: no warm process, not a module named OFF."""
+    which, result = warm.which(env={"PYRELUNE_WARM": "OFF "})
+    assert which == "cold" and result.stderr == b""
+    assert not warm.folder.exists()
+
+
+def test_a_bad_preload_option_is_a_usage_error(warm: Warm) -> None:
+    shown = warmhost.command("status", "--preload", "colorsys pandas")
+    assert shown.returncode == 2, shown
+    assert "--preload must be 0 (off), 1 (numpy,pandas,matplotlib) or module names" in \
+        " ".join(shown.stderr.split())
 
 
 def test_a_warm_process_that_keeps_dying_is_not_restarted_for_every_cell(
