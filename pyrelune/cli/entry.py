@@ -49,8 +49,13 @@ def main(warm: str | None = None) -> None:
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:  # None: the host started us with it closed
                 stream.flush()
-        if start is not None:
-            start.spawn()  # first use: the cell has answered, so nothing competes with it
+        if start is not None:  # first use: the cell has answered, so nothing competes with it
+            from pyrelune.warm import route
+
+            try:
+                start.spawn()
+            except route.NoStart:
+                pass  # none started: the next cell tries again
         atexit.register(os._exit, status)
         sys.exit(status)
     if tuple(sys.argv[1:]) in _LINES:

@@ -66,13 +66,11 @@ def start(preload: str, timeout: float = 120.0) -> dict[str, Any]:
     found = status(preload)
     if found is not None:
         return found
-    start = route.Start.reserve(preload, lock_path, patient=False)
-    if isinstance(start, route.Start):
-        said = start.spawn()
-        if said != route.STARTING:
-            raise NotStarted(said)
-    elif start != route.BUSY:
-        raise NotStarted(start)
+    try:
+        route.Start.reserve(preload, lock_path, patient=False).spawn()
+    except route.NoStart as why:
+        if not why.busy:  # else one is on its way: waited for below
+            raise NotStarted(str(why)) from None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = status(preload)

@@ -22,7 +22,7 @@ from pyrelune.warm.gate import cold, warm_paths
 
 #: The lock's descriptor in the warm process (see `Start`).
 LOCK_FD = 3
-#: What `Start` says when a warm process is on its way: one spawned, or another's.
+#: What a cold cell says when a warm process is on its way: one spawned, or another's.
 STARTING = "starting a warm process"
 BUSY = "warm process starting"
 _PROGRAM = """\
@@ -71,10 +71,20 @@ def run(raw: bytes, preload: str, handed: bool
 
 
 def _first_use(preload: str, lock_path: str) -> tuple[int | None, Start | None, None]:
-    start = Start.reserve(preload, lock_path)
-    if isinstance(start, str):
-        return cold(start), None, None
+    try:
+        start = Start.reserve(preload, lock_path)
+    except NoStart as why:
+        return cold(str(why)), None, None
     return cold(STARTING), start, None
+
+
+class NoStart(Exception):
+    """Why no warm process is started; `busy`: because one is on its way (or runs) already,
+    which is no failure."""
+
+    def __init__(self, reason: str, busy: bool = False) -> None:
+        super().__init__(reason)
+        self.busy = busy
 
 
 class Start:
@@ -94,9 +104,10 @@ class Start:
         self.log = log
 
     @classmethod
-    def reserve(cls, preload: str, lock_path: str, patient: bool = True) -> Start | str:
-        """The start to make, or why none: one is starting (or running), the setting is
-        wrong, the last ones died (unless not `patient`: see `starts`), or an error."""
+    def reserve(cls, preload: str, lock_path: str, patient: bool = True) -> Start:
+        """The start to make; else NoStart says why none: one is starting (or running),
+        the setting is wrong, the last ones died (unless not `patient`: see `starts`),
+        or an error."""
         import fcntl  # first use only
 
         from pyrelune import settings
@@ -105,11 +116,11 @@ class Start:
         try:
             settings.warm_idle()  # the warm process's own: it would die of a bad one
         except settings.SettingError as exc:
-            return str(exc)
+            raise NoStart(str(exc)) from None
         try:
             lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
-            return f"lock: {exc.strerror}"
+            raise NoStart(f"lock: {exc.strerror}") from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             if lock <= LOCK_FD:  # kept apart from the descriptors the spawn sets up
@@ -122,14 +133,14 @@ class Start:
                 starts.Record(starts.STARTING, record.failures, time.time()).write(lock)
         except OSError:
             os.close(lock)
-            return BUSY
+            raise NoStart(BUSY, busy=True) from None
         if refusal is not None:
             os.close(lock)
-            return refusal
+            raise NoStart(refusal)
         return cls(preload, lock, starts.log_path(lock_path))
 
-    def spawn(self) -> str:
-        """Start the warm process, detached; say how it went.
+    def spawn(self) -> None:
+        """Start the warm process, detached (NoStart if it cannot be).
 
         posix_spawn (no fork of this process): its own session, stdin and
         stdout on /dev/null, stderr to its log (see `starts`), the lock as
@@ -149,7 +160,6 @@ class Start:
             os.posix_spawn(sys.executable, [sys.executable, "-c", _PROGRAM, self.preload],
                            os.environ, file_actions=actions, setsid=True)
         except (OSError, NotImplementedError) as exc:
-            return f"spawn: {exc}"
+            raise NoStart(f"spawn: {exc}") from None
         finally:
             os.close(self.lock)
-        return STARTING
