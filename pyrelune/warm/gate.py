@@ -30,6 +30,10 @@ ON = ("1", "on", "yes", "true")
 DEFAULT_PRELOAD = "numpy,pandas,matplotlib"
 #: 2**64 - 59: what names a warm process's socket (see `warm_paths`).
 _NAME_PRIME = 0xFFFFFFFFFFFFFFC5
+#: The longest socket path: `sun_path` holds 108 bytes, its NUL included on some systems.
+SOCKET_PATH_MAX = 107
+#: What `warm_paths` adds to the folder for the socket's name.
+_SOCKET_NAME = len("/warm-0123456789abcdef.sock")
 #: What a cell may hold that imports a preloaded module without naming it: an
 #: IPython magic (`%pylab`, `%run script.py`), an import by a name computed at run
 #: time; and, checked statement by statement (`_imports_beyond_stdlib`), an import
@@ -167,11 +171,15 @@ def plain_path(preload: str) -> str:
 def warm_folder() -> str:
     """Where warm sockets live: $XDG_RUNTIME_DIR/pyrelune, else /tmp/pyrelune-<uid>.
 
-    Created 0700 when missing, and checked before use, by pyrelune.warm.place.
+    Else too when $XDG_RUNTIME_DIR is so long that a socket's path in it
+    would not fit `sun_path` (`SOCKET_PATH_MAX`): binding it would fail.
+    Created 0700 when missing, and checked before use (the user's own, no
+    one else let in), by pyrelune.warm.place.
     """
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if runtime.startswith("/"):
-        return os.path.join(runtime, "pyrelune")
+    folder = os.path.join(runtime, "pyrelune")
+    if runtime.startswith("/") and len(os.fsencode(folder)) + _SOCKET_NAME <= SOCKET_PATH_MAX:
+        return folder
     return f"/tmp/pyrelune-{os.getuid()}"
 
 

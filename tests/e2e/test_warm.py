@@ -27,7 +27,7 @@ import pytest
 import warmhost
 from vixhost import HostResult, VixHost, encode_request, pyrelune_command
 
-from pyrelune.warm import starts
+from pyrelune.warm import gate, route, starts
 
 PRELOAD = "colorsys"
 WHICH = "import sys\nprint('warm' if 'colorsys' in sys.modules else 'cold')"
@@ -343,6 +343,31 @@ def test_a_warm_process_that_refuses_means_cold(warm: Warm) -> None:
 
 
 # --- security -------------------------------------------------------------------------------
+
+
+def test_a_runtime_folder_too_long_for_a_socket_falls_back_to_a_short_one(
+        warm: Warm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A socket's path has at most 107 bytes: past that, /tmp/pyrelune-<uid>, made 0700."""
+    runtime = tmp_path / ("r" * 120)
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    # A preload of its own: the fallback folder is shared, its warm process must not be.
+    preload = f"{PRELOAD},pyrelune_test_long_{os.getpid()}"
+    monkeypatch.setenv("PYRELUNE_WARM", preload)
+    socket_path, lock_path = gate.warm_paths(preload)
+    folder = Path(socket_path).parent
+    assert folder == Path(f"/tmp/pyrelune-{os.getuid()}")
+    try:
+        which, result = warm.which()
+        assert which == "cold" and cold_reason(result).endswith(f"({route.STARTING})")
+        assert warmhost.wait_until(lambda: os.path.exists(socket_path))
+        which, result = warm.which()
+        assert which == "warm", result
+        assert folder.stat().st_mode & 0o777 == 0o700
+    finally:
+        warmhost.stop_all(runtime)
+        for leftover in (lock_path, starts.log_path(lock_path)):
+            Path(leftover).unlink(missing_ok=True)
 
 
 def test_a_socket_folder_others_can_enter_is_refused(warm: Warm) -> None:

@@ -3,6 +3,7 @@ doctor reads them by the same."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,14 @@ from pyrelune.settings import SettingError
 from pyrelune.vix import doctor
 from pyrelune.vix.discovery import Extension
 from pyrelune.vix.host import Exchange
-from pyrelune.warm.gate import DEFAULT_PRELOAD, flag, launcher_settings, preload_names
+from pyrelune.warm.gate import (
+    DEFAULT_PRELOAD,
+    SOCKET_PATH_MAX,
+    flag,
+    launcher_settings,
+    preload_names,
+    warm_paths,
+)
 
 WARM_VARIABLES = ("PYRELUNE_WARM_EVERY", "PYRELUNE_WARM_DEBUG", "PYRELUNE_WARM_IDLE")
 
@@ -113,3 +121,15 @@ def test_doctor_fails_a_bad_warm_setting_with_its_rule(
     assert not found.passed
     assert found.detail.startswith("PYRELUNE_WARM must be 0 (off), 1 (numpy,pandas,matplotlib) "
                                    "or module names, comma-separated, not 'numpy pandas'")
+
+
+@pytest.mark.parametrize("length", [1, 40, 71, 72, 200])
+def test_a_socket_path_always_fits_sun_path(monkeypatch: pytest.MonkeyPatch, length: int) -> None:
+    runtime = "/run/" + "r" * length
+    monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
+    socket_path, lock_path = warm_paths("colorsys")
+    assert len(socket_path.encode()) <= SOCKET_PATH_MAX
+    fits = len(f"{runtime}/pyrelune/warm-0123456789abcdef.sock") <= SOCKET_PATH_MAX
+    folder = f"{runtime}/pyrelune" if fits else f"/tmp/pyrelune-{os.getuid()}"
+    assert os.path.dirname(socket_path) == os.path.dirname(lock_path) == folder
+
