@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 
+from pyrelune import PyreluneError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeVar
@@ -39,7 +41,7 @@ MAX_BYTES = 1 << 40
 _QUOTED = 80
 
 
-class SettingError(ValueError):
+class SettingError(PyreluneError, ValueError):
     """A setting's value breaks its rule; the message names the setting and the rule."""
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+from pyrelune import PyreluneError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -66,7 +68,7 @@ _BY_NAME = {option.name: option for option in OPTIONS.values()}
 _MODE = "--mode"
 
 
-class Usage(Exception):
+class Usage(PyreluneError):
     """Values the command line refuses: `message`, about the option `hint` if it names one."""
 
     def __init__(self, message: str, hint: str | None = None) -> None:

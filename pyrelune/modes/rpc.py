@@ -26,6 +26,7 @@ import os
 import sys
 import time
 
+from pyrelune import PyreluneError
 from pyrelune.protocols import rpc
 from pyrelune.protocols.streaming import DEFAULT_LIMIT
 from pyrelune.supervisor.evented import EventedKernel
@@ -90,8 +91,8 @@ class Settings:
         self.drain_timeout = drain_timeout
 
 
-class ConfigError(Exception):
-    """Settings the kernel refuses to start with; the message says why."""
+class ConfigError(PyreluneError):
+    """What the rpc kernel refuses to start with (a --listen value, streams it cannot use)."""
 
 
 def parse_listen(value: str) -> tuple[str, int]:

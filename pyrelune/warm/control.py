@@ -8,6 +8,7 @@ import socket
 import time
 from typing import Any
 
+from pyrelune import PyreluneError
 from pyrelune.warm import frames, place, route, starts
 from pyrelune.warm.gate import DEFAULT_PRELOAD, preload_names, warm_paths
 
@@ -50,7 +51,7 @@ def status(preload: str) -> dict[str, Any] | None:
     return found
 
 
-class NotStarted(Exception):
+class NotStarted(PyreluneError):
     """The warm process could not be started, or died before it served; the message says why."""
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 
+from pyrelune import PyreluneError
 
-class Unsafe(Exception):
+
+class Unsafe(PyreluneError):
     """The folder or the socket is not the user's alone: warm start is not used."""
 
 

@@ -17,6 +17,7 @@ import os
 import sys
 import time
 
+from pyrelune import PyreluneError
 from pyrelune.warm import place
 from pyrelune.warm.gate import cold, warm_paths
 
@@ -78,7 +79,7 @@ def _first_use(preload: str, lock_path: str) -> tuple[int | None, Start | None, 
     return cold(STARTING), start, None
 
 
-class NoStart(Exception):
+class NoStart(PyreluneError):
     """Why no warm process is started; `busy`: because one is on its way (or runs) already,
     which is no failure."""
 

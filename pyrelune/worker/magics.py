@@ -20,6 +20,7 @@ import os
 import re
 import sys
 
+from pyrelune import PyreluneError
 from pyrelune.wire.events import Clear
 
 TYPE_CHECKING = False
@@ -42,7 +43,7 @@ _HELP = re.compile(r"(\?\??)?\s*([A-Za-z_][\w.]*)\s*(\?\??)?")
 _EXPANDED = re.compile(r"\$\$|\{\{|\}\}|\$([A-Za-z_]\w*)|\{([^{}]+)\}")
 
 
-class UsageError(Exception):
+class UsageError(PyreluneError):
     """A magic used in a way pyrelune does not run (IPython's name for it)."""
 
 
