@@ -4,7 +4,8 @@ Runs in the process Vix Note execs, before every warm-enabled cell, so it
 imports nothing. A cell that cannot gain from the preload (`gate.gains`)
 runs cold without asking: for a cell that needs none of the preloaded
 modules the warm path costs more than a cold start (when a warm process
-runs, `pyrelune.warm.gate` decides so before this module is imported). On
+runs, the console script decides so with `pyrelune.warm.gate` alone,
+before this module is imported). On
 first use (no warm process) the cell runs cold, and once its response is
 out (`Start.spawn`) a warm process starts in the background, detached and
 holding none of the caller's descriptors. With PYRELUNE_WARM_DEBUG set,
