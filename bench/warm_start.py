@@ -26,9 +26,9 @@ import tempfile
 import time
 import timeit
 
-from pyrelune.cli.entry import preload_names, warm_paths
 from pyrelune.vix import launcher
 from pyrelune.warm import control, served
+from pyrelune.warm.gate import preload_names, warm_paths
 
 CELLS = {
     "pandas": 'import pandas as pd; pd.DataFrame({"a": [1]})',

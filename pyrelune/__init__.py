@@ -3,7 +3,8 @@
 The package is imported on every oneshot request, so it imports nothing here;
 `from pyrelune import display` (or `update_display`, `clear_output`,
 `DisplayHandle`, as IPython.display has them) loads the display machinery
-only when asked.
+only when asked. `PyreluneError`, the base of its errors, is defined here,
+where it costs no module of its own.
 """
 
 from __future__ import annotations
@@ -14,6 +15,33 @@ if TYPE_CHECKING:
 
 __version__ = "0.2.0"
 _DISPLAY_NAMES = ("display", "update_display", "clear_output", "DisplayHandle")
+
+
+class PyreluneError(Exception):
+    """What pyrelune refuses, worded for whoever must act on it; the base of all its errors.
+
+    PyreluneError
+    ├── settings.SettingError (also ValueError)  a setting's value breaks its rule
+    ├── protocols.Rejected                       a request no cell runs for, and its code
+    ├── protocols.jupyter.BadMessage             frames the Jupyter kernel may not act on
+    ├── modes.rpc.ConfigError                    what the rpc kernel refuses to start with
+    ├── modes.jupyter.ConfigError                a connection file the kernel refuses
+    ├── cli.rpcargs.Usage                        rpc options that break a rule
+    ├── cli.notebook.NotANotebook                a file `pyrelune run` cannot run
+    ├── vix.install.InstallError                 why `vix install` changed nothing
+    ├── vix.jsonfile.Malformed                   a Vix Note file that is not the JSON expected
+    ├── vix.descriptor.InvalidDescriptor (also ValueError)  a bad extension descriptor
+    ├── jupyter.kernelspec.KernelspecError       why `jupyter install` changed nothing
+    ├── warm.place.Unsafe                        a socket folder not the user's alone
+    ├── warm.route.NoStart                       why no warm process starts (or one is busy)
+    ├── warm.control.NotStarted                  a warm process a person asked for that failed
+    ├── worker.magicbase.UsageError              a magic used in a way pyrelune does not run
+    └── worker.kernelloop.StdinNotImplementedError (also NotImplementedError)  input() no
+                                                 front end can answer
+
+    Not errors, so not here: `modes.lines.Terminated` and `HostGone` (how the
+    lines kernel ends), `worker.pretty.NeedsIPython` (a printer's hand-over).
+    """
 
 
 def __getattr__(name: str) -> Any:

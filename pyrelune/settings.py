@@ -1,12 +1,15 @@
 """The runtime's settings, one rule each, whichever mode or option gives them.
 
 `PYRELUNE_TIMEOUT` and `--timeout`, `PYRELUNE_MAX_OUTPUT`, `PYRELUNE_MIME_ORDER`,
-and the rpc kernel's `--max-message-size` and `--auth-timeout` are read here,
+`PYRELUNE_TOKEN`, `PYRELUNE_WARM_IDLE`, and the rpc kernel's
+`--max-message-size`, `--auth-timeout` and `--drain-timeout` are read here,
 so that a value means the same everywhere and a bad one is refused for the
-same reason. A bad value raises `SettingError` with the sentence to show;
-each mode reports it its own way (oneshot: an `invalid_configuration`
-response; the lines kernel, which cannot refuse: a warning and the default;
-the command line: a usage error).
+same reason. What start-up reads before it imports this module has its rule
+in `pyrelune.warm.gate`: `PYRELUNE_WARM`, `PYRELUNE_WARM_EVERY`,
+`PYRELUNE_WARM_DEBUG`. A bad value raises `SettingError`, worded by `broken`
+("NAME must be RULE, not 'VALUE'"); each mode reports it its own way
+(oneshot: an `invalid_configuration` response; the lines kernel, which
+cannot refuse: a warning and the default; the command line: a usage error).
 
 On oneshot's hot path: builtins only.
 """
@@ -14,6 +17,8 @@ On oneshot's hot path: builtins only.
 from __future__ import annotations
 
 import os
+
+from pyrelune import PyreluneError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,8 +41,13 @@ MAX_BYTES = 1 << 40
 _QUOTED = 80
 
 
-class SettingError(ValueError):
+class SettingError(PyreluneError, ValueError):
     """A setting's value breaks its rule; the message names the setting and the rule."""
+
+
+def broken(name: str, rule: str, text: str) -> SettingError:
+    """The error for the setting `name` whose value `text` breaks `rule`: one wording for all."""
+    return SettingError(f"{name} must be {rule}, not {text[:_QUOTED]!r}")
 
 
 def seconds(name: str, text: str, minimum: float = 0.0, zero: str = "no deadline") -> float:
@@ -53,8 +63,7 @@ def seconds(name: str, text: str, minimum: float = 0.0, zero: str = "no deadline
         value = -1.0
     if not minimum <= value <= MAX_SECONDS:
         none = f" (0: {zero})" if minimum == 0 else ""
-        raise SettingError(f"{name} must be seconds, from {minimum:g} to {MAX_SECONDS}{none}, "
-                           f"not {text[:_QUOTED]!r}")
+        raise broken(name, f"seconds, from {minimum:g} to {MAX_SECONDS}{none}", text)
     return value
 
 
@@ -66,8 +75,8 @@ def byte_count(name: str, text: str) -> int:
     except ValueError:  # thousands of digits: more than Python converts
         value = -1
     if not MIN_BYTES <= value <= MAX_BYTES:
-        raise SettingError(f"{name} must be a whole number of bytes, at least {MIN_BYTES} and "
-                           f"at most {MAX_BYTES} (1 TiB), not {text[:_QUOTED]!r}")
+        raise broken(name, f"a whole number of bytes, at least {MIN_BYTES} and at most "
+                     f"{MAX_BYTES} (1 TiB)", text)
     return value
 
 
@@ -83,8 +92,8 @@ def types(name: str, text: str, known: tuple[str, ...]) -> tuple[str, ...]:
     for part in text.split(","):
         mime = part.strip()
         if mime not in known:
-            raise SettingError(f"{name}: {mime[:_QUOTED]!r} is not a type Vix Note shows "
-                               f"({', '.join(known)})")
+            raise broken(name, f"types Vix Note shows, comma-separated ({', '.join(known)})",
+                         mime)
         if mime not in order:
             order.append(mime)
     if "text/plain" not in order:
@@ -115,3 +124,8 @@ def max_output(default: Default) -> int | Default:
 def mime_order(known: tuple[str, ...]) -> tuple[str, ...]:
     """$PYRELUNE_MIME_ORDER: which of `known` (Vix Note's types) to prefer, in order."""
     return types("PYRELUNE_MIME_ORDER", os.environ.get("PYRELUNE_MIME_ORDER", ""), known)
+
+
+def token() -> str | None:
+    """$PYRELUNE_TOKEN: the rpc kernel's WebSocket token, None when unset or empty."""
+    return os.environ.get("PYRELUNE_TOKEN") or None

@@ -43,7 +43,7 @@ def warm_everywhere(request: pytest.FixtureRequest,
         return
     folder = tmp_path_factory.mktemp("runtime")
     folder.chmod(0o700)
-    # Every cell, even one that would run cold for speed (no import: see entry.gains).
+    # Every cell, even one that would run cold for speed (no import: see warm.gate.gains).
     with warmhost.environment(XDG_RUNTIME_DIR=str(folder), PYRELUNE_WARM="1",
                               PYRELUNE_WARM_EVERY="1"):
         try:

@@ -34,7 +34,7 @@ def start(preload: str | None = None) -> dict[str, Any]:
 
 def status(preload: str | None = None) -> dict[str, Any] | None:
     """The warm process's status as it reports it, read without typer's help text."""
-    program = ("import json, sys; from pyrelune.cli.entry import preload_names; "
+    program = ("import json, sys; from pyrelune.warm.gate import preload_names; "
                "from pyrelune.warm import control; "
                "p = sys.argv[1]; found = control.status(preload_names(p) if p else "
                "control.setting()); print(json.dumps(found))")

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from pyrelune import PyreluneError
 from pyrelune.protocols.lines import error_text
 from pyrelune.protocols.textform import best
 from pyrelune.supervisor.kernel import Kernel
 from pyrelune.wire.events import TEXT_FORMS, Display, Done, Stream
 
 
-class NotANotebook(Exception):
+class NotANotebook(PyreluneError):
     """The file is not a notebook this command can run; the message says why."""
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+from pyrelune import PyreluneError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
@@ -66,7 +68,7 @@ _BY_NAME = {option.name: option for option in OPTIONS.values()}
 _MODE = "--mode"
 
 
-class Usage(Exception):
+class Usage(PyreluneError):
     """Values the command line refuses: `message`, about the option `hint` if it names one."""
 
     def __init__(self, message: str, hint: str | None = None) -> None:
@@ -129,10 +131,16 @@ def parse(args: list[str]) -> dict[str, Any] | None:
     return values if mode is not None else None
 
 
+#: The options only a kernel that listens (WebSocket) has a use for.
+_WEBSOCKET_ONLY = ("token", "token_file", "allow_origin", "certfile", "keyfile")
+
+
 def settings(values: dict[str, Any]) -> Settings:
     """The kernel's settings from the options' values (as `parse` or typer gives them).
 
-    Raises `Usage` for values that break a rule (see `pyrelune.settings`).
+    Every rule of the options is here, each value's (see `pyrelune.settings`)
+    and those of how they go together, before anything starts: `Usage` says
+    which is broken, and the command line reports it as a usage error.
     """
     from pyrelune import settings as rules
     from pyrelune.modes import rpc
@@ -145,12 +153,21 @@ def settings(values: dict[str, Any]) -> Settings:
     max_message_size: str | None = values["max_message_size"]
     auth_timeout: str | None = values["auth_timeout"]
     drain_timeout: str | None = values["drain_timeout"]
-    if listen is None and (token is not None or token_file is not None):
-        raise Usage("a token is for WebSocket kernels: add --listen", "--token")
+    if listen is None:
+        for param in _WEBSOCKET_ONLY:
+            if values[param] not in (None, [], ()):
+                name = OPTIONS[param].name
+                raise Usage(f"{name} is for WebSocket kernels: add --listen", name)
+    if keyfile is not None and certfile is None:
+        raise Usage("--keyfile needs --certfile", "--keyfile")
+    if token is not None and not token:
+        raise Usage("the token is empty", "--token")
     if token is None and token_file is not None:
         token = token_file.read_text(encoding="utf-8").strip()
+        if not token:
+            raise Usage("the token is empty", "--token-file")
     if token is None and listen is not None:
-        token = os.environ.get("PYRELUNE_TOKEN") or None
+        token = rules.token()
     try:
         address = rpc.parse_listen(listen) if listen is not None else None
         max_message = rpc.DEFAULT_MAX_MESSAGE if max_message_size is None else (
@@ -164,12 +181,29 @@ def settings(values: dict[str, Any]) -> Settings:
         raise Usage(str(exc), "--listen") from None
     except rules.SettingError as exc:
         raise Usage(str(exc)) from None
+    if address is not None:
+        _check_listening(address[0], token)
     return rpc.Settings(
         listen=address, token=token, allow_origins=tuple(values["allow_origin"] or ()),
         certfile=str(certfile) if certfile else None, keyfile=str(keyfile) if keyfile else None,
         max_message=max_message, max_output=max_output, auth_timeout=wait,
         drain_timeout=drain,
     )
+
+
+def _check_listening(host: str, token: str | None) -> None:
+    """Refuse to listen where it cannot work or would be unsafe (`Usage`, about --listen)."""
+    from pyrelune.modes import rpc
+
+    try:
+        import websockets  # noqa: F401 (an optional dependency: say how to get it)
+    except ImportError:
+        raise Usage("--listen needs the websockets package, which is not installed in this "
+                    "environment: pip install 'pyrelune[websocket]'", "--listen") from None
+    if token is None and not rpc.is_loopback(host):
+        raise Usage(f"refusing to listen on {host} without a token: anyone who can reach it "
+                    "could run code; give --token-file, --token or PYRELUNE_TOKEN, or listen "
+                    "on 127.0.0.1", "--listen")
 
 
 def start(args: list[str]) -> int | None:

@@ -141,7 +141,7 @@ def install_command(
     if enable and not _home():
         raise fail(ValueError("--enable edits Vix Note's list of disabled extensions, "
                                "~/.vix/note/extensions.json, and HOME is not set"))
-    if preload and (missing := _missing_modules(preload)):
+    if preload and (missing := _missing_modules(_preload_names(preload))):
         raise fail(ValueError(f"--preload: {', '.join(missing)} cannot be imported by "
                                f"{sys.executable}: install {'them' if len(missing) > 1 else 'it'}"
                                " into this environment, or leave it out"))
@@ -157,14 +157,23 @@ def install_command(
         typer.echo(f"check it with: pyrelune vix doctor{where}")
 
 
+def _preload_names(preload: str) -> str:
+    """The modules `--preload` names, by the rule of PYRELUNE_WARM (see `warm.gate`)."""
+    from pyrelune.settings import SettingError
+    from pyrelune.warm.gate import DEFAULT_PRELOAD, preload_names
+
+    try:
+        return preload_names(preload, "--preload") or DEFAULT_PRELOAD
+    except SettingError as exc:
+        raise fail(exc) from None
+
+
 def _missing_modules(preload: str) -> list[str]:
-    """The names in a --preload list that no module of this environment answers to."""
+    """The names in a preload list that no module of this environment answers to."""
     import importlib.util
 
-    from pyrelune.cli.entry import preload_names
-
     missing = []
-    for name in preload_names(preload).split(","):
+    for name in preload.split(","):
         try:
             found = importlib.util.find_spec(name) is not None
         except (ImportError, ValueError):  # a parent package that is missing, or no name

@@ -19,10 +19,16 @@ Preload = Annotated[
 
 
 def _preload(preload: str | None) -> str:
-    from pyrelune.cli.entry import preload_names
+    """The preload list `--preload` names, else $PYRELUNE_WARM's; a bad one is a usage error."""
+    from pyrelune.settings import SettingError
     from pyrelune.warm import control
+    from pyrelune.warm.gate import DEFAULT_PRELOAD, preload_names
 
-    return preload_names(preload) if preload else control.setting()
+    try:
+        return (preload_names(preload, "--preload") or DEFAULT_PRELOAD) if preload else (
+            control.setting())
+    except SettingError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def describe(found: dict[str, object]) -> str:

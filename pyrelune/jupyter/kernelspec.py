@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyrelune import __version__
+from pyrelune import PyreluneError, __version__
 from pyrelune.vix import jsonfile
 from pyrelune.vix.install import Change, Plan
 
@@ -39,7 +39,7 @@ _VALID_NAME = re.compile(r"^[a-z0-9._\-]+$")
 _OFF = ("no", "n", "false", "off", "0", "0.0")
 
 
-class KernelspecError(Exception):
+class KernelspecError(PyreluneError):
     """Why nothing was changed, worded for the user, with the way out."""
 
 

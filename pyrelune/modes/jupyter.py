@@ -18,6 +18,7 @@ import os
 import sys
 import time
 
+from pyrelune import PyreluneError
 from pyrelune.protocols import jupyter
 from pyrelune.protocols.jupyterkernel import (
     SHOWN,
@@ -51,7 +52,7 @@ DISPLAY_LIMIT = 16 << 20
 PARENT_POLL = 1.0
 
 
-class ConfigError(Exception):
+class ConfigError(PyreluneError):
     """A connection file the kernel refuses to start with; the message says why."""
 
 

@@ -79,12 +79,13 @@ def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
 
 
 def main(timeout: float | None = None, raw: bytes | None = None,
-         started: float | None = None) -> int:
+         started: float | None = None, refusal: str | None = None) -> int:
     """Run the request on stdin (or `raw`, read already); the status is 0 once answered.
 
     Streams the host left closed, or a stdout that cannot take the response
     (`/dev/full`), get one line on stderr and status 1; stdin is read to its
-    end first whenever it can be (see `stdio.read_all`). `started`: see `handle`.
+    end first whenever it can be (see `stdio.read_all`). `started`, `refusal`:
+    see `handle`.
     """
     if raw is None:
         if stdio.closed(0):
@@ -96,7 +97,7 @@ def main(timeout: float | None = None, raw: bytes | None = None,
     if stdio.closed(1):
         return _cannot("stdout is closed: the response is written to it")
     try:
-        stdio.write_all(handle(raw, timeout, started))
+        stdio.write_all(handle(raw, timeout, started, refusal=refusal))
     except OSError as exc:
         return _cannot(f"cannot write the response to stdout: {exc.strerror or exc}")
     return 0
@@ -109,19 +110,24 @@ def _cannot(reason: str) -> int:
 
 
 def handle(raw: bytes, timeout: float | None, started: float | None = None,
-           start_worker: StartWorker | None = None) -> bytes:
+           start_worker: StartWorker | None = None, refusal: str | None = None) -> bytes:
     """The response bytes for one request's bytes.
 
     `started`: when the deadline's clock started (`time.monotonic()`), when
     that was before this call: a cell that went through a warm process
     first is answered within the same deadline. `start_worker`: how the
     worker starts (a warm runtime's was forked ahead); else forked now.
+    `refusal`: why the launcher's own settings refuse the cell (a warm-start
+    variable breaks its rule: see `pyrelune.warm.gate`), answered as any bad
+    setting is.
     """
     signals = _Signals()
     request_id = None
     try:
         request = vixnote.parse_request(raw)
         request_id = request.request_id
+        if refusal is not None:
+            raise vixnote.Rejected(INVALID_CONFIGURATION, refusal)
         deadline, max_output, order = settings(timeout)
         note = note_folder(request.document_path)  # before enter(): relative to our own cwd
         folder = enter(meant_folder(request.working_directory, note))

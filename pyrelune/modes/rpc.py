@@ -26,6 +26,7 @@ import os
 import sys
 import time
 
+from pyrelune import PyreluneError
 from pyrelune.protocols import rpc
 from pyrelune.protocols.streaming import DEFAULT_LIMIT
 from pyrelune.supervisor.evented import EventedKernel
@@ -90,8 +91,8 @@ class Settings:
         self.drain_timeout = drain_timeout
 
 
-class ConfigError(Exception):
-    """Settings the kernel refuses to start with; the message says why."""
+class ConfigError(PyreluneError):
+    """What the rpc kernel refuses to start with (a --listen value, streams it cannot use)."""
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -116,29 +117,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def check(settings: Settings) -> None:
-    """Refuse what would be unsafe or cannot work, before anything starts."""
-    if settings.token is not None and not settings.token:
-        raise ConfigError("the token is empty")
-    if settings.listen is None:
-        if settings.certfile or settings.keyfile or settings.allow_origins:
-            raise ConfigError("--certfile, --keyfile and --allow-origin need --listen")
-        return
-    try:
-        import websockets  # noqa: F401 (an optional dependency: say how to get it)
-    except ImportError:
-        raise ConfigError("--listen needs the websockets package, which is not installed "
-                          "in this environment: pip install 'pyrelune[websocket]'") from None
-    host = settings.listen[0]
-    if settings.token is None and not is_loopback(host):
-        raise ConfigError(
-            f"refusing to listen on {host} without a token: anyone who can reach it could run "
-            "code; give --token-file, --token or PYRELUNE_TOKEN, or listen on 127.0.0.1"
-        )
-    if settings.keyfile and not settings.certfile:
-        raise ConfigError("--keyfile needs --certfile")
 
 
 class RpcServer:
@@ -454,10 +432,9 @@ def serve(settings: Settings) -> int:
 
 
 def main(settings: Settings) -> int:
-    """Start the rpc kernel; the exit status is 2 for settings (or streams) it refuses, 1 when
-    its messages cannot be written."""
+    """Start the rpc kernel with `settings` as `cli.rpcargs.settings` checked them; the exit
+    status is 2 for streams it cannot use, 1 when its messages cannot be written."""
     try:
-        check(settings)
         return serve(settings)
     except ConfigError as exc:
         sys.stderr.write(f"pyrelune: {exc}\n")

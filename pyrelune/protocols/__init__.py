@@ -13,7 +13,7 @@ cell an import before its worker starts.)
 
 from __future__ import annotations
 
-from pyrelune import fastjson
+from pyrelune import PyreluneError, fastjson
 from pyrelune.wire.events import INVALID_JSON, INVALID_REQUEST
 
 TYPE_CHECKING = False
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 _KINDS = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
 
 
-class Rejected(Exception):
+class Rejected(PyreluneError):
     """A message no cell runs for, with the reason (a `wire.events` name) and what to answer."""
 
     def __init__(

@@ -18,7 +18,7 @@ import os
 from collections import OrderedDict
 from datetime import datetime, timezone
 
-from pyrelune import fastjson
+from pyrelune import PyreluneError, fastjson
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ HEADER_FIELDS = ("msg_id", "msg_type", "session", "username", "version", "date")
 REPLAY_MEMORY = 1 << 16
 
 
-class BadMessage(Exception):
+class BadMessage(PyreluneError):
     """Frames that are not a message this kernel may act on; the text says why."""
 
 

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pyrelune import __version__
+from pyrelune import PyreluneError, __version__
 from pyrelune.protocols.validation import authoritative_errors, schema
 
 DESCRIPTOR_FILE = Path(__file__).with_name("extension.json")
@@ -23,7 +23,7 @@ PACKAGE_ID = re.compile(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+")
 VERSION = __version__
 
 
-class InvalidDescriptor(ValueError):
+class InvalidDescriptor(PyreluneError, ValueError):
     """A descriptor or id that Vix Note would reject."""
 
 

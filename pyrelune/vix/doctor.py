@@ -12,15 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pyrelune.cli.entry import WARM_OFF, preload_names, warm_folder
+from pyrelune.settings import SettingError
 from pyrelune.vix import descriptor as descriptors
 from pyrelune.vix import discovery, fonts, host, jsonfile, launcher
 from pyrelune.vix.places import Places, project_package_dir
+from pyrelune.warm.gate import preload_names, warm_folder
 
 PROBE = "print(6 * 7)"
 EXPECTED = "42\n"
 #: The warm check's cell: one that imports, as only such a cell is served warm.
-#: The `%` makes the launcher hand it to the warm process (see `cli.entry.gains`).
+#: The `%` makes the launcher hand it to the warm process (see `warm.gate.gains`).
 WARM_PROBE = "print('%d' % (6 * 7))"
 
 
@@ -95,8 +96,13 @@ def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
             text = f.read(4096)
     except OSError:
         text = ""
-    setting = os.environ.get("PYRELUNE_WARM", launcher.warm_of(text))
-    if setting.strip().lower() in WARM_OFF:
+    where = "PYRELUNE_WARM" if "PYRELUNE_WARM" in os.environ else "the launcher"
+    try:
+        preload = preload_names(os.environ.get("PYRELUNE_WARM", launcher.warm_of(text)))
+    except SettingError as exc:
+        return Check("warm start", False, f"{exc}: each cell is refused", "set PYRELUNE_WARM to "
+                     "0 (off), 1 (the data stack) or module names, comma-separated")
+    if preload is None:
         found = [name for name in DATA_STACK if importlib.util.find_spec(name) is not None]
         if not found:
             return Check("warm start", True, "off")
@@ -106,8 +112,6 @@ def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
                      f"that imports {pronoun} pays the import again (about half a second)",
                      "rerun `pyrelune vix install --warm` to serve cells from a preloaded "
                      "process", warning=True)
-    where = "PYRELUNE_WARM" if "PYRELUNE_WARM" in os.environ else "the launcher"
-    preload = preload_names(setting)
     interpreter = launcher.interpreter_of(text)
     if interpreter is None or os.path.abspath(interpreter) != os.path.abspath(sys.executable):
         return Check("warm start", True, f"on ({where}); not checked: the launcher runs "

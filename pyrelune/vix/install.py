@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pyrelune import PyreluneError
 from pyrelune.vix import descriptor as descriptors
 from pyrelune.vix import jsonfile, launcher
 from pyrelune.vix.places import Places, project_package_dir
@@ -26,7 +27,7 @@ EXECUTABLE = 0o755
 REGULAR = 0o644
 
 
-class InstallError(Exception):
+class InstallError(PyreluneError):
     """Why nothing was changed, worded for the user, with the way out."""
 
 

@@ -15,8 +15,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pyrelune import PyreluneError
 
-class Malformed(Exception):
+
+class Malformed(PyreluneError):
     """A file that exists but is not the JSON document expected."""
 
     def __init__(self, path: Path, reason: str) -> None:

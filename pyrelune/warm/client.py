@@ -17,7 +17,7 @@ import sys
 import time
 
 from pyrelune.warm import frames
-from pyrelune.warm.route import cold
+from pyrelune.warm.gate import cold
 
 #: Seconds the warm process has, from the connect to its answer, before the cell runs cold:
 #: a healthy one answers in milliseconds; a stopped or swapped-out one must not

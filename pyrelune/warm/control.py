@@ -8,14 +8,17 @@ import socket
 import time
 from typing import Any
 
-from pyrelune.cli.entry import WARM_OFF, preload_names, warm_paths
+from pyrelune import PyreluneError
 from pyrelune.warm import frames, place, route, starts
+from pyrelune.warm.gate import DEFAULT_PRELOAD, preload_names, warm_paths
 
 
 def setting() -> str:
-    """The preload list $PYRELUNE_WARM names, else the default one."""
-    value = os.environ.get("PYRELUNE_WARM", "")
-    return preload_names(value if value.lower() not in WARM_OFF else "1")
+    """The preload list $PYRELUNE_WARM names, else (unset, off) the default one.
+
+    Raises settings.SettingError for a bad value.
+    """
+    return preload_names(os.environ.get("PYRELUNE_WARM", "")) or DEFAULT_PRELOAD
 
 
 def ask(preload: str, kind: bytes, timeout: float = 5.0) -> bytes | None:
@@ -48,7 +51,7 @@ def status(preload: str) -> dict[str, Any] | None:
     return found
 
 
-class NotStarted(Exception):
+class NotStarted(PyreluneError):
     """The warm process could not be started, or died before it served; the message says why."""
 
 
@@ -64,13 +67,11 @@ def start(preload: str, timeout: float = 120.0) -> dict[str, Any]:
     found = status(preload)
     if found is not None:
         return found
-    start = route.Start.reserve(preload, lock_path, patient=False)
-    if isinstance(start, route.Start):
-        said = start.spawn()
-        if said != route.STARTING:
-            raise NotStarted(said)
-    elif start != route.BUSY:
-        raise NotStarted(start)
+    try:
+        route.Start.reserve(preload, lock_path, patient=False).spawn()
+    except route.NoStart as why:
+        if not why.busy:  # else one is on its way: waited for below
+            raise NotStarted(str(why)) from None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = status(preload)

@@ -1,4 +1,4 @@
-"""Whether the warm process's folder and socket (named by `entry.warm_paths`) are safe to use.
+"""Whether the warm process's folder and socket (named by `gate.warm_paths`) are safe to use.
 
 Only the user may enter the folder (0700, owned by them): another user can
 neither connect to the socket nor replace it. The client refuses a folder or
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 
+from pyrelune import PyreluneError
 
-class Unsafe(Exception):
+
+class Unsafe(PyreluneError):
     """The folder or the socket is not the user's alone: warm start is not used."""
 
 

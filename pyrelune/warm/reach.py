@@ -3,7 +3,7 @@
 A cell that imports such a module (pygments, say, beside a preload of the
 data stack) gains nothing from the warm process, and a copy of a large
 process costs it more than a small cold start: the launcher runs it cold
-(see `entry.gains`). The warm process writes their names once it has
+(see `gate.gains`). The warm process writes their names once it has
 preloaded (`publish`), from the installed distributions' metadata: a
 distribution gains if it is loaded, or requires one that gains. A name it
 does not know (the user's own module) may import anything, so gains.

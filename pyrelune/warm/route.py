@@ -1,10 +1,11 @@
 """Which way a cell goes: to the warm process, or cold; and the start of one at first use.
 
 Runs in the process Vix Note execs, before every warm-enabled cell, so it
-imports nothing. A cell that cannot gain from the preload (`entry.gains`)
+imports nothing. A cell that cannot gain from the preload (`gate.gains`)
 runs cold without asking: for a cell that needs none of the preloaded
 modules the warm path costs more than a cold start (when a warm process
-runs, `pyrelune.cli.entry` decides so before this module is imported). On
+runs, the console script decides so with `pyrelune.warm.gate` alone,
+before this module is imported). On
 first use (no warm process) the cell runs cold, and once its response is
 out (`Start.spawn`) a warm process starts in the background, detached and
 holding none of the caller's descriptors. With PYRELUNE_WARM_DEBUG set,
@@ -17,12 +18,13 @@ import os
 import sys
 import time
 
-from pyrelune.cli.entry import warm_paths
+from pyrelune import PyreluneError
 from pyrelune.warm import place
+from pyrelune.warm.gate import cold, warm_paths
 
 #: The lock's descriptor in the warm process (see `Start`).
 LOCK_FD = 3
-#: What `Start` says when a warm process is on its way: one spawned, or another's.
+#: What a cold cell says when a warm process is on its way: one spawned, or another's.
 STARTING = "starting a warm process"
 BUSY = "warm process starting"
 _PROGRAM = """\
@@ -43,7 +45,7 @@ def run(raw: bytes, preload: str, handed: bool
     when the cold cell's deadline started, if the warm process was asked first.
 
     `handed`: the cell goes to the warm process if one serves (it may gain
-    from the preload: `entry.gains`, or every cell does); else it runs cold.
+    from the preload: `gate.gains`, or every cell does); else it runs cold.
     """
     socket_path, lock_path = warm_paths(preload)
     try:
@@ -71,17 +73,20 @@ def run(raw: bytes, preload: str, handed: bool
 
 
 def _first_use(preload: str, lock_path: str) -> tuple[int | None, Start | None, None]:
-    start = Start.reserve(preload, lock_path)
-    if isinstance(start, str):
-        return cold(start), None, None
+    try:
+        start = Start.reserve(preload, lock_path)
+    except NoStart as why:
+        return cold(str(why)), None, None
     return cold(STARTING), start, None
 
 
-def cold(reason: str) -> int | None:
-    """None (run it cold), said on stderr with PYRELUNE_WARM_DEBUG."""
-    if os.environ.get("PYRELUNE_WARM_DEBUG"):
-        os.write(2, f"pyrelune warm: cold ({reason})\n".encode("utf-8", "replace"))
-    return None
+class NoStart(PyreluneError):
+    """Why no warm process is started; `busy`: because one is on its way (or runs) already,
+    which is no failure."""
+
+    def __init__(self, reason: str, busy: bool = False) -> None:
+        super().__init__(reason)
+        self.busy = busy
 
 
 class Start:
@@ -101,9 +106,10 @@ class Start:
         self.log = log
 
     @classmethod
-    def reserve(cls, preload: str, lock_path: str, patient: bool = True) -> Start | str:
-        """The start to make, or why none: one is starting (or running), the setting is
-        wrong, the last ones died (unless not `patient`: see `starts`), or an error."""
+    def reserve(cls, preload: str, lock_path: str, patient: bool = True) -> Start:
+        """The start to make; else NoStart says why none: one is starting (or running),
+        the setting is wrong, the last ones died (unless not `patient`: see `starts`),
+        or an error."""
         import fcntl  # first use only
 
         from pyrelune import settings
@@ -112,11 +118,11 @@ class Start:
         try:
             settings.warm_idle()  # the warm process's own: it would die of a bad one
         except settings.SettingError as exc:
-            return str(exc)
+            raise NoStart(str(exc)) from None
         try:
             lock = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
-            return f"lock: {exc.strerror}"
+            raise NoStart(f"lock: {exc.strerror}") from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             if lock <= LOCK_FD:  # kept apart from the descriptors the spawn sets up
@@ -129,14 +135,14 @@ class Start:
                 starts.Record(starts.STARTING, record.failures, time.time()).write(lock)
         except OSError:
             os.close(lock)
-            return BUSY
+            raise NoStart(BUSY, busy=True) from None
         if refusal is not None:
             os.close(lock)
-            return refusal
+            raise NoStart(refusal)
         return cls(preload, lock, starts.log_path(lock_path))
 
-    def spawn(self) -> str:
-        """Start the warm process, detached; say how it went.
+    def spawn(self) -> None:
+        """Start the warm process, detached (NoStart if it cannot be).
 
         posix_spawn (no fork of this process): its own session, stdin and
         stdout on /dev/null, stderr to its log (see `starts`), the lock as
@@ -156,7 +162,6 @@ class Start:
             os.posix_spawn(sys.executable, [sys.executable, "-c", _PROGRAM, self.preload],
                            os.environ, file_actions=actions, setsid=True)
         except (OSError, NotImplementedError) as exc:
-            return f"spawn: {exc}"
+            raise NoStart(f"spawn: {exc}") from None
         finally:
             os.close(self.lock)
-        return STARTING

@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from typing import Any, NoReturn
 
 from pyrelune import settings
-from pyrelune.cli.entry import plain_path, warm_paths
 from pyrelune.warm import ahead, frames, place, reach, sandbox, served, starts
+from pyrelune.warm.gate import plain_path, warm_paths
 from pyrelune.warm.route import LOCK_FD
 
 #: The counts the warm process shares with its spares: cells served, the last one's time.

@@ -19,6 +19,7 @@ import io
 import os
 import sys
 
+from pyrelune import PyreluneError
 from pyrelune.wire.commands import Execute, FreshRing, InputReply, Query, RefuseInput, Reset
 from pyrelune.wire.events import Done, InputRequest
 from pyrelune.worker import importhooks, sources
@@ -176,7 +177,7 @@ def _current_directory_first() -> None:
         sys.path[0] = ""
 
 
-class StdinNotImplementedError(NotImplementedError):
+class StdinNotImplementedError(PyreluneError, NotImplementedError):
     """input() in a cell whose front end cannot answer it (IPython's name and meaning)."""
 
 

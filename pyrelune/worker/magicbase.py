@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from pyrelune import PyreluneError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import FrameType
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
 _EXPANDED = re.compile(r"\$\$|\{\{|\}\}|\$([A-Za-z_]\w*)|\{([^{}]+)\}")
 
 
-class UsageError(Exception):
+class UsageError(PyreluneError):
     """A magic used in a way pyrelune does not run (IPython's name for it)."""
 
 

@@ -92,7 +92,7 @@ def test_a_websocket_kernel_starts_without_typer(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("args", "says"), [
     (["--help"], b"--listen HOST:PORT"),
     (["--max-message-size", "12"], b"--max-message-size must be a whole number of bytes"),
-    (["--token", "t"], b"a token is for WebSocket kernels: add --listen"),
+    (["--token", "t"], b"--token is for WebSocket kernels: add --listen"),
     (["--listen", "nowhere"], b"expected HOST:PORT"),
     (["--bogus"], b"No such option"),
     (["--token-file", "/nonexistent/token"], b"does not exist"),
@@ -102,6 +102,25 @@ def test_help_and_usage_errors_are_typers(args: list[str], says: bytes) -> None:
     assert "typer" in modules
     assert result.returncode == (0 if args == ["--help"] else 2), result
     assert says in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("args", "option", "says"), [
+    (["--listen", "nope"], "--listen", "--listen 'nope': expected HOST:PORT"),
+    (["--keyfile", sys.executable], "--keyfile", "--keyfile is for WebSocket kernels"),
+    (["--listen", "127.0.0.1:0", "--keyfile", sys.executable], "--keyfile",
+     "--keyfile needs --certfile"),
+])
+def test_the_options_rules_are_all_said_as_usage_errors(args: list[str], option: str,
+                                                        says: str) -> None:
+    """One style for every refusal of the options: the usage line, and the option named."""
+    _, result = imported(["--mode", "rpc", *args])
+    assert result.returncode == 2, result
+    assert result.stdout == b""
+    said = [line for line in result.stderr.decode().splitlines()
+            if not line.startswith("import time:")]
+    text = " ".join(" ".join(said).split())  # typer wraps long lines
+    assert text.startswith("Usage: pyrelune [OPTIONS]"), text
+    assert f"Invalid value for {option}: {says}" in text, text
 
 
 def test_listen_without_websockets_says_which_extra_to_install() -> None:

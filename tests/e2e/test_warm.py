@@ -27,7 +27,7 @@ import pytest
 import warmhost
 from vixhost import HostResult, VixHost, encode_request, pyrelune_command
 
-from pyrelune.warm import starts
+from pyrelune.warm import gate, route, starts
 
 PRELOAD = "colorsys"
 WHICH = "import sys\nprint('warm' if 'colorsys' in sys.modules else 'cold')"
@@ -193,14 +193,15 @@ def imported(result: HostResult) -> set[str]:
 
 def test_a_cell_that_uses_no_preloaded_module_imports_what_a_cold_start_imports(
         warm: Warm, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a warm process running, the launcher decides before importing any of warm start."""
+    """With a warm process running, the launcher decides with nothing of warm start but its gate."""
     monkeypatch.delenv("PYRELUNE_WARM_DEBUG")
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
     warm.start()
     cold = VixHost().run_cell("print(2 + 3)", env={"PYRELUNE_WARM": "0"})
     routed = warm.host.run_cell("print(2 + 3)")
     assert routed.stdout == cold.stdout
-    assert not {name for name in imported(routed) if name.startswith("pyrelune.warm")}
+    warm_modules = {name for name in imported(routed) if name.startswith("pyrelune.warm")}
+    assert warm_modules == {"pyrelune.warm", "pyrelune.warm.gate"}
     assert imported(routed) == imported(cold)
     assert warmhost.status() is not None  # running all along: the socket was there
 
@@ -342,6 +343,31 @@ def test_a_warm_process_that_refuses_means_cold(warm: Warm) -> None:
 
 
 # --- security -------------------------------------------------------------------------------
+
+
+def test_a_runtime_folder_too_long_for_a_socket_falls_back_to_a_short_one(
+        warm: Warm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A socket's path has at most 107 bytes: past that, /tmp/pyrelune-<uid>, made 0700."""
+    runtime = tmp_path / ("r" * 120)
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    # A preload of its own: the fallback folder is shared, its warm process must not be.
+    preload = f"{PRELOAD},pyrelune_test_long_{os.getpid()}"
+    monkeypatch.setenv("PYRELUNE_WARM", preload)
+    socket_path, lock_path = gate.warm_paths(preload)
+    folder = Path(socket_path).parent
+    assert folder == Path(f"/tmp/pyrelune-{os.getuid()}")
+    try:
+        which, result = warm.which()
+        assert which == "cold" and cold_reason(result).endswith(f"({route.STARTING})")
+        assert warmhost.wait_until(lambda: os.path.exists(socket_path))
+        which, result = warm.which()
+        assert which == "warm", result
+        assert folder.stat().st_mode & 0o777 == 0o700
+    finally:
+        warmhost.stop_all(runtime)
+        for leftover in (lock_path, starts.log_path(lock_path)):
+            Path(leftover).unlink(missing_ok=True)
 
 
 def test_a_socket_folder_others_can_enter_is_refused(warm: Warm) -> None:
@@ -761,11 +787,36 @@ def test_an_idle_timeout_out_of_range_is_refused_clearly_and_starts_nothing(
     started = warmhost.command("start")
     assert started.returncode == 1, started
     assert started.stderr == f"not started: {said}\n"
-    for _ in range(2):
-        which, result = warm.which()
-        assert which == "cold"
-        assert cold_reason(result).endswith(f"({said})")
+    for _ in range(2):  # a cell is refused as for any bad setting, rather than run cold unsaid
+        _, result = warm.which()
+        assert result.error["code"] == "invalid_configuration"
+        assert result.failure is not None and said in result.failure
     assert warm.processes() == []
+
+
+@pytest.mark.parametrize("env", [
+    {"PYRELUNE_WARM": "colorsys pandas"}, {"PYRELUNE_WARM": ","},
+    {"PYRELUNE_WARM_EVERY": "maybe"}, {"PYRELUNE_WARM_DEBUG": "2"},
+], ids=lambda env: f"{next(iter(env))}={next(iter(env.values()))}")
+def test_a_bad_warm_variable_is_an_invalid_configuration(warm: Warm, env: dict[str, str]) -> None:
+    _, result = warm.which(env=env)
+    assert result.error["code"] == "invalid_configuration"
+    assert result.failure is not None and f"{next(iter(env))} must be " in result.failure
+    assert not warm.folder.exists()  # nothing of warm start was tried
+
+
+def test_a_switch_with_spaces_around_is_off(warm: Warm) -> None:
+    """`OFF ` is off, as doctor reports it: no warm process, not a module named OFF."""
+    which, result = warm.which(env={"PYRELUNE_WARM": "OFF "})
+    assert which == "cold" and result.stderr == b""
+    assert not warm.folder.exists()
+
+
+def test_a_bad_preload_option_is_a_usage_error(warm: Warm) -> None:
+    shown = warmhost.command("status", "--preload", "colorsys pandas")
+    assert shown.returncode == 2, shown
+    assert "--preload must be 0 (off), 1 (numpy,pandas,matplotlib) or module names" in \
+        " ".join(shown.stderr.split())
 
 
 def test_a_warm_process_that_keeps_dying_is_not_restarted_for_every_cell(

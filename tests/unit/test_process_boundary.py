@@ -1,15 +1,20 @@
-"""The import graph keeps the two processes apart, as the folders say.
+"""The import graph keeps the two processes apart, as the folders say, and has no circles.
 
 `pyrelune/worker/` runs only in the forked worker; everything else runs in
 the supervisor too. A supervisor-side module that imported worker code would
 load it (and its state) into the runtime's own process, where a cell's
 `sys.path` does not apply: only fork targets, which run in the child, may.
+
+A circle of imports (at the top or in a function: either may run first) makes
+a module's names depend on which of the circle was imported first, and ties
+layers together that should depend one way: none is allowed.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 import pyrelune
@@ -33,8 +38,13 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(tree: ast.AST, package: str) -> list[tuple[str, str | None]]:
-    """(imported module, enclosing function or None) for every run-time import."""
+def _imports(tree: ast.AST, package: str, modules: Collection[str] = ()
+             ) -> list[tuple[str, str | None]]:
+    """(imported module, enclosing function or None) for every run-time import.
+
+    `from x import y` gives x.y and x; with `modules` (the package's), only the
+    module it loads: x.y if that is one, else x.
+    """
     found: list[tuple[str, str | None]] = []
 
     def visit(node: ast.AST, function: str | None) -> None:
@@ -53,20 +63,26 @@ def _imports(tree: ast.AST, package: str) -> list[tuple[str, str | None]]:
                 if child.level:
                     base = ".".join(package.split(".")[: len(package.split(".")) - child.level + 1]
                                     + ([base] if base else []))
-                found.extend((f"{base}.{alias.name}", function) for alias in child.names)
-                found.append((base, function))
+                names = [f"{base}.{alias.name}" for alias in child.names]
+                if modules:
+                    found.extend((name if name in modules else base, function) for name in names)
+                else:
+                    found.extend((name, function) for name in names)
+                    found.append((base, function))
             visit(child, function)
 
     visit(tree, None)
     return found
 
 
-def _graph() -> dict[str, list[tuple[str, str | None]]]:
+def _graph(resolved: bool = False) -> dict[str, list[tuple[str, str | None]]]:
+    """Each module's imports (`_imports`); `resolved`: each to the module it loads."""
+    paths = {_module(path): path for path in PACKAGE.rglob("*.py")}
     graph = {}
-    for path in PACKAGE.rglob("*.py"):
-        name = _module(path)
+    for name, path in paths.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        graph[name] = _imports(ast.parse(path.read_text()), package)
+        graph[name] = _imports(ast.parse(path.read_text()), package,
+                               paths.keys() if resolved else ())
     return graph
 
 
@@ -119,32 +135,6 @@ def test_transports_are_the_hosts_edge_only() -> None:
     assert offences == []
 
 
-def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
-    seen: set[str] = set()
-    todo = [start]
-    while todo:
-        for imported in graph.get(todo.pop(), set()) - seen:
-            seen.add(imported)
-            todo.append(imported)
-    return seen
-
-
-def test_no_magic_module_is_in_an_import_circle() -> None:
-    """The translator, the magics' table and the modules of magics import one way only.
-
-    Every import counts, in functions too, and every module named in a string
-    (`import_own("pyrelune...")`, a magic imported when first used). A
-    translated line's call of `magics` is the cell's code, not the runtime's.
-    """
-    graph = {module: {i for i, _ in imports} for module, imports in _graph().items()}
-    for path in PACKAGE.rglob("*.py"):
-        graph[_module(path)] |= set(re.findall(r"\"(pyrelune(?:\.\w+)+)\"", path.read_text()))
-    magic = [m for m in graph if m.startswith("pyrelune.worker.")
-             and ("magic" in m or m.endswith(("ipysyntax", "extensions")))]
-    assert "pyrelune.worker.magics" in magic and "pyrelune.worker.ipysyntax" in magic
-    assert [m for m in magic if m in _reached(graph, m)] == []
-
-
 def test_the_check_sees_a_forbidden_import() -> None:
     """The walk above finds imports at the top, in functions, and relative ones."""
     tree = ast.parse("from pyrelune.worker import cell\n"
@@ -154,3 +144,60 @@ def test_the_check_sees_a_forbidden_import() -> None:
         ("pyrelune.worker.cell", None), ("pyrelune.worker", None),
         ("pyrelune.worker.display.display", "f"), ("pyrelune.worker.display", "f"),
     ]
+
+
+def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The modules of each circle (a strongly connected group of two or more), sorted."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(module: str) -> None:
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for imported in sorted(edges[module]):
+            if imported not in order:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], order[imported])
+        if low[module] == order[module]:
+            group = stack[stack.index(module):]
+            del stack[stack.index(module):]
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(edges):
+        if module not in order:
+            visit(module)
+    return sorted(found)
+
+
+def _import_edges() -> dict[str, set[str]]:
+    """Every import, in functions too, and every module named in a string
+    (`import_own("pyrelune...")`: a module imported when first used)."""
+    graph = _graph(resolved=True)
+    edges = {module: {i for i, _ in imports} for module, imports in graph.items()}
+    for path in PACKAGE.rglob("*.py"):
+        edges[_module(path)] |= set(re.findall(r"\"(pyrelune(?:\.\w+)+)\"", path.read_text()))
+    return {module: {i for i in imported if i in graph and i != module}
+            for module, imported in edges.items()}
+
+
+def test_no_module_imports_itself_back_through_others() -> None:
+    edges = _import_edges()
+    circles = _circles(edges)
+    described = [" ; ".join(f"{m} -> {', '.join(sorted(edges[m] & set(c)))}" for m in c)
+                 for c in circles]
+    assert described == [], "import circles:\n" + "\n".join(described)
+
+
+def test_the_circle_check_finds_a_circle_through_a_function_level_import() -> None:
+    tree = ast.parse("import pyrelune.b\n")
+    late = ast.parse("def f():\n    from pyrelune import a\n")
+    modules = {"pyrelune.a", "pyrelune.b", "pyrelune.c"}
+    edges = {"pyrelune.a": {i for i, _ in _imports(tree, "pyrelune", modules)},
+             "pyrelune.b": {i for i, _ in _imports(late, "pyrelune", modules)},
+             "pyrelune.c": {"pyrelune.a"}}
+    assert _circles(edges) == [["pyrelune.a", "pyrelune.b"]]

@@ -146,6 +146,34 @@ def test_settings_refuse_what_the_command_line_refused(files: dict[str, str]) ->
     with pytest.raises(rpcargs.Usage) as refused:
         rpcargs.settings(values)
     assert (refused.value.message, refused.value.hint) == (
-        "a token is for WebSocket kernels: add --listen", "--token")
+        "--token-file is for WebSocket kernels: add --listen", "--token-file")
     chosen = rpcargs.settings({**values, "listen": "9", "token_file": Path(files["file"])})
     assert (chosen.listen, chosen.token) == (("127.0.0.1", 9), "secret")
+
+
+@pytest.mark.parametrize(("given", "message", "hint"), [
+    ({"token": "t"}, "--token is for WebSocket kernels: add --listen", "--token"),
+    ({"allow_origin": ["https://a.example"]}, "--allow-origin is for WebSocket kernels: add "
+     "--listen", "--allow-origin"),
+    ({"certfile": "file"}, "--certfile is for WebSocket kernels: add --listen", "--certfile"),
+    ({"keyfile": "file"}, "--keyfile is for WebSocket kernels: add --listen", "--keyfile"),
+    ({"listen": "0", "keyfile": "file"}, "--keyfile needs --certfile", "--keyfile"),
+    ({"listen": "0", "token": ""}, "the token is empty", "--token"),
+    ({"listen": "0", "token_file": "empty"}, "the token is empty", "--token-file"),
+    ({"listen": "nope"}, "--listen 'nope': expected HOST:PORT", "--listen"),
+    ({"listen": "0.0.0.0:0"}, "refusing to listen on 0.0.0.0 without a token", "--listen"),
+])
+def test_every_rule_of_the_options_is_a_usage_error_of_the_option_it_names(
+        files: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        given: dict[str, Any], message: str, hint: str) -> None:
+    pytest.importorskip("websockets")
+    monkeypatch.delenv("PYRELUNE_TOKEN", raising=False)
+    (tmp_path / "empty").write_text(" \n")
+    paths = {"file": Path(files["file"]), "empty": tmp_path / "empty"}
+    values: dict[str, Any] = dict.fromkeys(rpcargs.OPTIONS)
+    values.update({name: paths.get(value, value) if isinstance(value, str) else value
+                   for name, value in given.items()})
+    with pytest.raises(rpcargs.Usage) as refused:
+        rpcargs.settings(values)
+    assert refused.value.message.startswith(message), refused.value.message
+    assert refused.value.hint == hint

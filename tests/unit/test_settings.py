@@ -59,8 +59,9 @@ def test_types() -> None:
     assert types("PYRELUNE_MIME_ORDER", "", MIME_ORDER) == MIME_ORDER
     assert types("PYRELUNE_MIME_ORDER", " text/html , image/svg+xml,text/html", MIME_ORDER) == (
         "text/html", "image/svg+xml", "text/plain")
-    with pytest.raises(SettingError, match=r"^PYRELUNE_MIME_ORDER: 'image/png' is not a type "
-                                           r"Vix Note shows"):
+    with pytest.raises(SettingError, match=r"^PYRELUNE_MIME_ORDER must be types Vix Note shows, "
+                                           r"comma-separated \(image/svg\+xml, .*\), not "
+                                           r"'image/png'$"):
         types("PYRELUNE_MIME_ORDER", "image/svg+xml,image/png", MIME_ORDER)
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyrelune.cli.entry import DEFAULT_PRELOAD, gains
 from pyrelune.warm import reach
+from pyrelune.warm.gate import DEFAULT_PRELOAD, gains
 
 
 @pytest.mark.parametrize("source", [
