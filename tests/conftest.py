@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import warmhost
-from lines_host import Host as LinesHost
-from modes import MODES, Runner, runner
-from rpc_host import PipeHost
-from vixhost import VixHost
+from support import warmhost
+from support.lines_host import Host as LinesHost
+from support.modes import MODES, Runner, runner
+from support.rpc_host import PipeHost
+from support.vixhost import VixHost
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

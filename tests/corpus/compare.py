@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from modes import Seen, runner
+from support.modes import Seen, runner
 
 from corpus.cells import Cell, Notebook
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from vixhost import VixHost, encode_request
+from support.vixhost import VixHost, encode_request
 
 
 @pytest.mark.parametrize(

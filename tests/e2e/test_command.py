@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vixhost import PROTOCOL, pyrelune_command
+from support.vixhost import PROTOCOL, pyrelune_command
 
 REQUEST = b'{"source": "print(2 + 3)"}'
 

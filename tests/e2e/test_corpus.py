@@ -13,7 +13,7 @@ import pytest
 from corpus.cells import NOTEBOOKS, cells
 from corpus.compare import Runs
 from corpus.known import KNOWN
-from modes import MODES
+from support.modes import MODES
 
 
 def _cases() -> list[object]:

@@ -9,12 +9,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-import jupyter_host
 import pytest
 from corpus.cells import NOTEBOOKS, Notebook, cells
 from corpus.compare import Expected, differences
 from corpus.known import KNOWN
-from modes import Seen
+from support import jupyter_host
+from support.modes import Seen
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")

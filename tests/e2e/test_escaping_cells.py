@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lines_host import Host as LinesHost
-from processes import gone_soon
-from rpc_host import PipeHost, stdout_of
-from vixhost import VixHost, encode_request
+from support.lines_host import Host as LinesHost
+from support.processes import gone_soon
+from support.rpc_host import PipeHost, stdout_of
+from support.vixhost import VixHost, encode_request
 
 ESCAPE = "import os, time\nos.setpgid(0, os.getpgid(os.getppid()))\n"
 

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from vixhost import pyrelune_command
+from support.vixhost import pyrelune_command
 
 from pyrelune.vix import doctor
 

@@ -17,12 +17,12 @@ from typing import Any
 
 import jsonschema
 import pytest
-import warmhost
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from lines_host import RESPONSE_SCHEMA, Host, strict_json
-from strategies import any_text, encode, json_values, request_bytes, warm_socket_messages
-from vixhost import VixHost, pyrelune_command
+from support import warmhost
+from support.lines_host import RESPONSE_SCHEMA, Host, strict_json
+from support.strategies import any_text, encode, json_values, request_bytes, warm_socket_messages
+from support.vixhost import VixHost, pyrelune_command
 
 from pyrelune.warm import frames
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rpc_host import PipeHost, stdout_of
+from support.rpc_host import PipeHost, stdout_of
 
 RING = settings(max_examples=30, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

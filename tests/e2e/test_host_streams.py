@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from vixhost import encode_request
+from support.vixhost import encode_request
 
 TIMEOUT = 120  # generous: a busy machine
 REQUEST = encode_request({"source": "print(2 + 3)"})

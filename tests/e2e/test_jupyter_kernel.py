@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jupyter_host
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
-from jupyter_host import TIMEOUT, collect, execute
+from support import jupyter_host
+from support.jupyter_host import TIMEOUT, collect, execute
 
 Kernel = tuple[KernelManager, BlockingKernelClient]
 
@@ -368,7 +368,7 @@ def test_without_pyzmq_the_mode_says_how_to_install_it(tmp_path: Path) -> None:
 
 
 def test_shutdown_ends_the_kernel_process(tmp_path: Path) -> None:
-    from processes import gone_soon
+    from support.processes import gone_soon
 
     with jupyter_host.started(tmp_path) as (manager, client):
         pid = manager.provisioner.process.pid  # type: ignore[union-attr]
@@ -512,7 +512,7 @@ def test_magics_and_shell_escapes_run_as_in_the_other_modes(client: BlockingKern
 
 
 def test_the_kernel_ends_when_the_process_that_started_it_is_gone(tmp_path: Path) -> None:
-    from processes import gone_soon
+    from support.processes import gone_soon
 
     path = _connection(tmp_path)
     # The launcher starts the kernel in the background and exits once it has bound its ports.

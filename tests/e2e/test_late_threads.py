@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from vixhost import VixHost
+from support.vixhost import VixHost
 
 LATE = "import threading, time\n"
 

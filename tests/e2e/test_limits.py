@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from processes import gone_soon, running
-from vixhost import ROOMY, VixHost, encode_request, pyrelune_command
+from support.processes import gone_soon, running
+from support.vixhost import ROOMY, VixHost, encode_request, pyrelune_command
 
 FAST = {"PYRELUNE_TIMEOUT": "1"}
 
@@ -184,7 +184,7 @@ def test_a_million_lines(roomy_host: VixHost) -> None:
 MEASURE = """
 import resource, sys
 sys.path.insert(0, sys.argv[1])
-from vixhost import VixHost, encode_request
+from support.vixhost import VixHost, encode_request
 source = "import sys\\nchunk = 'y' * (1 << 20)\\nfor _ in range(1024): sys.stdout.write(chunk)"
 result = VixHost.roomy().run(encode_request({"source": source}))
 print(result.ok, result.response["stdout"][-80:].count("y"), result.failure)

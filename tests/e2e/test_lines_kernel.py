@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cells import DEEP_JSON
-from lines_host import (
+from support.cells import DEEP_JSON
+from support.lines_host import (
     COMMAND,
     WAIT,
     Host,

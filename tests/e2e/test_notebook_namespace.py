@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from lines_host import Host as LinesHost
-from lines_host import default_env, wait_for
-from rpc_host import PipeHost
-from vixhost import VixHost, pyrelune_command
+from support.lines_host import Host as LinesHost
+from support.lines_host import default_env, wait_for
+from support.rpc_host import PipeHost
+from support.vixhost import VixHost, pyrelune_command
 
 
 class Outcome(NamedTuple):

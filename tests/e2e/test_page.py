@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from vixhost import VixHost, encode_request, project_folder
+from support.vixhost import VixHost, encode_request, project_folder
 
 ESC = "\x1b"
 

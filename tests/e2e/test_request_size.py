@@ -12,8 +12,8 @@ import resource
 import subprocess
 import sys
 
-from rpc_host import PipeHost
-from vixhost import PROTOCOL, VixHost, encode_request
+from support.rpc_host import PipeHost
+from support.vixhost import PROTOCOL, VixHost, encode_request
 
 from pyrelune.transports.stdio import MAX_REQUEST
 

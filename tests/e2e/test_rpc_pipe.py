@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cells import DEEP_JSON
 from hypothesis import HealthCheck, given, settings
-from rpc_fuzz import lines
-from rpc_host import PipeHost, kernel_command, stdout_of
+from support.cells import DEEP_JSON
+from support.rpc_fuzz import lines
+from support.rpc_host import PipeHost, kernel_command, stdout_of
 
 from pyrelune.supervisor.kernel import LOST
 

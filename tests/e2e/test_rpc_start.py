@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from rpc_host import TIMEOUT, check
+from support.rpc_host import TIMEOUT, check
 
 Ran = subprocess.CompletedProcess[bytes]
 

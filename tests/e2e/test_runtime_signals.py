@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from lines_host import Host
-from rpc_host import PipeHost
-from vixhost import VixHost
+from support.lines_host import Host
+from support.rpc_host import PipeHost
+from support.vixhost import VixHost
 
 SIGNAL_THE_RUNTIME = "import os, signal, time\nos.kill(os.getppid(), signal.{name})\n"
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from vixhost import VixHost, encode_request, pyrelune_command
+from support.vixhost import VixHost, encode_request, pyrelune_command
 
 
 def test_final_expression_is_shown_after_stdout(host: VixHost) -> None:

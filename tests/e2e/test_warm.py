@@ -24,8 +24,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-import warmhost
-from vixhost import HostResult, VixHost, encode_request, pyrelune_command
+from support import warmhost
+from support.vixhost import HostResult, VixHost, encode_request, pyrelune_command
 
 from pyrelune.warm import starts
 

@@ -9,8 +9,8 @@ from typing import Any
 import jsonschema
 import pytest
 from hypothesis import given, settings
-from rpc_fuzz import lines, requests
-from rpc_host import check
+from support.rpc_fuzz import lines, requests
+from support.rpc_host import check
 
 from pyrelune.protocols import Rejected, rpc, validation
 from pyrelune.wire.events import (

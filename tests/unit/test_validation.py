@@ -8,8 +8,8 @@ from typing import Any
 import jsonschema
 import pytest
 from hypothesis import given, settings
-from rpc_fuzz import requests as rpc_requests
-from strategies import requests, well_formed_responses
+from support.rpc_fuzz import requests as rpc_requests
+from support.strategies import requests, well_formed_responses
 
 from pyrelune.protocols import validation
 from pyrelune.protocols.rpc import METHODS

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from vixhost import HostResult, VixHost
+from support.vixhost import HostResult, VixHost
 
 FAKE = """#!/bin/sh
 cat >/dev/null

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import any_text, request_bytes
-from vixhost import MAX_OUTPUT, judge
+from support.strategies import any_text, request_bytes
+from support.vixhost import MAX_OUTPUT, judge
 
 from pyrelune.protocols import vixnote
 from pyrelune.supervisor.limits import OutputBudget

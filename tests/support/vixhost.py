@@ -50,7 +50,7 @@ TYPED_MIMES = ("application/json", "text/html", "image/svg+xml")
 #: installed globally).
 PROJECT_MARKERS = ("vix.app", "vix.json", "CMakeLists.txt", ".vix", ".git")
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RESPONSE_SCHEMA = json.loads(
     (REPO / "schemas" / "vix-note-extension-1.response.json").read_text(encoding="utf-8")
 )

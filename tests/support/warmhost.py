@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from vixhost import pyrelune_command
+from support.vixhost import pyrelune_command
 
 #: How long a warm process may take to preload and answer (a busy machine is slow).
 START_WITHIN = 120.0

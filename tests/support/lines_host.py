@@ -23,7 +23,7 @@ from typing import Any
 
 import jsonschema
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESPONSE_SCHEMA = json.loads((ROOT / "schemas" / "lines-kernel.response.json").read_text())
 COMMAND = [sys.executable, "-m", "pyrelune", "--mode", "lines"]
 #: Waiting, never asserting speed: generous for a noisy machine.
