@@ -20,9 +20,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from support import warmhost
+from support.launch import SCRIPT
 from support.lines_host import RESPONSE_SCHEMA, Host, strict_json
 from support.strategies import any_text, encode, json_values, request_bytes, warm_socket_messages
-from support.vixhost import VixHost, pyrelune_command
+from support.vixhost import VixHost
 
 from pyrelune.warm import frames
 
@@ -130,7 +131,7 @@ class WarmSocket:
         (self.path,) = (runtime / "pyrelune").glob("*.sock")
         self.marker = runtime / "ran"
         source = f"_ = open({str(self.marker)!r}, 'a').write('x')"
-        self.real = (pyrelune_command().encode(), b"18", frames.environ_bytes(dict(os.environb)),
+        self.real = (SCRIPT.encode(), b"18", frames.environ_bytes(dict(os.environb)),
                      b"\0".join(p.encode() for p in sys.path),
                      encode({"source": source}))
 

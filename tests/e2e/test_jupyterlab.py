@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support.launch import SCRIPT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -61,7 +62,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("lab")
     prefix, notebooks = root / "prefix", root / "notebooks"
     notebooks.mkdir()
-    installed = subprocess.run([sys.executable, "-m", "pyrelune", "jupyter", "install",
+    installed = subprocess.run([SCRIPT, "jupyter", "install",
                                 "--prefix", str(prefix), "--name", KERNEL],
                                capture_output=True, text=True, timeout=120)
     assert installed.returncode == 0, installed.stderr

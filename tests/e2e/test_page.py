@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.launch import SCRIPT
 from support.vixhost import VixHost, encode_request, project_folder
 
 ESC = "\x1b"
@@ -78,7 +79,7 @@ plt.close()
 
 def test_doctor_warns_of_a_backend_that_hides_plots(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path), "VIX_GLOBAL_PREFIX": str(tmp_path / "prefix")}
-    run = [sys.executable, "-m", "pyrelune", "vix"]
+    run = [SCRIPT, "vix"]
     assert subprocess.run([*run, "install"], env=env, capture_output=True).returncode == 0
     windows = subprocess.run([*run, "doctor"], env={**env, "MPLBACKEND": "TkAgg"},
                              capture_output=True, text=True)

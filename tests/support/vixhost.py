@@ -26,13 +26,14 @@ import os
 import selectors
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+
+from support.launch import SCRIPT
 
 #: Vix Note's limits.
 WALL_CLOCK = 10.0
@@ -55,11 +56,6 @@ RESPONSE_SCHEMA = json.loads(
     (REPO / "schemas" / "vix-note-extension-1.response.json").read_text(encoding="utf-8")
 )
 _validator = jsonschema.Draft202012Validator(RESPONSE_SCHEMA)
-
-
-def pyrelune_command() -> str:
-    """The installed `pyrelune` console script beside this interpreter."""
-    return str(Path(sys.executable).parent / "pyrelune")
 
 
 def encode_request(request: dict[str, Any]) -> bytes:
@@ -137,7 +133,7 @@ class VixHost:
         hang_after: float = HANG_AFTER,
         wall_clock: float = WALL_CLOCK,
     ) -> None:
-        self.command = command or pyrelune_command()
+        self.command = command or SCRIPT
         self.env = env
         self.check = check
         self.hang_after = hang_after
