@@ -67,9 +67,8 @@ class Warm:
 
 
 @pytest.fixture
-def warm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Warm]:
-    runtime = tmp_path / "runtime"
-    runtime.mkdir(mode=0o700)
+def warm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Warm]:
+    runtime = warmhost.runtime_folder()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("PYRELUNE_WARM", PRELOAD)
     monkeypatch.setenv("PYRELUNE_WARM_DEBUG", "1")

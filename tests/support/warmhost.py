@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,13 @@ from support.launch import SCRIPT
 
 #: How long a warm process may take to preload and answer (a busy machine is slow).
 START_WITHIN = 120.0
+
+
+def runtime_folder() -> Path:
+    """A fresh folder, private (0700) and short, under the session's XDG_RUNTIME_DIR (see
+    conftest): a test's own XDG_RUNTIME_DIR, whose warm socket path must fit AF_UNIX's 107
+    bytes, which pytest's tmp_path (deeper under xdist) may not leave room for."""
+    return Path(tempfile.mkdtemp(prefix="rt", dir=os.environ["XDG_RUNTIME_DIR"]))
 
 
 def command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
