@@ -65,7 +65,8 @@ def test_bom_is_skipped_and_valid_surrogate_pairs_pass() -> None:
     assert outcome.ok and outcome.text() == "\U0001f600"
 
 
-@pytest.mark.parametrize("svg", ['<?xml version="1.0"?><svg/>', "<svg><a href='javascript:x'/></svg>"])
+@pytest.mark.parametrize("svg", ['<?xml version="1.0"?><svg/>',
+                                 "<svg><a href='javascript:x'/></svg>"])
 def test_an_svg_note_js_would_not_render_is_an_error(svg: str) -> None:
     response = {"ok": True, "outputs": [{"mime": "image/svg+xml", "data": svg}]}
     assert interpret(ok(json.dumps(response).encode())).outputs == [("error", "Invalid SVG output")]
