@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from support.lines_host import Host as LinesHost
 from support.processes import gone_soon
 from support.rpc_host import PipeHost, stdout_of
@@ -19,6 +20,7 @@ from support.vixhost import VixHost, encode_request
 ESCAPE = "import os, time\nos.setpgid(0, os.getpgid(os.getppid()))\n"
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_oneshot_answers_a_cell_that_left_its_group_by_the_deadline(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     source = (f"{ESCAPE}open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"

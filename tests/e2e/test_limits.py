@@ -26,6 +26,7 @@ def default_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("PYRELUNE_")}
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_default_deadline_answers_before_the_host_kills() -> None:
     result = VixHost(env=default_env()).run(request("print('spinning')\nwhile True: pass"))
     assert result.error["code"] == "timeout"
@@ -34,6 +35,7 @@ def test_default_deadline_answers_before_the_host_kills() -> None:
     assert result.response["stdout"] == "spinning\n"
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 @pytest.mark.parametrize(
     "source",
     [
@@ -53,6 +55,7 @@ def test_deadline(source: str) -> None:
     assert result.response["stdout"].startswith("so far\n")
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_deadline_points_at_the_interrupted_line() -> None:
     result = VixHost().run(request("import time\n\ntime.sleep(60)"), env=FAST)
     assert result.error["code"] == "timeout"
@@ -96,6 +99,7 @@ def test_the_cell_and_its_children_die_with_a_killed_runtime(tmp_path: Path) -> 
             runtime.kill()
             runtime.wait()
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_timeout_option() -> None:
     proc = subprocess.run(
         [SCRIPT, "--timeout", "0.5"],

@@ -178,6 +178,7 @@ def test_the_whole_exception_message_is_shown(host: VixHost) -> None:
     assert result.failure is not None and result.failure.endswith("ValueError: line1\nline2")
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_a_timeout_shows_the_progress_printed(host: VixHost) -> None:
     result = host.run_cell("print('progress 1', flush=True)\nwhile True: pass",
                            env={"PYRELUNE_TIMEOUT": "1"})
@@ -348,6 +349,7 @@ def test_a_prefix_outside_home_leaves_home_as_sent(host: VixHost, vix_home: Path
     assert result.response["stdout"] == f"{vix_home}\n", result
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_a_timeout_says_how_to_allow_more(host: VixHost) -> None:
     result = host.run_cell("import time\ntime.sleep(60)", env={"PYRELUNE_TIMEOUT": "1"})
     assert result.failure is not None

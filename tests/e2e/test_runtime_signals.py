@@ -39,6 +39,7 @@ def test_oneshot_answers_any_signal_that_would_end_it(host: VixHost, name: str) 
     assert result.failure == f"Cell stopped: the runtime received {name}", result
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_oneshot_answers_a_signal_sent_again_and_again() -> None:
     """The cell carries on after its KeyboardInterrupt: the deadline stops it, the signal said."""
     host = VixHost(env={**os.environ, "PYRELUNE_TIMEOUT": "1"})
