@@ -1,18 +1,22 @@
 """Shared fixtures: a Vix Note host that checks every response, kernels as their hosts start
-them, a raised recursion limit."""
+them, a raised recursion limit; each session's own runtime folder; the suite's markers, its
+Hypothesis profile and its xdist groups."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import warmhost
-from lines_host import Host as LinesHost
-from modes import MODES, Runner, runner
-from rpc_host import PipeHost
-from vixhost import VixHost
+from support import profiles, warmhost
+from support.lines_host import Host as LinesHost
+from support.modes import MODES, Runner, runner
+from support.rpc_host import PipeHost
+from support.vixhost import VixHost
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -20,29 +24,61 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      help="run every Vix Note cell through a warm process (PYRELUNE_WARM=1)")
 
 
+profiles.load()
+_RUNTIME_DIR = pytest.StashKey[str]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "cold_start: checks what a cold start loads (not with "
                             "--warm, whose cells find the preloaded modules)")
+    config.addinivalue_line("markers", "slow: waits out a real deadline or bound (seconds of "
+                            "wall time each); `-m 'not slow'` leaves them out")
+    # Each session (each xdist worker) its own XDG_RUNTIME_DIR: warm sockets, and whatever else
+    # a runtime keeps there, are never shared between workers. Short (/tmp/prl-XXXXXXXX):
+    # a warm socket's path under it must fit AF_UNIX's 107 bytes.
+    folder = tempfile.mkdtemp(prefix="prl-", dir="/tmp")
+    config.stash[_RUNTIME_DIR] = folder
+    os.environ["XDG_RUNTIME_DIR"] = folder
 
 
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_RUNTIME_DIR, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's loadgroup reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--warm"):
         skip = pytest.mark.skip(reason="what a cold start loads: a warm cell differs by design")
         for item in items:
             if item.get_closest_marker("cold_start"):
                 item.add_marker(skip)
+    for item in items:
+        module = item.getparent(pytest.Module)
+        if module and item.get_closest_marker("xdist_group") is None and _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(module.nodeid))
+
+
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether `item` uses a module-scoped fixture of its own module (a kernel, a server):
+    its module's tests then run on one xdist worker, which starts that fixture once."""
+    module = item.getparent(pytest.Module)
+    if not isinstance(item, pytest.Function) or module is None:
+        return False
+    return any(definition.scope != "function" and definition.baseid == module.nodeid
+               for definitions in item._fixtureinfo.name2fixturedefs.values()
+               for definition in definitions)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def warm_everywhere(request: pytest.FixtureRequest,
-                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def warm_everywhere(request: pytest.FixtureRequest) -> Iterator[None]:
     """With --warm, one warm process serves the session's cells (those whose host keeps the
     environment: the others run cold, as they must); stopped at the end, having served."""
     if not request.config.getoption("--warm"):
         yield
         return
-    folder = tmp_path_factory.mktemp("runtime")
-    folder.chmod(0o700)
+    folder = warmhost.runtime_folder()
     # Every cell, even one that would run cold for speed (no import: see warm.gate.gains).
     with warmhost.environment(XDG_RUNTIME_DIR=str(folder), PYRELUNE_WARM="1",
                               PYRELUNE_WARM_EVERY="1"):

@@ -3,7 +3,9 @@
 `run` starts the command like the host (no arguments, no shell, inherited
 environment and directory, the whole request written at once and stdin
 closed, 10 s and 1 MiB limits). `interpret` is the host's reading of what
-came back, on plain values, including the responses that would crash it.
+came back, on plain values, including the responses that would crash it:
+`pyrelune vix doctor` and the tests' Vix Note host (tests/support/vixhost.py,
+which starts the runtime its own stricter way) both read results through it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ PROTOCOL = "vix-note-extension-1"
 TIMEOUT = 10.0
 OUTPUT_LIMIT = 1024 * 1024
 MIMES = ("application/json", "text/html", "image/svg+xml")
+TIMED_OUT = "extension execution timed out"
+TOO_LARGE = "extension output is too large"
+HUNG = ("the runtime exited but left a process holding its stdout/stderr: "
+        "Vix Note would wait forever")
 
 
 @dataclass
@@ -29,15 +35,20 @@ class Exchange:
     stderr: bytes = b""
     seconds: float = 0.0
     failure: str = ""  # set when the host gave up: timeout, too much output, cannot start
+    timed_out: bool = False  # the wall clock killed the runtime
+    too_large: bool = False  # stdout + stderr passed the limit: killed
+    hung: bool = False  # something still held the pipes after the runtime exited
+    sigpipe: bool = False  # the runtime closed stdin before the request was written
 
 
 @dataclass
 class Outcome:
-    """What the user sees in the cell."""
+    """What the user sees in the cell; the response as parsed, when stdout was JSON."""
 
     ok: bool
     message: str
     outputs: list[tuple[str, str]] = field(default_factory=list)  # (stdout|stderr|error|MIME, text)
+    response: Any = None
 
     def text(self, kind: str = "stdout") -> str:
         return "".join(text for k, text in self.outputs if k == kind)
@@ -45,14 +56,19 @@ class Outcome:
 
 def request(source: str, extension_id: str, version: str, working_directory: str = "",
             cell_id: str = "cell-doctor") -> bytes:
-    """The request bytes Vix Note writes: compact JSON, keys sorted, UTF-8 not escaped."""
-    message = {
+    """The request bytes Vix Note writes (see `encode`)."""
+    return encode({
         "protocol": PROTOCOL, "requestId": f"doctor:{cell_id}", "cellId": cell_id,
         "cellType": "python", "source": source, "executionCount": 0,
         "workingDirectory": working_directory, "documentPath": "",
         "extensionId": extension_id, "extensionVersion": version,
-    }
-    return json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    })
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """A request as Vix Note writes it: compact JSON, keys sorted, UTF-8 not escaped."""
+    return json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass")
 
 
 def run(command: str, payload: bytes, timeout: float = TIMEOUT,
@@ -77,16 +93,13 @@ def run(command: str, payload: bytes, timeout: float = TIMEOUT,
             exited = False
         process.kill()
         _reap(process)
+        seconds = time.perf_counter() - started
         if exited:
-            return Exchange(process.returncode, seconds=time.perf_counter() - started,
-                            failure="the runtime exited but left a process holding its "
-                            "stdout/stderr: Vix Note would wait forever")
-        return Exchange(None, seconds=time.perf_counter() - started,
-                        failure="extension execution timed out")
+            return Exchange(process.returncode, seconds=seconds, failure=HUNG, hung=True)
+        return Exchange(None, seconds=seconds, failure=TIMED_OUT, timed_out=True)
     seconds = time.perf_counter() - started
     if len(stdout) + len(stderr) > limit:
-        return Exchange(process.returncode, seconds=seconds,
-                        failure="extension output is too large")
+        return Exchange(process.returncode, seconds=seconds, failure=TOO_LARGE, too_large=True)
     return Exchange(process.returncode, stdout, stderr, seconds)
 
 
@@ -102,23 +115,25 @@ def _reap(process: subprocess.Popen[bytes]) -> None:
 
 def interpret(exchange: Exchange) -> Outcome:
     """The cell's result as Vix Note shows it; messages prefixed "crash:" would bring it down."""
-    if exchange.failure:
+    if exchange.failure:  # what the runtime wrote does not survive it (kept to diagnose)
         return Outcome(False, exchange.failure)
     stderr = exchange.stderr.decode("utf-8", "replace")
     if exchange.returncode != 0:
         return Outcome(False, "extension process failed", [("stderr", stderr)] if stderr else [])
     try:
-        response = _parse_strict(exchange.stdout)
+        response = strict_loads(exchange.stdout)
     except ValueError as error:
         return Outcome(False, f"extension returned invalid JSON ({error})",
                        [("stderr", stderr)] if stderr else [])
     try:
-        return _read(response, stderr)
+        outcome = _read_response(response, stderr)
     except TypeError as error:
-        return Outcome(False, f"crash: {error}")
+        outcome = Outcome(False, f"crash: {error}")
+    outcome.response = response
+    return outcome
 
 
-def _read(response: Any, stderr: str) -> Outcome:
+def _read_response(response: Any, stderr: str) -> Outcome:
     if not isinstance(response, dict):
         raise TypeError(f"the response is {type(response).__name__}, not an object")
     protocol = _get_string(response, "protocol", "")
@@ -144,6 +159,8 @@ def _read(response: Any, stderr: str) -> Outcome:
         data = _get_string(item, "data", "")
         if mime == "text/plain":
             outputs.append(("stdout", data))
+        elif mime == "image/svg+xml" and not renderable_svg(data):
+            outputs.append(("error", "Invalid SVG output"))
         elif mime in MIMES:
             outputs.append((mime, data))
         else:
@@ -153,6 +170,13 @@ def _read(response: Any, stderr: str) -> Outcome:
     return Outcome(True, "extension cell executed", outputs)
 
 
+def renderable_svg(data: str) -> bool:
+    """note.js shows an SVG only if its trimmed text starts with `<svg` and holds no
+    `javascript:`; an XML prolog or DOCTYPE (as matplotlib writes) is "Invalid SVG output"."""
+    text = data.strip()
+    return text.startswith("<svg") and "javascript:" not in text
+
+
 def _get_string(item: dict[str, Any], key: str, default: str) -> str:
     value = item.get(key, default)
     if not isinstance(value, str):
@@ -160,7 +184,7 @@ def _get_string(item: dict[str, Any], key: str, default: str) -> str:
     return value
 
 
-def _parse_strict(raw: bytes) -> Any:
+def strict_loads(raw: bytes) -> Any:
     """Parse like nlohmann::json: BOM skipped, UTF-8 checked, no NaN, no lone surrogate."""
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
@@ -183,4 +207,3 @@ def _has_lone_surrogate(value: Any) -> bool:
     if isinstance(value, list):
         return any(_has_lone_surrogate(v) for v in value)
     return False
-

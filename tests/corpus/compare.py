@@ -36,11 +36,13 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from modes import Seen, runner
+from support.modes import Seen, runner
 
 from corpus.cells import Cell, Notebook
+
+_T = TypeVar("_T")
 
 # Normalization ---------------------------------------------------------------------
 
@@ -332,29 +334,48 @@ def differences(mode: str, expected: Expected, seen: Seen, root: Path) -> list[s
 
 
 class Runs:
-    """Each notebook run once per runtime, on first need, each run in a fresh folder."""
+    """Each notebook run once per runtime, on first need, each run in a fresh folder.
+
+    A run that failed (an ipykernel that timed out on a busy machine) fails every cell that
+    needs it with the same error, not a second run: asking again is idempotent.
+    """
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = (Path(tempfile.mkdtemp(prefix="corpus-")) if root is None else root).resolve()
-        self._expected: dict[str, dict[str, Expected]] = {}
-        self._seen: dict[tuple[str, str], dict[str, Seen]] = {}
+        self._expected: dict[str, dict[str, Expected] | Exception] = {}
+        self._seen: dict[tuple[str, str], dict[str, Seen] | Exception] = {}
 
     def _folder(self, label: str) -> Path:
-        folder = self.root / label
-        folder.mkdir(parents=True)
-        return folder
+        """A folder of its own for one run (`normalize` makes any of them `<folder>`)."""
+        return Path(tempfile.mkdtemp(prefix=f"{label}-", dir=self.root))
 
     def expected(self, book: Notebook) -> dict[str, Expected]:
         if book.name not in self._expected:
-            folder = self._folder(f"ipykernel-{book.name}")
-            self._expected[book.name] = run_in_ipykernel(book, folder)
-        return self._expected[book.name]
+            self._expected[book.name] = attempt(
+                lambda: run_in_ipykernel(book, self._folder(f"ipykernel-{book.name}")))
+        return outcome_of(self._expected[book.name])
 
     def differences(self, mode: str, book: Notebook, cell: Cell) -> list[str]:
         """How `cell` differs in `mode` from ipykernel (see `differences`)."""
         expected = self.expected(book)[cell.name]
         key = (mode, book.name)
         if key not in self._seen:
-            folder = self._folder(f"{mode}-{book.name}")
-            self._seen[key] = run_in_pyrelune(mode, book, folder)
-        return differences(mode, expected, self._seen[key][cell.name], self.root)
+            self._seen[key] = attempt(
+                lambda: run_in_pyrelune(mode, book, self._folder(f"{mode}-{book.name}")))
+        seen = outcome_of(self._seen[key])
+        return differences(mode, expected, seen[cell.name], self.root)
+
+
+def attempt(run: Callable[[], _T]) -> _T | Exception:
+    """What `run` returned, or the exception it raised (kept to raise again)."""
+    try:
+        return run()
+    except Exception as error:
+        return error
+
+
+def outcome_of(outcome: _T | Exception) -> _T:
+    """What `attempt` kept: the value, or its exception raised (again) as this test's failure."""
+    if isinstance(outcome, Exception):
+        raise AssertionError(f"the notebook's run failed: {outcome!r}") from outcome
+    return outcome

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/: the harnesses
 
-from modes import MODES
+from support.modes import MODES
 
 from corpus.cells import cells
 from corpus.compare import Runs

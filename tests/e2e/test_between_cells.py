@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from rpc_host import TIMEOUT, PipeHost, stdout_of
+from support.rpc_host import TIMEOUT, PipeHost, stdout_of
 
 TICKER = """
 import asyncio

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lines_host import Host as LinesHost
-from rpc_host import PipeHost
-from vixhost import VixHost, encode_request
+from support.lines_host import Host as LinesHost
+from support.rpc_host import PipeHost
+from support.vixhost import VixHost, encode_request
 
 #: Writes endlessly into every descriptor it holds for writing only: the event pipe among them.
 FLOOD = """\

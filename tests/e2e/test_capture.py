@@ -6,8 +6,8 @@ import os
 import signal
 
 import pytest
-from processes import gone_soon, running
-from vixhost import VixHost
+from support.processes import gone_soon, running
+from support.vixhost import VixHost
 
 
 def test_every_writer_lands_in_order_in_its_stream(host: VixHost) -> None:

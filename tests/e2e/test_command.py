@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vixhost import PROTOCOL, pyrelune_command
+from support.launch import SCRIPT
+from support.vixhost import PROTOCOL
 
 REQUEST = b'{"source": "print(2 + 3)"}'
 
@@ -26,7 +27,7 @@ def test_python_m_pyrelune(tmp_path: Path) -> None:
 def test_no_arguments_on_a_terminal_prints_a_usage_hint() -> None:
     controller, terminal = pty.openpty()
     try:
-        proc = subprocess.run([pyrelune_command()], stdin=terminal, capture_output=True,
+        proc = subprocess.run([SCRIPT], stdin=terminal, capture_output=True,
                               timeout=60)
     finally:
         os.close(terminal)

@@ -13,7 +13,7 @@ import pytest
 from corpus.cells import NOTEBOOKS, cells
 from corpus.compare import Runs
 from corpus.known import KNOWN
-from modes import MODES
+from support.modes import MODES
 
 
 def _cases() -> list[object]:
@@ -23,7 +23,10 @@ def _cases() -> list[object]:
             if mode == "oneshot" and not cell.alone:
                 continue
             reason = KNOWN.get(cell.name, {}).get(mode)
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            # One xdist worker runs a notebook's cells: it runs the notebook once per runtime.
+            marks = [pytest.mark.xdist_group(f"corpus-{book.name}")]
+            if reason:
+                marks.append(pytest.mark.xfail(strict=True, reason=reason))
             cases.append(pytest.param(mode, book.name, cell.name, marks=marks,
                                       id=f"{mode}-{cell.name}"))
     return cases

@@ -6,15 +6,16 @@ bottom in a fresh folder, and every cell's outputs the same under the corpus's r
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
-import jupyter_host
 import pytest
 from corpus.cells import NOTEBOOKS, Notebook, cells
-from corpus.compare import Expected, differences
+from corpus.compare import Expected, attempt, differences, outcome_of
 from corpus.known import KNOWN
-from modes import Seen
+from support import jupyter_host
+from support.modes import Seen
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -34,7 +35,10 @@ def _cases() -> list[object]:
     for book, cell in cells():
         # The rpc kernel's known differences are the Jupyter kernel's: the same worker runs both.
         reason = None if cell.name in _NOT_IN_JUPYTER else KNOWN.get(cell.name, {}).get("rpc")
-        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        # One xdist worker runs a notebook's cells: it runs the notebook once per kernel.
+        marks = [pytest.mark.xdist_group(f"nbclient-{book.name}")]
+        if reason:
+            marks.append(pytest.mark.xfail(strict=True, reason=reason))
         cases.append(pytest.param(book.name, cell.name, marks=marks, id=cell.name))
     return cases
 
@@ -47,24 +51,27 @@ class NotebookRuns:
         kernels = self.root / "jupyter-data"
         jupyter_host.kernelspec(kernels, "message", name="pyrelune-corpus")
         os.environ["JUPYTER_PATH"] = str(kernels)  # for this session's kernel managers
-        self._outputs: dict[tuple[str, str], dict[str, list[dict[str, Any]]]] = {}
+        self._outputs: dict[tuple[str, str], dict[str, list[dict[str, Any]]] | Exception] = {}
 
     def outputs(self, kernel: str, book: Notebook) -> dict[str, list[dict[str, Any]]]:
+        """Each cell's outputs; a run that failed fails each cell with its error, once run."""
         key = (kernel, book.name)
         if key not in self._outputs:
-            folder = self.root / f"{kernel}-{book.name}"
-            folder.mkdir()
-            notebook = nbformat.v4.new_notebook(cells=[
-                nbformat.v4.new_code_cell(cell.source, id=cell.name.replace("_", "-"))
-                for cell in book.cells])
-            env = {k: v for k, v in os.environ.items() if not k.startswith("PYRELUNE_")}
-            client = nbclient.NotebookClient(
-                notebook, kernel_name=kernel, timeout=120, startup_timeout=120,
-                allow_errors=True, resources={"metadata": {"path": str(folder)}})
-            client.execute(env=env)
-            self._outputs[key] = {cell.name: list(run.outputs)
-                                  for cell, run in zip(book.cells, notebook.cells, strict=True)}
-        return self._outputs[key]
+            self._outputs[key] = attempt(lambda: self._run(kernel, book))
+        return outcome_of(self._outputs[key])
+
+    def _run(self, kernel: str, book: Notebook) -> dict[str, list[dict[str, Any]]]:
+        folder = Path(tempfile.mkdtemp(prefix=f"{kernel}-{book.name}-", dir=self.root))
+        notebook = nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_code_cell(cell.source, id=cell.name.replace("_", "-"))
+            for cell in book.cells])
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYRELUNE_")}
+        client = nbclient.NotebookClient(
+            notebook, kernel_name=kernel, timeout=120, startup_timeout=120,
+            allow_errors=True, resources={"metadata": {"path": str(folder)}})
+        client.execute(env=env)
+        return {cell.name: list(run.outputs)
+                for cell, run in zip(book.cells, notebook.cells, strict=True)}
 
 
 def as_expected(outputs: list[dict[str, Any]]) -> Expected:

@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from lines_host import Host as LinesHost
-from rpc_host import PipeHost, stdout_of
-from vixhost import VixHost
+from support.lines_host import Host as LinesHost
+from support.rpc_host import PipeHost, stdout_of
+from support.vixhost import VixHost
 
 IPython = pytest.importorskip("IPython")
 

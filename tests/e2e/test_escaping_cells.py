@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from lines_host import Host as LinesHost
-from processes import gone_soon
-from rpc_host import PipeHost, stdout_of
-from vixhost import VixHost, encode_request
+import pytest
+from support.lines_host import Host as LinesHost
+from support.processes import gone_soon
+from support.rpc_host import PipeHost, stdout_of
+from support.vixhost import VixHost, encode_request
 
 ESCAPE = "import os, time\nos.setpgid(0, os.getpgid(os.getppid()))\n"
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_oneshot_answers_a_cell_that_left_its_group_by_the_deadline(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     source = (f"{ESCAPE}open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"

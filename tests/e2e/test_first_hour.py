@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from vixhost import pyrelune_command
+from support.launch import SCRIPT
 
 from pyrelune.vix import doctor
 
@@ -24,7 +24,7 @@ HELPS = [[], ["run"], ["validate"], ["vix"], ["vix", "install"], ["vix", "uninst
 
 def pyrelune(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
              stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([pyrelune_command(), *args], input=stdin.decode(), capture_output=True,
+    return subprocess.run([SCRIPT, *args], input=stdin.decode(), capture_output=True,
                           text=True, timeout=TIMEOUT, env=env, cwd=cwd)
 
 
@@ -151,7 +151,7 @@ def test_a_dry_run_into_a_closed_pipe_ends_quietly(user: dict[str, str]) -> None
     reader, writer = os.pipe()
     os.close(reader)  # as `| head` does once it has read enough
     try:
-        result = subprocess.run([pyrelune_command(), "vix", "install", "--dry-run"], env=user,
+        result = subprocess.run([SCRIPT, "vix", "install", "--dry-run"], env=user,
                                 stdout=writer, stderr=subprocess.PIPE, timeout=TIMEOUT)
     finally:
         os.close(writer)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from lines_host import Host as LinesHost
-from rpc_host import PipeHost, stdout_of
-from vixhost import VixHost, encode_request
+from support.lines_host import Host as LinesHost
+from support.rpc_host import PipeHost, stdout_of
+from support.vixhost import VixHost, encode_request
 
 FORGE = """\
 import fcntl, os, time

@@ -8,8 +8,8 @@ worker (as `multiprocessing`'s fork start method does in real notebooks).
 from __future__ import annotations
 
 import pytest
-from lines_host import Host as LinesHost
-from rpc_host import PipeHost, stdout_of
+from support.lines_host import Host as LinesHost
+from support.rpc_host import PipeHost, stdout_of
 
 CELL = """\
 import os, sys

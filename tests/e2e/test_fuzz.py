@@ -1,6 +1,6 @@
 """Fuzzing the real processes: oneshot requests and lines-kernel request lines.
 
-Each test has a fixed budget of examples and no deadline per example, so it
+Each test has a budget of examples (support.profiles) and no deadline per example, so it
 ends in seconds on a busy machine and never fails for being slow: the rules
 are the protocol's, not the clock's.
 """
@@ -17,20 +17,21 @@ from typing import Any
 
 import jsonschema
 import pytest
-import warmhost
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from lines_host import RESPONSE_SCHEMA, Host, strict_json
-from strategies import any_text, encode, json_values, request_bytes, warm_socket_messages
-from vixhost import VixHost, pyrelune_command
+from support import warmhost
+from support.launch import SCRIPT
+from support.lines_host import RESPONSE_SCHEMA, Host, strict_json
+from support.profiles import examples
+from support.strategies import any_text, encode, json_values, request_bytes, warm_socket_messages
+from support.vixhost import VixHost
 
 from pyrelune.warm import frames
 
 #: Each oneshot example is a process (tens of milliseconds): a modest number.
-ONESHOT = settings(max_examples=60, deadline=None,
-                   suppress_health_check=[HealthCheck.too_slow])
+ONESHOT = settings(max_examples=examples(0.6))
 #: One kernel answers every example's lines; a batch of up to 8 lines each.
-LINES = settings(max_examples=150, deadline=None,
+LINES = settings(max_examples=examples(1.5),
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
@@ -117,7 +118,7 @@ def test_the_fuzzed_lines_kernel_is_alive_at_the_end(kernel: Host) -> None:
 # --- the warm process's socket ----------------------------------------------------------------
 
 #: Each example is a connection, most a spare taking it (a fork): a modest number.
-WARM = settings(max_examples=60, deadline=None,
+WARM = settings(max_examples=examples(0.6),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
@@ -130,7 +131,7 @@ class WarmSocket:
         (self.path,) = (runtime / "pyrelune").glob("*.sock")
         self.marker = runtime / "ran"
         source = f"_ = open({str(self.marker)!r}, 'a').write('x')"
-        self.real = (pyrelune_command().encode(), b"18", frames.environ_bytes(dict(os.environb)),
+        self.real = (SCRIPT.encode(), b"18", frames.environ_bytes(dict(os.environb)),
                      b"\0".join(p.encode() for p in sys.path),
                      encode({"source": source}))
 
@@ -139,9 +140,8 @@ class WarmSocket:
 
 
 @pytest.fixture(scope="module")
-def warm_socket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WarmSocket]:
-    runtime = tmp_path_factory.mktemp("warm-fuzz")
-    runtime.chmod(0o700)
+def warm_socket() -> Iterator[WarmSocket]:
+    runtime = warmhost.runtime_folder()
     with warmhost.environment(XDG_RUNTIME_DIR=str(runtime), PYRELUNE_WARM="colorsys"):
         try:
             yield WarmSocket(runtime)

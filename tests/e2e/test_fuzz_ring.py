@@ -19,9 +19,10 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rpc_host import PipeHost, stdout_of
+from support.profiles import examples
+from support.rpc_host import PipeHost, stdout_of
 
-RING = settings(max_examples=30, deadline=None,
+RING = settings(max_examples=examples(0.3),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 #: The ring's header (six 8-byte words used) and its data area (one lap, 1 MiB).
 HEADER, DATA = 48, 1 << 20

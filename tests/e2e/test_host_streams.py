@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from vixhost import encode_request
+from support.launch import SCRIPT
+from support.vixhost import encode_request
 
 TIMEOUT = 120  # generous: a busy machine
 REQUEST = encode_request({"source": "print(2 + 3)"})
@@ -33,7 +33,7 @@ def start(mode: list[str], preexec: Callable[[], None] | None = None,
     """The runtime in `mode`, its stdout a pipe or the file `stdout`."""
     with contextlib.ExitStack() as files:
         out = files.enter_context(open(stdout, "wb")) if stdout else subprocess.PIPE
-        return subprocess.Popen([sys.executable, "-m", "pyrelune", *mode], stdin=subprocess.PIPE,
+        return subprocess.Popen([SCRIPT, *mode], stdin=subprocess.PIPE,
                                 stdout=out, stderr=subprocess.PIPE, preexec_fn=preexec)
 
 
@@ -54,7 +54,7 @@ def one_line(stderr: str) -> str:
 
 @pytest.mark.parametrize("mode", [[], ["--mode", "rpc"]], ids=["oneshot", "rpc"])
 def test_a_closed_stdin_is_said(mode: list[str]) -> None:
-    process = subprocess.Popen([sys.executable, "-m", "pyrelune", *mode],
+    process = subprocess.Popen([SCRIPT, *mode],
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, preexec_fn=closing(0))
     try:
@@ -119,7 +119,7 @@ def test_an_rpc_kernel_whose_host_closed_both_pipes_stops_its_looping_cell() -> 
 
 
 def test_an_rpc_kernel_with_stderr_closed_still_serves() -> None:
-    process = subprocess.Popen([sys.executable, "-m", "pyrelune", "--mode", "rpc"],
+    process = subprocess.Popen([SCRIPT, "--mode", "rpc"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                preexec_fn=closing(2))
     try:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import jupyter_host
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
-from jupyter_host import TIMEOUT, Run, collect, execute, until_idle
+from support import jupyter_host
+from support.jupyter_host import TIMEOUT, Run, collect, execute, until_idle
 
 pytest.importorskip("ipywidgets", reason="the widgets a notebook shows are the test")
 

@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
 
-import jupyter_host
 import jupyter_kernel_test
+from support import jupyter_host
 
 
 class PyreluneKernelTests(jupyter_kernel_test.KernelTests):  # type: ignore[misc]

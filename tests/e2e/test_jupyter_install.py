@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.launch import SCRIPT
 
 pytest.importorskip("jupyter_client", reason="Jupyter's own tools read the kernelspec back")
 
@@ -24,7 +25,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def pyrelune(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pyrelune", "jupyter", *args],
+    return subprocess.run([SCRIPT, "jupyter", *args],
                           capture_output=True, text=True, timeout=120, env=env)
 
 

@@ -17,11 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import jupyter_host
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
-from jupyter_host import TIMEOUT, collect, execute
+from support import jupyter_host
+from support.jupyter_host import TIMEOUT, collect, execute
+from support.launch import SCRIPT
 
 Kernel = tuple[KernelManager, BlockingKernelClient]
 
@@ -323,8 +324,7 @@ def _connection(tmp_path: Path, **changes: Any) -> Path:
 
 
 def _start(*args: str, code: str | None = None) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "pyrelune",
-                                                                *args]
+    command = [sys.executable, "-c", code, *args] if code else [SCRIPT, *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
 
@@ -368,7 +368,7 @@ def test_without_pyzmq_the_mode_says_how_to_install_it(tmp_path: Path) -> None:
 
 
 def test_shutdown_ends_the_kernel_process(tmp_path: Path) -> None:
-    from processes import gone_soon
+    from support.processes import gone_soon
 
     with jupyter_host.started(tmp_path) as (manager, client):
         pid = manager.provisioner.process.pid  # type: ignore[union-attr]
@@ -398,9 +398,9 @@ JUPYTER_MODULES = ("zmq", "pyrelune.modes.jupyter", "pyrelune.protocols.jupyter"
 
 
 def test_a_oneshot_cell_loads_nothing_of_the_jupyter_mode(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "pyrelune"],
-                          input=b'{"source": "print(2 + 3)"}', capture_output=True,
-                          timeout=TIMEOUT, cwd=tmp_path)
+    done = subprocess.run([SCRIPT], input=b'{"source": "print(2 + 3)"}', capture_output=True,
+                          timeout=TIMEOUT, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"})
     assert json.loads(done.stdout)["stdout"] == "5\n"
     imported = {line.rpartition("|")[2].strip() for line in done.stderr.decode().splitlines()
                 if line.startswith("import time:")}
@@ -434,7 +434,7 @@ def _own_kernel(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Block
     kept (in `tmp_path / "stderr"`), and a client once the file says where it is."""
     path = _connection(tmp_path)
     with open(tmp_path / "stderr", "wb") as errors:
-        process = subprocess.Popen([sys.executable, "-m", "pyrelune", "--mode", "jupyter",
+        process = subprocess.Popen([SCRIPT, "--mode", "jupyter",
                                     "-f", str(path)], stderr=errors)
     client = BlockingKernelClient()
     try:
@@ -512,7 +512,7 @@ def test_magics_and_shell_escapes_run_as_in_the_other_modes(client: BlockingKern
 
 
 def test_the_kernel_ends_when_the_process_that_started_it_is_gone(tmp_path: Path) -> None:
-    from processes import gone_soon
+    from support.processes import gone_soon
 
     path = _connection(tmp_path)
     # The launcher starts the kernel in the background and exits once it has bound its ports.

@@ -11,11 +11,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import jupyter_host
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
-from jupyter_host import TIMEOUT, collect, execute
+from support import jupyter_host
+from support.jupyter_host import TIMEOUT, collect, execute
 
 Kernel = tuple[KernelManager, BlockingKernelClient]
 

@@ -13,7 +13,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from support.launch import SCRIPT
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -48,12 +48,6 @@ STUBBORN = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n
 AFTER = "print('the kernel goes on:', 6 * 7)"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
@@ -61,7 +55,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("lab")
     prefix, notebooks = root / "prefix", root / "notebooks"
     notebooks.mkdir()
-    installed = subprocess.run([sys.executable, "-m", "pyrelune", "jupyter", "install",
+    installed = subprocess.run([SCRIPT, "jupyter", "install",
                                 "--prefix", str(prefix), "--name", KERNEL],
                                capture_output=True, text=True, timeout=120)
     assert installed.returncode == 0, installed.stderr
@@ -73,22 +67,33 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "cells": cells, "nbformat": 4, "nbformat_minor": 5,
         "metadata": {"kernelspec": {"name": KERNEL, "display_name": "Python (pyrelune)",
                                     "language": "python"}}}))
-    token, port = secrets.token_hex(16), _free_port()
+    token = secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_PATH": str(prefix / "share/jupyter"),
            "JUPYTER_CONFIG_DIR": str(root / "config"),
            "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
     log = (root / "server.log").open("wb")
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+        # Port 0: the system picks a free one (no fixed port a parallel run could hold), which
+        # the server then writes in its runtime folder's jpserver-<pid>.json.
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--port=0",
          "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={notebooks}",
          f"--IdentityProvider.token={token}", "--ServerApp.port_retries=0",
          "--LabApp.news_url=", "--LabApp.check_for_updates_class="
          "jupyterlab.NeverCheckForUpdate",
         *(["--allow-root"] if os.geteuid() == 0 else [])],  # CI containers run as root
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=notebooks)
-    base = f"http://127.0.0.1:{port}"
+    info = root / "runtime" / f"jpserver-{server.pid}.json"
     try:
         deadline = time.monotonic() + WAIT
+        port = None
+        while port is None:
+            try:
+                port = json.loads(info.read_text())["port"]
+            except (OSError, ValueError):  # not written yet, or half
+                assert server.poll() is None, (root / "server.log").read_text()
+                assert time.monotonic() < deadline, "JupyterLab did not say its port"
+                time.sleep(0.2)  # polling for the server, not an assertion
+        base = f"http://127.0.0.1:{port}"
         while True:
             try:
                 with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 
-from vixhost import VixHost
+import pytest
+from support.vixhost import VixHost
 
 LATE = "import threading, time\n"
 
@@ -39,6 +40,7 @@ def test_a_daemon_thread_is_not_waited_for(host: VixHost) -> None:
     assert result.ok and result.response["stdout"] == "done\n", result
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_a_thread_that_never_ends_cannot_make_the_runtime_miss_its_deadline() -> None:
     host = VixHost(env={**os.environ, "PYRELUNE_TIMEOUT": "1"})
     result = host.run_cell(LATE + "def spin():\n    print('spinning', flush=True)\n"

@@ -11,8 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from processes import gone_soon, running
-from vixhost import ROOMY, VixHost, encode_request, pyrelune_command
+from support.launch import SCRIPT
+from support.processes import gone_soon, running
+from support.vixhost import ROOMY, VixHost, encode_request
 
 FAST = {"PYRELUNE_TIMEOUT": "1"}
 
@@ -25,6 +26,7 @@ def default_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("PYRELUNE_")}
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_default_deadline_answers_before_the_host_kills() -> None:
     result = VixHost(env=default_env()).run(request("print('spinning')\nwhile True: pass"))
     assert result.error["code"] == "timeout"
@@ -33,6 +35,7 @@ def test_default_deadline_answers_before_the_host_kills() -> None:
     assert result.response["stdout"] == "spinning\n"
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 @pytest.mark.parametrize(
     "source",
     [
@@ -52,6 +55,7 @@ def test_deadline(source: str) -> None:
     assert result.response["stdout"].startswith("so far\n")
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_deadline_points_at_the_interrupted_line() -> None:
     result = VixHost().run(request("import time\n\ntime.sleep(60)"), env=FAST)
     assert result.error["code"] == "timeout"
@@ -73,7 +77,7 @@ def test_the_cell_and_its_children_die_with_a_killed_runtime(tmp_path: Path) -> 
     source = ("import os, subprocess\nchild = subprocess.Popen(['sleep', '60'])\n"
               f"open({str(pids) + '.new'!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
               f"os.replace({str(pids) + '.new'!r}, {str(pids)!r})\nwhile True: pass")
-    runtime = subprocess.Popen([pyrelune_command()], stdin=subprocess.PIPE,
+    runtime = subprocess.Popen([SCRIPT], stdin=subprocess.PIPE,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                env={**default_env(), "PYRELUNE_TIMEOUT": "0"})
     assert runtime.stdin is not None
@@ -95,9 +99,10 @@ def test_the_cell_and_its_children_die_with_a_killed_runtime(tmp_path: Path) -> 
             runtime.kill()
             runtime.wait()
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_timeout_option() -> None:
     proc = subprocess.run(
-        [pyrelune_command(), "--timeout", "0.5"],
+        [SCRIPT, "--timeout", "0.5"],
         input=request("import time\ntime.sleep(60)"),
         capture_output=True,
         timeout=60,
@@ -184,7 +189,7 @@ def test_a_million_lines(roomy_host: VixHost) -> None:
 MEASURE = """
 import resource, sys
 sys.path.insert(0, sys.argv[1])
-from vixhost import VixHost, encode_request
+from support.vixhost import VixHost, encode_request
 source = "import sys\\nchunk = 'y' * (1 << 20)\\nfor _ in range(1024): sys.stdout.write(chunk)"
 result = VixHost.roomy().run(encode_request({"source": source}))
 print(result.ok, result.response["stdout"][-80:].count("y"), result.failure)
@@ -207,7 +212,7 @@ def test_a_gigabyte_of_output_in_bounded_memory() -> None:
 @pytest.mark.parametrize("value", ["1e10", "inf", "nan", "-1", "soon"])
 def test_a_bad_timeout_option_is_a_usage_error(value: str) -> None:
     """Any argument is the command line's (Vix Note passes none): refused as a usage error."""
-    proc = subprocess.run([pyrelune_command(), "--timeout", value], input=request("print(1)"),
+    proc = subprocess.run([SCRIPT, "--timeout", value], input=request("print(1)"),
                           capture_output=True, timeout=60)
     assert proc.returncode == 2, proc
     assert f"--timeout must be seconds, from 0 to 604800 (0: no deadline), not '{value}'" in (
@@ -219,7 +224,7 @@ def test_a_bad_timeout_option_is_a_usage_error(value: str) -> None:
     ("--auth-timeout", "inf", "must be seconds, from 0.1 to 604800"),
 ])
 def test_the_rpc_kernels_numbers_follow_the_same_rules(option: str, value: str, rule: str) -> None:
-    proc = subprocess.run([pyrelune_command(), "--mode", "rpc", option, value], input=b"",
+    proc = subprocess.run([SCRIPT, "--mode", "rpc", option, value], input=b"",
                           capture_output=True, timeout=60)
     assert proc.returncode == 2, proc
     assert f"{option} {rule}" in " ".join(proc.stderr.decode().replace("│", " ").split())

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from lines_host import COMMAND, WAIT, Host, default_env, pid_gone, wait_for
+from support.lines_host import COMMAND, WAIT, Host, default_env, pid_gone, wait_for
 
 PING = b'{"id": "1", "type": "ping"}\n'
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from lines_host import KILL_AFTER_INTERRUPT, Host
+from support.lines_host import KILL_AFTER_INTERRUPT, Host
 
 from pyrelune.modes.lines import LATE_CLICK
 

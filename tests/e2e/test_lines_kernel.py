@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cells import DEEP_JSON
-from lines_host import (
+from support.cells import DEEP_JSON
+from support.launch import SCRIPT
+from support.lines_host import (
     COMMAND,
     WAIT,
     Host,
@@ -560,7 +561,7 @@ def test_host_sigkill_leaves_nothing_behind(kernel: Host, tmp_path: Path) -> Non
     ["--mode", "lines"],
 ])
 def test_command_line_spellings(argv: list[str]) -> None:
-    kernel = Host([sys.executable, "-m", "pyrelune", *argv])
+    kernel = Host([SCRIPT, *argv])
     try:
         kernel.ping()
         assert kernel.execute("1 + 2")["stdout"] == "3\n"

@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from lines_host import Host as LinesHost
-from rpc_host import PipeHost, stdout_of
+from support.lines_host import Host as LinesHost
+from support.rpc_host import PipeHost, stdout_of
 
 ALARM = "import signal\nsignal.alarm(1)\nkept = 1"
 #: Cells after which the worker's own machinery is broken: it dies on the next command.

@@ -10,8 +10,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from modes import Runner
-from vixhost import VixHost
+from support.modes import Runner
+from support.vixhost import VixHost
 
 TIME_LINES = re.compile(
     r"CPU times: user [\d.]+ (?:s|ms|μs|ns), sys: [\d.]+ (?:s|ms|μs|ns), "

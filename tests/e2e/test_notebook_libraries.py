@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from modes import MODES, Runner, Seen, runner
+from support.modes import MODES, Runner, Seen, runner
 
 rich_console = pytest.importorskip("rich.console")
 pytest.importorskip("IPython")  # rich prints into a notebook only where IPython's display is

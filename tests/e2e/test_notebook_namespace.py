@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
-from lines_host import Host as LinesHost
-from lines_host import default_env, wait_for
-from rpc_host import PipeHost
-from vixhost import VixHost, pyrelune_command
+from support.lines_host import Host as LinesHost
+from support.lines_host import default_env, wait_for
+from support.rpc_host import PipeHost
+from support.vixhost import VixHost
 
 
 class Outcome(NamedTuple):
@@ -25,15 +25,14 @@ class Outcome(NamedTuple):
 class Kernel:
     """A lines or rpc kernel, driven one cell at a time."""
 
-    def __init__(self, mode: str, cwd: Path | None = None, console_script: bool = False,
+    def __init__(self, mode: str, cwd: Path | None = None,
                  env: dict[str, str] | None = None) -> None:
         self.mode = mode
-        command = [pyrelune_command(), "--mode", mode] if console_script else None
         if mode == "lines":
-            self.lines = LinesHost(command, default_env(**(env or {})), cwd)
+            self.lines = LinesHost(None, default_env(**(env or {})), cwd)
             self.lines.ping()
         else:
-            self.rpc = PipeHost(command=command, cwd=cwd, env=env)
+            self.rpc = PipeHost(cwd=cwd, env=env)
             assert self.rpc.receive()["event"] == "kernel.ready"
         self.cells = 0
 
@@ -237,7 +236,7 @@ def test_modules_beside_the_kernel_import(start_kernel: Callable[..., Kernel], t
     (tmp_path / "beside.py").write_text("WHERE = 'beside'\n")
     (tmp_path / "later").mkdir()
     (tmp_path / "later" / "moved.py").write_text("WHERE = 'moved'\n")
-    kernel = start_kernel(mode, cwd=tmp_path, console_script=True)
+    kernel = start_kernel(mode, cwd=tmp_path)
     assert kernel.value("import beside\nbeside.WHERE") == "'beside'"
     assert kernel.value("import sys\nsys.path[0]") == "''"  # not the console script's folder
     kernel.run("import os\nos.chdir('later')")

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from lines_host import Host as LinesHost
-from lines_host import pid_gone, wait_for
-from modes import Runner, runner
+from support.lines_host import Host as LinesHost
+from support.lines_host import pid_gone, wait_for
+from support.modes import Runner, runner
 
 
 def test_a_future_import_after_other_code_applies_to_what_follows(run: Runner) -> None:

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from vixhost import VixHost, encode_request, project_folder
+from support.launch import SCRIPT
+from support.vixhost import VixHost, encode_request, project_folder
 
 ESC = "\x1b"
 
@@ -78,7 +79,7 @@ plt.close()
 
 def test_doctor_warns_of_a_backend_that_hides_plots(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path), "VIX_GLOBAL_PREFIX": str(tmp_path / "prefix")}
-    run = [sys.executable, "-m", "pyrelune", "vix"]
+    run = [SCRIPT, "vix"]
     assert subprocess.run([*run, "install"], env=env, capture_output=True).returncode == 0
     windows = subprocess.run([*run, "doctor"], env={**env, "MPLBACKEND": "TkAgg"},
                              capture_output=True, text=True)
@@ -177,6 +178,7 @@ def test_the_whole_exception_message_is_shown(host: VixHost) -> None:
     assert result.failure is not None and result.failure.endswith("ValueError: line1\nline2")
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_a_timeout_shows_the_progress_printed(host: VixHost) -> None:
     result = host.run_cell("print('progress 1', flush=True)\nwhile True: pass",
                            env={"PYRELUNE_TIMEOUT": "1"})
@@ -347,6 +349,7 @@ def test_a_prefix_outside_home_leaves_home_as_sent(host: VixHost, vix_home: Path
     assert result.response["stdout"] == f"{vix_home}\n", result
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_a_timeout_says_how_to_allow_more(host: VixHost) -> None:
     result = host.run_cell("import time\ntime.sleep(60)", env={"PYRELUNE_TIMEOUT": "1"})
     assert result.failure is not None

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import resource
 import subprocess
-import sys
 
-from rpc_host import PipeHost
-from vixhost import PROTOCOL, VixHost, encode_request
+from support.launch import SCRIPT
+from support.rpc_host import PipeHost
+from support.vixhost import PROTOCOL, VixHost, encode_request
 
 from pyrelune.transports.stdio import MAX_REQUEST
 
@@ -28,7 +28,7 @@ def _limited() -> None:
 
 
 def test_a_huge_request_is_read_to_its_end_unheld_and_refused() -> None:
-    process = subprocess.Popen([sys.executable, "-m", "pyrelune"], stdin=subprocess.PIPE,
+    process = subprocess.Popen([SCRIPT], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                preexec_fn=_limited)
     assert process.stdin is not None and process.stdout is not None

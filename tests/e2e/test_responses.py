@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from vixhost import PROTOCOL, VixHost, strict_loads
+from support.vixhost import PROTOCOL, VixHost, strict_loads
 
 
 @pytest.mark.parametrize(

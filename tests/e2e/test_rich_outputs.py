@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from cells import DEEP_JSON
-from vixhost import VixHost
+from support.cells import DEEP_JSON
+from support.vixhost import VixHost
 
 
 def kinds(result: object) -> list[str]:
@@ -274,7 +274,7 @@ def test_display_is_ready_for_a_cell_but_matplotlib_is_not_imported(host: VixHos
 
 
 def _request(source: str) -> bytes:
-    from vixhost import encode_request
+    from support.vixhost import encode_request
 
     return encode_request({"protocol": "vix-note-extension-1", "source": source})
 

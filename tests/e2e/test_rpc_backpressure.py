@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from rpc_host import TIMEOUT, Listener, WebSocketHost, stdout_of
+from support.rpc_host import TIMEOUT, Listener, WebSocketHost, stdout_of
 from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
 from websockets.protocol import State

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cells import DEEP_JSON
-from hypothesis import HealthCheck, given, settings
-from rpc_fuzz import lines
-from rpc_host import PipeHost, kernel_command, stdout_of
+from hypothesis import given, settings
+from support.cells import DEEP_JSON
+from support.profiles import examples
+from support.rpc_fuzz import lines
+from support.rpc_host import PipeHost, kernel_command, stdout_of
 
 from pyrelune.supervisor.kernel import LOST
 
@@ -478,8 +479,7 @@ def test_fuzzed_lines_are_each_answered_and_the_kernel_lives_on() -> None:
     host = PipeHost()
     assert host.receive()["event"] == "kernel.ready"
 
-    @settings(max_examples=150, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=examples(1.5), database=None)
     @given(lines)
     def answered(raw: bytes) -> None:
         host.send_bytes(raw + b"\n")

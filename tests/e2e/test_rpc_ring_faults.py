@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from rpc_host import PipeHost, stdout_of
+from support.rpc_host import PipeHost, stdout_of
 
 #: Where a cell finds the ring: sys.stdout's binary layer writes into it.
 WRITER = "import sys; _w = sys.stdout.buffer._put.__self__\n"

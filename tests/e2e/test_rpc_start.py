@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from rpc_host import TIMEOUT, check
+from support.launch import SCRIPT
+from support.rpc_host import TIMEOUT, check
 
 Ran = subprocess.CompletedProcess[bytes]
 
@@ -17,7 +18,7 @@ Ran = subprocess.CompletedProcess[bytes]
 def imported(args: list[str], stdin: bytes = b"") -> tuple[set[str], Ran]:
     """The modules the real `pyrelune` process imported for `args`, and how it ended."""
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
-    result = subprocess.run([sys.executable, "-m", "pyrelune", *args], input=stdin, env=env,
+    result = subprocess.run([SCRIPT, *args], input=stdin, env=env,
                             capture_output=True, timeout=TIMEOUT)
     lines = result.stderr.decode().splitlines()
     return {line.rsplit("|", 1)[1].strip() for line in lines
@@ -70,7 +71,7 @@ def test_a_websocket_kernel_starts_without_typer(tmp_path: Path) -> None:
     token = tmp_path / "token"
     token.write_text("secret")
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
-    process = subprocess.Popen([sys.executable, "-m", "pyrelune", "--mode", "rpc", "--listen",
+    process = subprocess.Popen([SCRIPT, "--mode", "rpc", "--listen",
                                 "127.0.0.1:0", "--token-file", str(token)], env=env,
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from rpc_host import PipeHost, stdout_of
+from support.rpc_host import PipeHost, stdout_of
 
 #: Generous: only a kernel that never sends the line runs into it.
 PATIENT = 60.0

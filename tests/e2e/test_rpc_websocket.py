@@ -15,7 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from rpc_host import TIMEOUT, Listener, WebSocketHost, kernel_command, peak_memory, stdout_of
+from support.rpc_host import (
+    TIMEOUT,
+    Listener,
+    WebSocketHost,
+    kernel_command,
+    peak_memory,
+    stdout_of,
+)
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect as ws_connect
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from lines_host import Host
-from rpc_host import PipeHost
-from vixhost import VixHost
+from support.lines_host import Host
+from support.rpc_host import PipeHost
+from support.vixhost import VixHost
 
 SIGNAL_THE_RUNTIME = "import os, signal, time\nos.kill(os.getppid(), signal.{name})\n"
 
@@ -39,6 +39,7 @@ def test_oneshot_answers_any_signal_that_would_end_it(host: VixHost, name: str) 
     assert result.failure == f"Cell stopped: the runtime received {name}", result
 
 
+@pytest.mark.slow  # waits out the runtime's deadline
 def test_oneshot_answers_a_signal_sent_again_and_again() -> None:
     """The cell carries on after its KeyboardInterrupt: the deadline stops it, the signal said."""
     host = VixHost(env={**os.environ, "PYRELUNE_TIMEOUT": "1"})

@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from vixhost import VixHost, encode_request, pyrelune_command
+from support.launch import SCRIPT
+from support.vixhost import VixHost, encode_request
 
 
 def test_final_expression_is_shown_after_stdout(host: VixHost) -> None:
@@ -175,7 +176,7 @@ def test_current_directory_deleted(tmp_path: Path) -> None:
     gone = tmp_path / "gone"
     gone.mkdir()
     runtime = tmp_path / "runtime"
-    runtime.write_text(f'#!/bin/sh\ncd "{gone}" && rmdir "{gone}" && exec "{pyrelune_command()}"\n')
+    runtime.write_text(f'#!/bin/sh\ncd "{gone}" && rmdir "{gone}" && exec "{SCRIPT}"\n')
     runtime.chmod(0o755)
     result = VixHost(command=str(runtime)).run(encode_request({"source": "print('never')"}))
     assert result.error["code"] == "invalid_working_directory"

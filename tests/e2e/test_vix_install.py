@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.launch import SCRIPT
 
 from pyrelune.vix import discovery, host
 from pyrelune.vix.places import Places
@@ -30,7 +31,7 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Places:
 
 
 def pyrelune(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pyrelune", *args], capture_output=True,
+    return subprocess.run([SCRIPT, *args], capture_output=True,
                           text=True, timeout=120, cwd=cwd)
 
 
@@ -121,7 +122,7 @@ def test_concurrent_installs_lose_nothing(places: Places) -> None:
     places.prefix.mkdir()
     places.installed_json.write_text(json.dumps({"packages": [FOREIGN]}))
     ids = [f"owner{i}/pyrelune{i}" for i in range(6)]
-    processes = [subprocess.Popen([sys.executable, "-m", "pyrelune", "vix", "install", "--id", i],
+    processes = [subprocess.Popen([SCRIPT, "vix", "install", "--id", i],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE) for i in ids]
     for process in processes:
         _, stderr = process.communicate(timeout=120)

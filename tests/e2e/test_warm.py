@@ -24,8 +24,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-import warmhost
-from vixhost import HostResult, VixHost, encode_request, pyrelune_command
+from support import warmhost
+from support.launch import SCRIPT
+from support.vixhost import HostResult, VixHost, encode_request
 
 from pyrelune.warm import gate, route, starts
 
@@ -66,9 +67,8 @@ class Warm:
 
 
 @pytest.fixture
-def warm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Warm]:
-    runtime = tmp_path / "runtime"
-    runtime.mkdir(mode=0o700)
+def warm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Warm]:
+    runtime = warmhost.runtime_folder()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     monkeypatch.setenv("PYRELUNE_WARM", PRELOAD)
     monkeypatch.setenv("PYRELUNE_WARM_DEBUG", "1")
@@ -91,7 +91,7 @@ def cold_reason(result: HostResult) -> str:
 def test_a_running_warm_process_serves_the_cell_with_the_cold_answer(warm: Warm) -> None:
     source = ("x = 6\nprint(x)\nimport colorsys, os, sys\n"
               "print(sys.argv[0] == os.environ['LAUNCHER'])\nx * 7")
-    env = {"LAUNCHER": pyrelune_command()}
+    env = {"LAUNCHER": SCRIPT}
     cold = VixHost().run_cell(source, env={**env, "PYRELUNE_WARM": "0"})
     warm.start()
     which, result = warm.which()
@@ -212,7 +212,7 @@ def test_the_cell_gets_the_callers_directory_environment_umask_and_limits(
     here = tmp_path / "here"
     here.mkdir()
     script = tmp_path / "launch"
-    script.write_text(f"#!/bin/sh\numask 027\nulimit -n 200\nexec {pyrelune_command()}\n")
+    script.write_text(f"#!/bin/sh\numask 027\nulimit -n 200\nexec {SCRIPT}\n")
     script.chmod(0o755)
     source = ("import os, resource, sys\n"
               "print('colorsys' in sys.modules, os.path.basename(os.getcwd()), "
@@ -446,7 +446,7 @@ def test_the_warm_process_holds_none_of_the_descriptors_of_the_cell_that_started
         warm: Warm) -> None:
     """Vix Note's sockets are open in the runtime: the warm process it starts closes them."""
     kept_r, kept_w = os.pipe()
-    proc = subprocess.Popen([pyrelune_command()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, pass_fds=(kept_w,))
     assert proc.stdout is not None and proc.stderr is not None
     host_pipes = {f"pipe:[{os.fstat(f).st_ino}]"
@@ -483,7 +483,7 @@ def test_sigkill_of_the_launcher_kills_the_cells_whole_process_group(
               f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}} "
               "{\"colorsys\" in sys.modules}')\n"
               "time.sleep(600)")
-    proc = subprocess.Popen([pyrelune_command()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     assert proc.stdin is not None
     proc.stdin.write(encode_request({"source": source}))
@@ -538,7 +538,7 @@ def test_warm_status_and_stop_say_what_runs(warm: Warm) -> None:
 
 
 def vix(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([pyrelune_command(), "vix", *args], capture_output=True, text=True,
+    return subprocess.run([SCRIPT, "vix", *args], capture_output=True, text=True,
                           timeout=warmhost.START_WITHIN + 60)
 
 
@@ -663,7 +663,7 @@ def test_a_deadline_cell_beside_a_stalled_warm_process_is_answered_in_the_hosts_
 
 def launcher_script(tmp_path: Path, wrapper: str) -> str:
     script = tmp_path / "launch"
-    script.write_text(f"#!/bin/sh\nexec {wrapper} {pyrelune_command()}\n")
+    script.write_text(f"#!/bin/sh\nexec {wrapper} {SCRIPT}\n")
     script.chmod(0o755)
     return str(script)
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from pathlib import Path
 
-import jupyter_host
 import pytest
-import warmhost
 from jupyter_client.blocking.client import BlockingKernelClient
-from lines_host import Host as LinesHost
-from rpc_host import PipeHost, stdout_of
-from vixhost import VixHost
+from support import jupyter_host, warmhost
+from support.lines_host import Host as LinesHost
+from support.rpc_host import PipeHost, stdout_of
+from support.vixhost import VixHost
 
 #: A figure displayed, then what drew it: the formats `savefig` was called for.
 FIGURE = """\
@@ -120,10 +118,9 @@ def test_jupyter_still_gets_every_type_and_a_text_host_only_text(
 
 
 def test_the_warm_worker_forked_ahead_is_told_what_vix_note_shows(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A Vix Note that shows text alone, served warm (see `warm.ahead`): nothing is drawn."""
-    runtime = tmp_path / "runtime"
-    runtime.mkdir(mode=0o700)
+    runtime = warmhost.runtime_folder()  # short: its socket's path must fit AF_UNIX's limit
     for name, value in (("XDG_RUNTIME_DIR", str(runtime)), ("PYRELUNE_WARM", "colorsys"),
                         ("PYRELUNE_WARM_DEBUG", "1"), ("PYRELUNE_MIME_ORDER", "text/plain")):
         monkeypatch.setenv(name, value)

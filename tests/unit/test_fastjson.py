@@ -9,7 +9,7 @@ from unittest import mock
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import any_text, json_values
+from support.strategies import any_text, json_values
 
 from pyrelune import fastjson
 

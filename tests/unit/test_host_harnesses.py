@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 import pytest
-import rpc_host
-from lines_host import Host, KernelBroken, wait_for
+from support import rpc_host
+from support.lines_host import Host, KernelBroken, wait_for
 
 #: A kernel that says something on stderr, without a newline, then never answers.
 HUNG = [sys.executable, "-c",

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import any_text
+from support.strategies import any_text
 
 from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, utf8_size
 from pyrelune.wire.events import Clear, Display, Stream

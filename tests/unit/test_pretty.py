@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.profiles import examples
 
 from pyrelune.worker.pretty import pretty
 
@@ -59,7 +60,7 @@ def ipython(value: Any) -> str:
     return str(ipython_pretty.pretty(value, max_width=79, max_seq_length=1000))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(1.5))
 @given(values)
 def test_the_text_is_ipythons(value: Any) -> None:
     assert pretty(value) == ipython(value)

@@ -9,8 +9,9 @@ from typing import Any
 import jsonschema
 import pytest
 from hypothesis import given, settings
-from rpc_fuzz import lines, requests
-from rpc_host import check
+from support.profiles import examples
+from support.rpc_fuzz import lines, requests
+from support.rpc_host import check
 
 from pyrelune.protocols import Rejected, rpc, validation
 from pyrelune.wire.events import (
@@ -350,7 +351,7 @@ def test_encode_never_writes_nan_or_lone_surrogates() -> None:
     assert set(decoded["data"]["item"]["text"]) == {"\ufffd"}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(3))
 @given(requests())
 def test_what_a_methods_schema_accepts_the_envelope_accepts(message: Any) -> None:
     # `rpc.check` skips the envelope's schema for a request its method's schema accepts.
@@ -373,7 +374,7 @@ def test_each_methods_schema_holds_the_envelopes_constraints(method: str) -> Non
     assert own["properties"]["params"]["type"] == envelope["properties"]["params"]["type"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(3))
 @given(lines)
 def test_fuzzed_lines_never_raise_and_every_answer_is_schema_valid(raw: bytes) -> None:
     served, guarded = rpc.RpcCodec(), rpc.RpcCodec(token="tok")

@@ -11,7 +11,7 @@ from itertools import pairwise
 
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import any_text
+from support.strategies import any_text
 
 from pyrelune.protocols.streaming import MAX_HELD, Cap, Coalescer
 from pyrelune.supervisor.limits import utf8_size

@@ -8,8 +8,9 @@ from typing import Any
 import jsonschema
 import pytest
 from hypothesis import given, settings
-from rpc_fuzz import requests as rpc_requests
-from strategies import requests, well_formed_responses
+from support.profiles import examples
+from support.rpc_fuzz import requests as rpc_requests
+from support.strategies import requests, well_formed_responses
 
 from pyrelune.protocols import validation
 from pyrelune.protocols.rpc import METHODS
@@ -24,7 +25,7 @@ def authority(instance: Any, spec: str | dict[str, Any]) -> bool:
     return jsonschema.Draft202012Validator(schema).is_valid(instance)
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(4))
 @given(requests())
 def test_quick_valid_agrees_with_jsonschema_on_requests(instance: Any) -> None:
     valid = authority(instance, REQUEST)
@@ -61,7 +62,7 @@ def one_change(value: Any) -> Iterator[Any]:
     yield from NEAR
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(0.6))
 @given(well_formed_responses)
 def test_quick_valid_never_accepts_an_invalid_response(response: Any) -> None:
     # Sure of what pyrelune writes, so the changed copies below reach both verdicts.
@@ -126,7 +127,7 @@ KERNEL_REQUESTS = ["rpc-kernel.request", *(f"rpc-kernel.request.{m}" for m in ME
                    "lines-kernel.request"]
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(3))
 @given(rpc_requests())
 def test_quick_valid_never_accepts_a_kernel_request_jsonschema_rejects(instance: Any) -> None:
     for name in KERNEL_REQUESTS:

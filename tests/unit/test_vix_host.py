@@ -63,3 +63,10 @@ def test_failures_as_the_host_words_them(exchange: Exchange, message: str) -> No
 def test_bom_is_skipped_and_valid_surrogate_pairs_pass() -> None:
     outcome = interpret(ok(b'\xef\xbb\xbf{"ok": true, "stdout": "\\ud83d\\ude00"}'))
     assert outcome.ok and outcome.text() == "\U0001f600"
+
+
+@pytest.mark.parametrize("svg", ['<?xml version="1.0"?><svg/>',
+                                 "<svg><a href='javascript:x'/></svg>"])
+def test_an_svg_note_js_would_not_render_is_an_error(svg: str) -> None:
+    response = {"ok": True, "outputs": [{"mime": "image/svg+xml", "data": svg}]}
+    assert interpret(ok(json.dumps(response).encode())).outputs == [("error", "Invalid SVG output")]

@@ -7,7 +7,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from vixhost import RESPONSE_SCHEMA, strict_loads
+from support.vixhost import RESPONSE_SCHEMA, strict_loads
 
 from pyrelune.protocols import vixnote
 from pyrelune.supervisor.limits import OutputBudget

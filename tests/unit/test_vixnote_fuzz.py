@@ -6,17 +6,18 @@ Bounded: a fixed number of examples, a few seconds in all.
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import any_text, request_bytes
-from vixhost import MAX_OUTPUT, judge
+from support.profiles import examples
+from support.strategies import any_text, request_bytes
+from support.vixhost import MAX_OUTPUT, judge
 
 from pyrelune.protocols import vixnote
 from pyrelune.supervisor.limits import OutputBudget
 from pyrelune.wire import events
 from pyrelune.wire.events import CellError, Display, Stream
 
-FUZZ = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=examples(4))
 
 
 @FUZZ

@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 from hypothesis import strategies as st
-from strategies import json_values
 
 from pyrelune.protocols.rpc import METHODS
+from support.strategies import json_values
 
 #: Integral floats are the ones that once killed the kernel: 1.0, -0.0, 1e2.
 ids = json_values | st.sampled_from([1.0, -0.0, 1e2, 7.0, 2**64, -(2**63), 1e300, "", "r"])

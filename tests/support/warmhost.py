@@ -6,20 +6,28 @@ import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from vixhost import pyrelune_command
+from support.launch import SCRIPT
 
 #: How long a warm process may take to preload and answer (a busy machine is slow).
 START_WITHIN = 120.0
 
 
+def runtime_folder() -> Path:
+    """A fresh folder, private (0700) and short, under the session's XDG_RUNTIME_DIR (see
+    conftest): a test's own XDG_RUNTIME_DIR, whose warm socket path must fit AF_UNIX's 107
+    bytes, which pytest's tmp_path (deeper under xdist) may not leave room for."""
+    return Path(tempfile.mkdtemp(prefix="rt", dir=os.environ["XDG_RUNTIME_DIR"]))
+
+
 def command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([pyrelune_command(), "warm", *args], capture_output=True, text=True,
+    return subprocess.run([SCRIPT, "warm", *args], capture_output=True, text=True,
                           env=env, timeout=START_WITHIN + 30)
 
 
@@ -38,7 +46,7 @@ def status(preload: str | None = None) -> dict[str, Any] | None:
                "from pyrelune.warm import control; "
                "p = sys.argv[1]; found = control.status(preload_names(p) if p else "
                "control.setting()); print(json.dumps(found))")
-    python = Path(pyrelune_command()).parent / "python"
+    python = Path(SCRIPT).parent / "python"
     done = subprocess.run([str(python), "-c", program, preload or ""], capture_output=True,
                           text=True, timeout=30)
     assert done.returncode == 0, done

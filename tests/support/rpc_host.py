@@ -11,7 +11,6 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 from functools import cache
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import jsonschema
 
 import pyrelune.schemas
+from support.launch import runtime
 
 SCHEMA_DIR = Path(pyrelune.schemas.__file__).parent
 TIMEOUT = 60.0  # generous: a noisy 2-core machine
@@ -144,7 +144,7 @@ def peak_memory(pid: int) -> int:
 
 
 def kernel_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "pyrelune", "--mode", "rpc", *args]
+    return runtime("--mode", "rpc", *args)
 
 
 class PipeHost(Host):
@@ -152,7 +152,7 @@ class PipeHost(Host):
 
     def __init__(self, *args: str, env: dict[str, str] | None = None,
                  command: list[str] | None = None, cwd: Path | None = None) -> None:
-        """`command` replaces `python -m pyrelune --mode rpc` (`args` follow it)."""
+        """`command` replaces `pyrelune --mode rpc` (`args` follow it)."""
         super().__init__()
         self.process = subprocess.Popen(
             [*(command or kernel_command()), *args], stdin=subprocess.PIPE,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from queue import Empty
@@ -25,6 +24,7 @@ from jupyter_client.manager import KernelManager
 from jupyter_kernel_test.msgspec_v5 import validate_message
 
 from pyrelune.wire.events import COMM_TYPES
+from support.launch import runtime
 
 TIMEOUT = 60.0  # generous: a noisy 2-core machine
 KERNEL_NAME = "pyrelune-test"
@@ -36,8 +36,7 @@ def kernelspec(data_dir: Path, interrupt_mode: str = "signal", name: str = KERNE
     folder = data_dir / "kernels" / name
     folder.mkdir(parents=True, exist_ok=True)
     spec: dict[str, Any] = {
-        "argv": [sys.executable, "-m", "pyrelune", "--mode", "jupyter", "-f",
-                 "{connection_file}"],
+        "argv": runtime("--mode", "jupyter", "-f", "{connection_file}"),
         "display_name": "Python (pyrelune, test)",
         "language": "python",
         "interrupt_mode": interrupt_mode,

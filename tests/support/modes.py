@@ -13,9 +13,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lines_host import Host as LinesHost
-from rpc_host import PipeHost, stdout_of
-from vixhost import VixHost
+from support.lines_host import Host as LinesHost
+from support.rpc_host import PipeHost, stdout_of
+from support.vixhost import VixHost
 
 MODES = ("oneshot", "lines", "rpc")
 

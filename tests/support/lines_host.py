@@ -14,7 +14,6 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -23,9 +22,11 @@ from typing import Any
 
 import jsonschema
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.launch import runtime
+
+ROOT = Path(__file__).resolve().parents[2]
 RESPONSE_SCHEMA = json.loads((ROOT / "schemas" / "lines-kernel.response.json").read_text())
-COMMAND = [sys.executable, "-m", "pyrelune", "--mode", "lines"]
+COMMAND = runtime("--mode", "lines")
 #: Waiting, never asserting speed: generous for a noisy machine.
 WAIT = 60.0
 #: The host's SIGKILL after an unanswered interrupt.
