@@ -164,7 +164,7 @@ class JupyterServer:
             while self.stopping is None and (frames := self.sockets.receive(channel)) is not None:
                 received = True
                 self._apply(self.codec.receive(channel, frames))
-        if received and self.kernel is None:
+        if received and self.kernel is None and self.stopping is None:
             self.loop.call_soon(self._worker)  # the answers are on their way
 
     def _worker(self) -> EventedKernel:

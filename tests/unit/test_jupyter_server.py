@@ -139,3 +139,13 @@ def test_an_interrupt_ends_a_cell_whose_worker_was_just_forked(
     reply = _until_reply(loop, sockets, msg_id, interrupt_at_once)
     assert reply.content["status"] == "error"
     assert reply.content["ename"] == "KeyboardInterrupt"
+
+
+def test_a_shutdown_as_the_first_request_forks_no_worker(
+        kernel: tuple[JupyterServer, FakeSockets, Reactor]) -> None:
+    server, sockets, loop = kernel
+    msg_id = sockets.deliver("control", "shutdown_request", {"restart": False})
+    assert _until_reply(loop, sockets, msg_id).content["status"] == "ok"
+    loop.call_soon(loop.stop)
+    loop.run()
+    assert server.stopping is not None and server.kernel is None
