@@ -13,8 +13,8 @@ each ZeroMQ socket takes its port's listener over when it binds
 Only what is plainly safe and possible is listened on early: TCP on IPv4,
 an address written as one (a name would be looked up), ports the file names
 (port 0 is chosen by ZeroMQ), and never a network address without a key
-(`modes.jupyter.check` refuses that). Anything else,
-a port that cannot be bound included, is left to ZeroMQ, with its errors.
+(`modes.jupyter.check` refuses that). Anything else, a port that cannot be
+bound included, is left to ZeroMQ, with its errors.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def listen(path: str) -> None:
         packed = _socket.inet_pton(_socket.AF_INET, ip)  # a name would be looked up: ZeroMQ's
     except (OSError, TypeError):
         return
-    if not info.get("key") and packed[0] != 127:
+    if not info.get("key") and packed[0] != 127:  # 127.0.0.0/8: this machine only
         return
     for channel in CHANNELS:
         port = info.get(f"{channel}_port")
