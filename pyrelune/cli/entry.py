@@ -70,6 +70,10 @@ def main(warm: str | None = None) -> None:
     from pyrelune.cli import jupyterargs
 
     if (connection_file := jupyterargs.connection_file(sys.argv[1:])) is not None:
+        from pyrelune.transports import prebound
+
+        # Before any import that takes time: the front end is connecting already.
+        prebound.listen(connection_file)
         from pyrelune.modes import jupyter
 
         sys.exit(jupyter.main(connection_file))

@@ -9,6 +9,11 @@ on the same loop) and sends what it answers. The heartbeat echoes on a
 thread of its own. The worker, where cells run, holds no socket: whatever
 a cell does, it cannot write into the protocol, and whatever kills it
 costs a cell, never the kernel.
+
+A front end's first request (kernel_info) is answered before the worker
+exists: the worker is forked once that first answer is out, or at once for
+a request that needs it. Its fork, and its start on the other core, would
+otherwise delay the answer the front end waits for.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from pyrelune.protocols.jupyterkernel import (
     RunCell,
     Shutdown,
 )
-from pyrelune.supervisor.evented import EventedKernel
+from pyrelune.transports import prebound
 from pyrelune.transports.reactor import Reactor
 from pyrelune.transports.ticker import Ticker
 from pyrelune.wire.events import Done
@@ -38,12 +43,12 @@ from pyrelune.wire.events import Done
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pyrelune.protocols.jupyterkernel import Command, Outcome
+    from pyrelune.supervisor.evented import EventedKernel
     from pyrelune.transports.zmqsockets import ZmqSockets
     from pyrelune.wire.events import Event
 
 INSTALL_HINT = ("pyrelune: --mode jupyter needs pyzmq, which the 'jupyter' extra installs: "
                 "pip install 'pyrelune[jupyter]'\n")
-CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
 #: The largest display a cell may show whole (a big table's HTML, a plotly page, an image):
 #: a Jupyter page shows what ipykernel sends. Stream text has its own, smaller, cap
 #: (`protocols.streaming.DEFAULT_LIMIT`); PYRELUNE_MAX_OUTPUT sets both.
@@ -89,7 +94,7 @@ def read_connection(path: str) -> Connection:
     if not isinstance(ip, str) or not ip:
         raise ConfigError("ip must be a non-empty string")
     ports = {}
-    for channel in CHANNELS:
+    for channel in prebound.CHANNELS:
         port = info.get(f"{channel}_port", 0)
         if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
             raise ConfigError(f"{channel}_port {port!r}: expected a port number 0-65535")
@@ -130,10 +135,8 @@ class JupyterServer:
         self.signer = jupyter.Signer(connection.key, connection.signature_scheme)
         builder = jupyter.Builder(os.urandom(16).hex(), _username())
         self.codec = JupyterCodec(builder, self.signer, cap)
-        # Its workers' widgets talk to the front end (comms: see `worker.comms`).
-        self.kernel = EventedKernel(loop, self._on_event,
-                                    DISPLAY_LIMIT if cap is None else cap, comms=True,
-                                    shown=SHOWN)
+        self._cap = DISPLAY_LIMIT if cap is None else cap
+        self.kernel: EventedKernel | None = None  # until the first request is answered
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self.stopping: Shutdown | None = None
@@ -156,9 +159,24 @@ class JupyterServer:
     def _pump(self) -> None:
         """Read every message waiting on the sockets, control first."""
         self._pump_due = False
+        received = False
         for channel in ("control", "shell", "stdin"):
             while self.stopping is None and (frames := self.sockets.receive(channel)) is not None:
+                received = True
                 self._apply(self.codec.receive(channel, frames))
+        if received and self.kernel is None and self.stopping is None:
+            self.loop.call_soon(self._worker)  # the answers are on their way
+
+    def _worker(self) -> EventedKernel:
+        """The kernel, its worker started on first need (see the module's docstring)."""
+        if self.kernel is None:
+            from pyrelune.supervisor.evented import EventedKernel
+
+            _line_buffered_c_stdout()
+            # Its workers' widgets talk to the front end (comms: see `worker.comms`).
+            self.kernel = EventedKernel(self.loop, self._on_event, self._cap, comms=True,
+                                        shown=SHOWN)
+        return self.kernel
 
     def _look_again(self) -> None:
         """After a send: the sockets' edge-triggered descriptors may not wake the loop."""
@@ -184,9 +202,9 @@ class JupyterServer:
         elif isinstance(command, Interrupt):
             self.interrupt()
         elif isinstance(command, AnswerInput):
-            self.kernel.reply_input(command.value)
+            self._worker().reply_input(command.value)
         elif isinstance(command, RefuseInput):
-            self.kernel.refuse_input()
+            self._worker().refuse_input()
         elif isinstance(command, Shutdown):
             self.stopping = command
             self.loop.call_soon(self.loop.stop)
@@ -195,9 +213,9 @@ class JupyterServer:
         if self.stopping is not None:
             return
         if isinstance(command, RunCell):
-            self.kernel.execute(command.source, command.filename)
+            self._worker().execute(command.source, command.filename)
         else:
-            self.kernel.query(command.kind, command.args)
+            self._worker().query(command.kind, command.args)
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, Done):
@@ -215,10 +233,11 @@ class JupyterServer:
 
     def _interrupt_now(self) -> None:
         if self.codec.busy:
-            self.kernel.interrupt()
+            self._worker().interrupt()
 
     def close(self) -> None:
-        self.kernel.close()
+        if self.kernel is not None:
+            self.kernel.close()
 
 
 def _username() -> str:
@@ -239,7 +258,6 @@ def serve(connection: Connection, cap: int | None = None) -> None:
     # Figures as ipykernel's inline backend draws them, unless the user chose.
     os.environ.setdefault("PYRELUNE_FIGURE_FORMATS", "png")
     os.environ["PYRELUNE_PAGER"] = "payload"  # `obj?` for the front end's pager
-    _line_buffered_c_stdout()
     sockets = ZmqSockets(connection.transport, connection.ip, connection.ports)
     reactor = Reactor()
     server = None
@@ -294,6 +312,13 @@ def _line_buffered_c_stdout() -> None:
 
 def main(connection_file: str) -> int:
     """Start the kernel; the exit status is 2 for a connection file it refuses."""
+    try:
+        return _run(connection_file)
+    finally:
+        prebound.close()  # what no socket took over: a kernel that did not start
+
+
+def _run(connection_file: str) -> int:
     try:
         import zmq  # noqa: F401  (only to say clearly when it is missing)
     except ImportError:

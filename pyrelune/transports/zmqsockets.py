@@ -1,12 +1,14 @@
 """The five ZeroMQ sockets of a Jupyter kernel: frames in and out, no messages.
 
 Shell, control and stdin are ROUTER sockets, IOPub a PUB socket, bound where
-the connection file says (`tcp://ip:port`, or `ipc://ip-port`). The
-heartbeat is a REP socket echoing every ping from a thread of its own, in a
-ZeroMQ context of its own (as ipykernel's): a front end checks that the
-kernel process is alive, and it is, whatever a cell is doing, since cells
-run in the worker. The worker never holds any of them: it closes every
-descriptor it inherits (see `supervisor.process`).
+the connection file says (`tcp://ip:port`, or `ipc://ip-port`); a TCP port
+by taking over the listener opened before ZeroMQ was imported, if there is
+one (`transports.prebound`). The heartbeat is a REP socket echoing every
+ping from a thread of its own, in a ZeroMQ context of its own (as
+ipykernel's): a front end checks that the kernel process is alive, and it
+is, whatever a cell is doing, since cells run in the worker. The worker
+never holds any of them: it closes every descriptor it inherits (see
+`supervisor.process`).
 
 A socket's `FD` is edge-triggered: it says "look" once, and a send on the
 socket may consume that. So `receive` reads until nothing is left, and the
@@ -18,6 +20,8 @@ from __future__ import annotations
 import threading
 
 import zmq
+
+from pyrelune.transports import prebound
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -89,6 +93,7 @@ def _bind(socket: zmq.Socket[bytes], transport: str, ip: str, port: int) -> int:
     if transport == "tcp":
         if port == 0:
             return socket.bind_to_random_port(f"tcp://{ip}")
+        _take_over(socket, ip, port)
         socket.bind(address(transport, ip, port))
         return port
     if port == 0:  # ipc: the first unused name from 1 on, as ipykernel picks it
@@ -99,6 +104,19 @@ def _bind(socket: zmq.Socket[bytes], transport: str, ip: str, port: int) -> int:
             port += 1
     socket.bind(address(transport, ip, port))
     return port
+
+
+def _take_over(socket: zmq.Socket[bytes], ip: str, port: int) -> None:
+    """Have `socket` bind by taking over the listener on `ip:port` the kernel opened before
+    it imported ZeroMQ (see `transports.prebound`), with the connections waiting there."""
+    if (fd := prebound.take(ip, port)) is None:
+        return
+    try:
+        socket.setsockopt(zmq.USE_FD, fd)
+    except (AttributeError, zmq.ZMQError):  # a libzmq without it: bound afresh instead
+        import os
+
+        os.close(fd)
 
 
 class Heartbeat:

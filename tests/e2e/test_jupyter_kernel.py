@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from support import jupyter_host
 from support.jupyter_host import TIMEOUT, collect, execute
@@ -451,6 +452,26 @@ def _own_kernel(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Block
         if process.poll() is None:
             process.kill()
         process.wait()
+
+
+def test_a_cell_sent_at_once_after_the_start_runs(tmp_path: Path) -> None:
+    """No kernel_info first: the cell itself starts the worker (see `modes.jupyter`)."""
+    jupyter_host.kernelspec(tmp_path)
+    manager = KernelManager(kernel_name=jupyter_host.KERNEL_NAME,
+                            kernel_spec_manager=KernelSpecManager(kernel_dirs=[
+                                str(tmp_path / "kernels")]))
+    manager.start_kernel()
+    client = manager.blocking_client()
+    client.start_channels()
+    try:
+        msg_id = client.execute("answer = 6 * 7", user_expressions={"answer": "answer"})
+        reply = client.get_shell_msg(timeout=TIMEOUT)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        assert reply["content"]["status"] == "ok"
+        assert reply["content"]["user_expressions"]["answer"]["data"] == {"text/plain": "42"}
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
 
 
 def test_ports_left_to_the_kernel_are_written_back_and_served(tmp_path: Path) -> None:
