@@ -23,7 +23,7 @@ from collections import deque
 from pyrelune import __version__
 from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupyter import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
-from pyrelune.protocols.streaming import INTERVAL, Cap, Coalescer
+from pyrelune.shaping.streaming import INTERVAL, Cap, Coalescer
 from pyrelune.wire import events
 from pyrelune.wire.events import (
     COMM_TYPES,

@@ -13,7 +13,7 @@ from pyrelune import fastjson
 from pyrelune.protocols import Rejected as Rejected  # the codec's own name for it
 from pyrelune.protocols import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
-from pyrelune.supervisor.limits import Omitted, OutputBudget
+from pyrelune.shaping import Omitted, OutputBudget
 from pyrelune.wire import events
 from pyrelune.wire.events import (
     INVALID_REQUEST,
@@ -95,7 +95,7 @@ def shown(display: Display) -> Display:
     placeholder to be updated) does; one whose `text/plain` only names its
     type shows that, as IPython's text frontends do.
     """
-    from pyrelune.protocols.textform import best  # loaded for displays only
+    from pyrelune.shaping.textform import best  # loaded for displays only
 
     text = best(display.data)
     data = {"text/plain": text} if text else {}

@@ -22,11 +22,11 @@ import math
 import sys
 
 from pyrelune import __version__, fastjson
-from pyrelune.protocols import Rejected, Wording, read_object, textform
-from pyrelune.protocols.streaming import Cap, Coalescer
+from pyrelune.protocols import Rejected, Wording, read_object
 from pyrelune.protocols.validation import certainly_valid
 from pyrelune.protocols.validation import errors as schema_errors
-from pyrelune.supervisor.limits import Omitted, OutputBudget, clip
+from pyrelune.shaping import Omitted, OutputBudget, clip, textform
+from pyrelune.shaping.streaming import Cap, Coalescer
 from pyrelune.wire import events
 from pyrelune.wire.events import (
     ITEM_MIME,

@@ -13,7 +13,7 @@ from pyrelune import fastjson
 from pyrelune.protocols import Rejected as Rejected  # the codec's own name for it
 from pyrelune.protocols import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
-from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, keep_tail, utf8_size
+from pyrelune.shaping import Omitted, OutputBudget, clip, keep_tail, utf8_size
 from pyrelune.transports.stdio import MAX_REQUEST
 from pyrelune.wire.events import (
     INVALID_REQUEST,
@@ -250,7 +250,7 @@ def failure_message(error: CellError, budget: OutputBudget, target: int) -> str:
     characters are six-byte escapes), so that the error, `details` and
     `diagnostics` together still fit in the limit.
     """
-    from pyrelune.supervisor.presentation import strip_ansi  # loaded after the fork
+    from pyrelune.shaping.terminal import strip_ansi  # loaded after the fork
 
     headline = clip(error.headline(column=True), min(MAX_MESSAGE, target // 32), " ")
     room = min(MAX_CONTEXT, target // 16)

@@ -1,4 +1,11 @@
-"""Output caps: keep the head and the tail of what a cell produced, in bounded memory.
+"""Output shaping: what a cell produced, made into what a host is sent.
+
+Every mode's output passes through here between the worker and its codec:
+`terminal` applies `\\r`, `\\b` and takes ANSI sequences out, `streaming`
+coalesces and caps live text, `textform` (with `htmltext`) gives a rich
+output's text. This module is the cap: the head and the tail of what a cell
+produced, kept in bounded memory. Every mode needs it, so it is the
+package itself rather than one more module to import on the oneshot path.
 
 Everything a cell produces (stream text and displays) is one sequence. The
 first half of the budget keeps its beginning, the second half is a window
