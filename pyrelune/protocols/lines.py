@@ -123,8 +123,8 @@ def cell_response(request_id: str, output: OutputBudget, error: CellError | None
 
 
 def _omitted(marker: Omitted, stdout: list[str], stderr: list[str]) -> None:
-    if marker.displays:
-        stdout.append(f"[... {marker.displays:,} displayed outputs omitted ...]\n")
+    if note := marker.displays_text():
+        stdout.append(note)
     if note := marker.text("stdout"):
         stdout.append(note)
     if note := marker.text("stderr"):

@@ -633,7 +633,7 @@ class _Held:
     def release(self) -> list[Message]:
         """What was held, in order, the note saying what was not."""
         if self._note is not None:
-            self._note["data"]["text"] = (
-                f"[pyrelune: {self._dropped} output messages were dropped while "
-                "no client was connected]\n")
+            from pyrelune.shaping import notes
+
+            self._note["data"]["text"] = notes.messages_dropped(self._dropped)
         return self._messages

@@ -221,8 +221,8 @@ def _render(
             else:
                 write_stdout(item.text)
         elif isinstance(item, Omitted):
-            if item.displays:
-                outputs.append(_text(f"[... {item.displays:,} displayed outputs omitted ...]\n"))
+            if note := item.displays_text():
+                outputs.append(_text(note))
             if note := item.text("stdout"):
                 write_stdout(note)
             if note := item.text("stderr"):
@@ -274,9 +274,8 @@ def _printed(budget: OutputBudget, room: int) -> str:
         if isinstance(item, Stream):
             texts.append(item.text)
         elif isinstance(item, Omitted):
-            if item.displays:
-                texts.append(f"[... {item.displays:,} displayed outputs omitted ...]\n")
-            texts += [note for name in ("stdout", "stderr") if (note := item.text(name))]
+            texts += [note for note in (item.displays_text(), item.text("stdout"),
+                                        item.text("stderr")) if note]
         else:
             ((mime, data),) = item.data.items()
             texts.append(data if mime == "text/plain" else f"[{mime} output]")
@@ -285,8 +284,10 @@ def _printed(budget: OutputBudget, room: int) -> str:
     size = utf8_size(text)
     if size <= room:
         return text
+    from pyrelune.shaping import notes
+
     kept = keep_tail(text, room)
-    return f"[... {size - utf8_size(kept):,} bytes of earlier output omitted ...]\n{kept}"
+    return f"{notes.earlier_output(size - utf8_size(kept))}{kept}"
 
 
 def _text(text: str) -> dict[str, str]:

@@ -45,7 +45,9 @@ def select_output(display: Display, order: tuple[str, ...], room: int) -> Displa
     if too_big is not None:
         note = _omitted(*too_big)
     else:
-        note = f"[... display omitted: no type Vix Note shows among {', '.join(display.data)} ...]"
+        from pyrelune.shaping import notes
+
+        note = notes.not_shown(display.data)
     return _only(display, "text/plain", note)
 
 
@@ -55,7 +57,9 @@ def _only(display: Display, mime: str, data: str) -> Display:
 
 
 def _omitted(mime: str, size: int) -> str:
-    return f"[... {mime} output of {size:,} bytes omitted: over the output budget ...]"
+    from pyrelune.shaping import notes
+
+    return notes.over_budget(mime, size)
 
 
 def _candidates(display: Display, order: tuple[str, ...]) -> Iterator[tuple[str, str]]:
