@@ -540,9 +540,10 @@ class RpcCodec:
                 continue
             messages += self._streams(_joined(streams))
             streams = []
-            if isinstance(item, Omitted):
-                messages += self._streams([Stream(name, note) for name in ("stdout", "stderr")
-                                           if (note := item.text(name))])
+            if isinstance(item, Omitted):  # displays have no stream: stderr says they went
+                notes = (("stderr", item.displays_text()), ("stdout", item.text("stdout")),
+                         ("stderr", item.text("stderr")))
+                messages += self._streams([Stream(name, note) for name, note in notes if note])
             elif item.data:  # an empty one is a placeholder never updated: nothing to show
                 messages.append(self._display(item))
         return messages + self._streams(_joined(streams)) + self._flush()
