@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from pyrelune import PyreluneError
 from pyrelune.protocols.lines import error_text
-from pyrelune.protocols.textform import best
+from pyrelune.shaping.textform import best
 from pyrelune.supervisor.kernel import Kernel
 from pyrelune.wire.events import TEXT_FORMS, Display, Done, Stream
 

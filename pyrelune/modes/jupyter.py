@@ -51,7 +51,7 @@ INSTALL_HINT = ("pyrelune: --mode jupyter needs pyzmq, which the 'jupyter' extra
                 "pip install 'pyrelune[jupyter]'\n")
 #: The largest display a cell may show whole (a big table's HTML, a plotly page, an image):
 #: a Jupyter page shows what ipykernel sends. Stream text has its own, smaller, cap
-#: (`protocols.streaming.DEFAULT_LIMIT`); PYRELUNE_MAX_OUTPUT sets both.
+#: (`shaping.streaming.DEFAULT_LIMIT`); PYRELUNE_MAX_OUTPUT sets both.
 DISPLAY_LIMIT = 16 << 20
 #: Seconds between looks at whether the process that started the kernel is still there.
 PARENT_POLL = 1.0

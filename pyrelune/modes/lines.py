@@ -26,9 +26,9 @@ import time
 
 from pyrelune import settings
 from pyrelune.protocols import lines
+from pyrelune.shaping import OutputBudget
 from pyrelune.supervisor.blocking import drain
 from pyrelune.supervisor.kernel import DEFAULT_CAP, Kernel
-from pyrelune.supervisor.limits import OutputBudget
 from pyrelune.transports import stdio
 from pyrelune.wire.events import Clear, Display, Done, Stream
 from pyrelune.wire.recent import Recent

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import NoReturn
 
-    from pyrelune.supervisor.limits import OutputBudget
+    from pyrelune.shaping import OutputBudget
     from pyrelune.wire.fds import WorkerFds
 
     #: What starts a cell's worker: (source, filename, sys.path folders, output cap,
@@ -224,9 +224,9 @@ def _collect(
     # Imported after the fork, so that on two cores they load while the
     # worker already compiles and runs the cell.
     from pyrelune.protocols import vixnote_outputs
+    from pyrelune.shaping import OutputBudget
+    from pyrelune.shaping.terminal import Presenter
     from pyrelune.supervisor.blocking import supervise
-    from pyrelune.supervisor.limits import OutputBudget
-    from pyrelune.supervisor.presentation import Presenter
 
     budget = OutputBudget(max_output)
 

@@ -28,9 +28,9 @@ import time
 
 from pyrelune import PyreluneError
 from pyrelune.protocols import rpc
-from pyrelune.protocols.streaming import DEFAULT_LIMIT
+from pyrelune.shaping.streaming import DEFAULT_LIMIT
+from pyrelune.shaping.terminal import Presenter
 from pyrelune.supervisor.evented import EventedKernel
-from pyrelune.supervisor.presentation import Presenter
 from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.transports.reactor import Reactor
 from pyrelune.transports.stdio import closed, hold_stderr, say

@@ -23,7 +23,7 @@ from collections import deque
 from pyrelune import __version__
 from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupyter import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
-from pyrelune.protocols.streaming import INTERVAL, Cap, Coalescer
+from pyrelune.shaping.streaming import INTERVAL, Cap, Coalescer
 from pyrelune.wire import events
 from pyrelune.wire.events import (
     COMM_TYPES,
@@ -574,8 +574,9 @@ class DisplayBudget:
         """The note for the cell's end, if displays were left out."""
         if not self._dropped:
             return ""
-        return (f"[pyrelune: {self._dropped:,} more displays were not shown: a cell shows at "
-                f"most {self.limit:,}]\n")
+        from pyrelune.shaping import notes
+
+        return notes.displays_past_limit(self._dropped, self.limit)
 
 
 def kernel_info() -> dict[str, Any]:

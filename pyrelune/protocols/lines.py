@@ -13,7 +13,7 @@ from pyrelune import fastjson
 from pyrelune.protocols import Rejected as Rejected  # the codec's own name for it
 from pyrelune.protocols import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
-from pyrelune.supervisor.limits import Omitted, OutputBudget
+from pyrelune.shaping import Omitted, OutputBudget
 from pyrelune.wire import events
 from pyrelune.wire.events import (
     INVALID_REQUEST,
@@ -95,7 +95,7 @@ def shown(display: Display) -> Display:
     placeholder to be updated) does; one whose `text/plain` only names its
     type shows that, as IPython's text frontends do.
     """
-    from pyrelune.protocols.textform import best  # loaded for displays only
+    from pyrelune.shaping.textform import best  # loaded for displays only
 
     text = best(display.data)
     data = {"text/plain": text} if text else {}
@@ -123,8 +123,8 @@ def cell_response(request_id: str, output: OutputBudget, error: CellError | None
 
 
 def _omitted(marker: Omitted, stdout: list[str], stderr: list[str]) -> None:
-    if marker.displays:
-        stdout.append(f"[... {marker.displays:,} displayed outputs omitted ...]\n")
+    if note := marker.displays_text():
+        stdout.append(note)
     if note := marker.text("stdout"):
         stdout.append(note)
     if note := marker.text("stderr"):

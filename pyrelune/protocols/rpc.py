@@ -22,11 +22,11 @@ import math
 import sys
 
 from pyrelune import __version__, fastjson
-from pyrelune.protocols import Rejected, Wording, read_object, textform
-from pyrelune.protocols.streaming import Cap, Coalescer
+from pyrelune.protocols import Rejected, Wording, read_object
 from pyrelune.protocols.validation import certainly_valid
 from pyrelune.protocols.validation import errors as schema_errors
-from pyrelune.supervisor.limits import Omitted, OutputBudget, clip
+from pyrelune.shaping import Omitted, OutputBudget, clip, textform
+from pyrelune.shaping.streaming import Cap, Coalescer
 from pyrelune.wire import events
 from pyrelune.wire.events import (
     ITEM_MIME,
@@ -540,9 +540,10 @@ class RpcCodec:
                 continue
             messages += self._streams(_joined(streams))
             streams = []
-            if isinstance(item, Omitted):
-                messages += self._streams([Stream(name, note) for name in ("stdout", "stderr")
-                                           if (note := item.text(name))])
+            if isinstance(item, Omitted):  # displays have no stream: stderr says they went
+                notes = (("stderr", item.displays_text()), ("stdout", item.text("stdout")),
+                         ("stderr", item.text("stderr")))
+                messages += self._streams([Stream(name, note) for name, note in notes if note])
             elif item.data:  # an empty one is a placeholder never updated: nothing to show
                 messages.append(self._display(item))
         return messages + self._streams(_joined(streams)) + self._flush()
@@ -633,7 +634,7 @@ class _Held:
     def release(self) -> list[Message]:
         """What was held, in order, the note saying what was not."""
         if self._note is not None:
-            self._note["data"]["text"] = (
-                f"[pyrelune: {self._dropped} output messages were dropped while "
-                "no client was connected]\n")
+            from pyrelune.shaping import notes
+
+            self._note["data"]["text"] = notes.messages_dropped(self._dropped)
         return self._messages

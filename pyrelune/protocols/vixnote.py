@@ -13,7 +13,7 @@ from pyrelune import fastjson
 from pyrelune.protocols import Rejected as Rejected  # the codec's own name for it
 from pyrelune.protocols import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
-from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, keep_tail, utf8_size
+from pyrelune.shaping import Omitted, OutputBudget, clip, keep_tail, utf8_size
 from pyrelune.transports.stdio import MAX_REQUEST
 from pyrelune.wire.events import (
     INVALID_REQUEST,
@@ -221,8 +221,8 @@ def _render(
             else:
                 write_stdout(item.text)
         elif isinstance(item, Omitted):
-            if item.displays:
-                outputs.append(_text(f"[... {item.displays:,} displayed outputs omitted ...]\n"))
+            if note := item.displays_text():
+                outputs.append(_text(note))
             if note := item.text("stdout"):
                 write_stdout(note)
             if note := item.text("stderr"):
@@ -250,7 +250,7 @@ def failure_message(error: CellError, budget: OutputBudget, target: int) -> str:
     characters are six-byte escapes), so that the error, `details` and
     `diagnostics` together still fit in the limit.
     """
-    from pyrelune.supervisor.presentation import strip_ansi  # loaded after the fork
+    from pyrelune.shaping.terminal import strip_ansi  # loaded after the fork
 
     headline = clip(error.headline(column=True), min(MAX_MESSAGE, target // 32), " ")
     room = min(MAX_CONTEXT, target // 16)
@@ -274,9 +274,8 @@ def _printed(budget: OutputBudget, room: int) -> str:
         if isinstance(item, Stream):
             texts.append(item.text)
         elif isinstance(item, Omitted):
-            if item.displays:
-                texts.append(f"[... {item.displays:,} displayed outputs omitted ...]\n")
-            texts += [note for name in ("stdout", "stderr") if (note := item.text(name))]
+            texts += [note for note in (item.displays_text(), item.text("stdout"),
+                                        item.text("stderr")) if note]
         else:
             ((mime, data),) = item.data.items()
             texts.append(data if mime == "text/plain" else f"[{mime} output]")
@@ -285,8 +284,10 @@ def _printed(budget: OutputBudget, room: int) -> str:
     size = utf8_size(text)
     if size <= room:
         return text
+    from pyrelune.shaping import notes
+
     kept = keep_tail(text, room)
-    return f"[... {size - utf8_size(kept):,} bytes of earlier output omitted ...]\n{kept}"
+    return f"{notes.earlier_output(size - utf8_size(kept))}{kept}"
 
 
 def _text(text: str) -> dict[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pyrelune import fastjson
 from pyrelune.protocols.vixnote import MIME_ORDER as MIME_ORDER  # the codec's, shown here
-from pyrelune.supervisor.limits import utf8_size
+from pyrelune.shaping import utf8_size
 from pyrelune.wire.events import Display
 
 TYPE_CHECKING = False
@@ -30,7 +30,7 @@ def select_output(display: Display, order: tuple[str, ...], room: int) -> Displa
     (a text stand-in says so); when none fits, a one-line note says what was
     omitted and its size.
     """
-    from pyrelune.supervisor.presentation import strip_ansi  # loaded after the fork
+    from pyrelune.shaping.terminal import strip_ansi  # loaded after the fork
 
     too_big: tuple[str, int] | None = None
     for mime, data in _candidates(display, order):
@@ -45,7 +45,9 @@ def select_output(display: Display, order: tuple[str, ...], room: int) -> Displa
     if too_big is not None:
         note = _omitted(*too_big)
     else:
-        note = f"[... display omitted: no type Vix Note shows among {', '.join(display.data)} ...]"
+        from pyrelune.shaping import notes
+
+        note = notes.not_shown(display.data)
     return _only(display, "text/plain", note)
 
 
@@ -55,7 +57,9 @@ def _only(display: Display, mime: str, data: str) -> Display:
 
 
 def _omitted(mime: str, size: int) -> str:
-    return f"[... {mime} output of {size:,} bytes omitted: over the output budget ...]"
+    from pyrelune.shaping import notes
+
+    return notes.over_budget(mime, size)
 
 
 def _candidates(display: Display, order: tuple[str, ...]) -> Iterator[tuple[str, str]]:
@@ -67,7 +71,7 @@ def _candidates(display: Display, order: tuple[str, ...]) -> Iterator[tuple[str,
     for mime in order:
         for data in _renditions(mime, display):
             yield mime, data
-    from pyrelune.protocols.textform import default_repr
+    from pyrelune.shaping.textform import default_repr
 
     plain = display.data.get("text/plain")
     if isinstance(plain, str) and default_repr(plain):
@@ -94,7 +98,7 @@ def _renditions(mime: str, display: Display) -> Iterator[str]:
             except (TypeError, ValueError):
                 pass
     elif mime == "text/plain":
-        from pyrelune.protocols import textform  # loaded for displays only
+        from pyrelune.shaping import textform  # loaded for displays only
 
         yield from textform.texts(data)
     elif isinstance(data.get(mime), str):

@@ -44,7 +44,7 @@ EXTRA = {
 }
 #: The runtime's own modules that a cold cell loads after its fork.
 OWN = ("pyrelune.modes.oneshot", "pyrelune.worker.runtime", "pyrelune.supervisor.blocking",
-       "pyrelune.supervisor.limits", "pyrelune.supervisor.presentation",
+       "pyrelune.shaping", "pyrelune.shaping.terminal",
        "pyrelune.supervisor.capture", "pyrelune.protocols.vixnote_outputs", "pyrelune.spin",
        "fcntl", "resource")
 

@@ -341,7 +341,7 @@ JSONML_MIME = "application/vnd.pyrelune.jsonml+json"
 OWN_MIME = "application/vnd.pyrelune."
 #: Every type (but pyrelune's own): what a host that shows any bundle says it shows (Jupyter).
 ANY_MIME = "*/*"
-#: The types a host that shows only text reads it from (see `protocols.textform`).
+#: The types a host that shows only text reads it from (see `shaping.textform`).
 TEXT_FORMS = ("text/markdown", "text/plain", "text/html", "text/latex", "application/json")
 
 

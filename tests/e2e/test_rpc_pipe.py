@@ -292,6 +292,22 @@ def test_huge_output_is_capped_with_a_marker() -> None:
     assert host.close() == 0
 
 
+def test_displays_past_the_cap_are_counted_in_a_note() -> None:
+    """Output that may be taken back (after an updatable display) is sent in its last
+    state, within the cap; the displays that fell between its head and tail are said."""
+    host = PipeHost(env={"PYRELUNE_MAX_OUTPUT": "1024"})
+    host.receive()
+    events = host.run("display('first', display_id=True)\n"
+                      "for i in range(20):\n    display('x' * 200)", cell_id="many")
+    shown = [e["data"]["item"] for e in events if e["event"] == "display_data"]
+    notes = [(e["data"]["name"], e["data"]["text"]) for e in events if e["event"] == "stream"]
+    assert shown[0] == "'first'" and 1 < len(shown) < 21
+    assert notes == [("stderr", f"[... {21 - len(shown)} displayed outputs omitted ...]\n")]
+    assert all(e["data"]["cell_id"] == "many" for e in events)
+    assert events[-1]["data"]["status"] == "ok"
+    assert host.close() == 0
+
+
 def test_plot_and_show_items(kernel: PipeHost) -> None:
     events = kernel.run(
         "plot([0, 1, 2], [1, 4, 9], title='squares', x_label='n', y_label='n²')\n"

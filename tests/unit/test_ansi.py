@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pyrelune.supervisor.presentation import MAX_SEQUENCE, AnsiStripper, Presenter
-from pyrelune.supervisor.presentation import strip_ansi as strip
+from pyrelune.shaping.terminal import MAX_SEQUENCE, AnsiStripper, Presenter
+from pyrelune.shaping.terminal import strip_ansi as strip
 from pyrelune.wire.events import Clear, Display, Stream
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyrelune.protocols.htmltext import html_text
+from pyrelune.shaping.htmltext import html_text
 
 
 @pytest.mark.parametrize(("html", "text"), [

@@ -12,7 +12,7 @@ import pytest
 
 from pyrelune.protocols import lines
 from pyrelune.protocols.validation import authoritative_errors, quick_valid, schema
-from pyrelune.supervisor.limits import OutputBudget
+from pyrelune.shaping import OutputBudget
 from pyrelune.transports.stdio import LineReader
 from pyrelune.wire.events import CellError, Display, Stream
 

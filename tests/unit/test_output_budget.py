@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.strategies import any_text
 
-from pyrelune.supervisor.limits import Omitted, OutputBudget, clip, utf8_size
+from pyrelune.shaping import Omitted, OutputBudget, clip, utf8_size
 from pyrelune.wire.events import Clear, Display, Stream
 
 streams = st.lists(st.tuples(st.sampled_from(["stdout", "stderr"]), any_text), max_size=12)

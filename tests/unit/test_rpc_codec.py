@@ -410,6 +410,23 @@ def test_output_that_may_be_taken_back_is_sent_in_its_last_state() -> None:
     assert [m["event"] for m in shown] == ["display_data"]  # a new cell streams again
 
 
+def test_displays_dropped_from_output_sent_in_its_last_state_are_counted() -> None:
+    kernel = rpc.RpcCodec(limit=1024)
+    start(kernel)
+    big = Display({"text/plain": "'" + "x" * 198 + "'"}, {})  # 200 bytes: two fit in a half
+    assert sent(kernel.output(Display(big.data, {}, display_id="p"), 1.0)) == []
+    for _ in range(9):
+        assert sent(kernel.output(big, 1.1)) == []
+    kernel.output(Stream("stdout", "end\n"), 1.2)
+    end = sent(kernel.output(Done(), 1.3))
+    assert [(m["event"], m["data"].get("name"), m["data"].get("text")) for m in end] == [
+        ("display_data", None, None), ("display_data", None, None),
+        ("stream", "stderr", "[... 6 displayed outputs omitted ...]\n"),
+        ("display_data", None, None), ("display_data", None, None),
+        ("stream", "stdout", "end\n"), ("execute.done", None, None)]
+    assert {m["data"]["cell_id"] for m in end} == {"c"}
+
+
 def test_display_items_of_text_only_objects_are_their_source() -> None:
     assert rpc.display_item({"text/plain": "<IPython.core.display.Latex object>",
                              "text/latex": "$x$"}) == "$x$"

@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.strategies import any_text
 
-from pyrelune.protocols.streaming import MAX_HELD, Cap, Coalescer
-from pyrelune.supervisor.limits import utf8_size
+from pyrelune.shaping import utf8_size
+from pyrelune.shaping.streaming import MAX_HELD, Cap, Coalescer
 from pyrelune.wire.events import Stream
 
 MARKER = re.compile(r"\n\[\.\.\. ([\d,]+) bytes of (stdout|stderr) omitted \.\.\.\]\n")

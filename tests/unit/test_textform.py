@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pyrelune.protocols.textform import best, default_repr
+from pyrelune.shaping.textform import best, default_repr
 
 
 @pytest.mark.parametrize("text", [

@@ -10,7 +10,7 @@ import pytest
 from support.vixhost import RESPONSE_SCHEMA, strict_loads
 
 from pyrelune.protocols import vixnote
-from pyrelune.supervisor.limits import OutputBudget
+from pyrelune.shaping import OutputBudget
 from pyrelune.wire.events import CellError, Display, Stream
 
 

@@ -13,7 +13,7 @@ from support.strategies import any_text, request_bytes
 from support.vixhost import MAX_OUTPUT, judge
 
 from pyrelune.protocols import vixnote
-from pyrelune.supervisor.limits import OutputBudget
+from pyrelune.shaping import OutputBudget
 from pyrelune.wire import events
 from pyrelune.wire.events import CellError, Display, Stream
 

@@ -191,7 +191,7 @@ def test_a_dataframe_is_a_readable_table() -> None:
 
 
 def test_select_output_is_what_the_response_holds() -> None:
-    from pyrelune.supervisor.limits import OutputBudget
+    from pyrelune.shaping import OutputBudget
 
     budget = OutputBudget(ROOM)
     budget.add(select_output(Display({"text/plain": "t", "image/svg+xml": SVG}, {}), MIME_ORDER,

@@ -16,7 +16,7 @@ Sans-I/O: the caller passes the clock in and arms the timer `flush_at` asks for.
 
 from __future__ import annotations
 
-from pyrelune.supervisor.limits import TailWindow, split_stream, utf8_size
+from pyrelune.shaping import TailWindow, split_stream, utf8_size
 from pyrelune.wire.events import Stream
 
 #: The longest a piece of text waits before it is sent.

@@ -51,6 +51,6 @@ def default_repr(text: str) -> bool:
 
 
 def _html_text(html: str) -> str:
-    from pyrelune.protocols.htmltext import html_text  # only for objects that have HTML alone
+    from pyrelune.shaping.htmltext import html_text  # only for objects that have HTML alone
 
     return html_text(html)

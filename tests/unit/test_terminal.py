@@ -6,12 +6,12 @@ import random
 
 import pytest
 
-from pyrelune.supervisor import presentation
-from pyrelune.supervisor.presentation import Presenter
+from pyrelune.shaping import terminal
+from pyrelune.shaping.terminal import Presenter
 from pyrelune.wire.events import Clear, Display, Stream
 
 
-def terminal(text: str) -> str:
+def on_screen(text: str) -> str:
     """A character-at-a-time reference: what an (infinitely wide) terminal shows."""
     lines: list[str] = []
     line: list[str] = []
@@ -69,7 +69,7 @@ def test_matches_a_terminal_however_the_text_is_split() -> None:
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
         cuts = sorted(rng.sample(range(len(text) + 1), k=min(len(text) + 1, rng.randint(0, 5))))
         chunks = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
-        assert joined(present(chunks)) == terminal(text), (text, chunks)
+        assert joined(present(chunks)) == on_screen(text), (text, chunks)
 
 
 def test_a_progress_bar_ends_as_its_last_line() -> None:
@@ -116,7 +116,7 @@ def test_streams_are_kept_apart() -> None:
 def test_a_line_without_end_is_passed_on_in_rows_of_bounded_size(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(presentation, "MAX_LINE", 100)
+    monkeypatch.setattr(terminal, "MAX_LINE", 100)
     out: list[Stream | Display | Clear] = []
     presenter = Presenter(out.append)
     for _ in range(1000):

@@ -1,4 +1,12 @@
-"""Output caps: keep the head and the tail of what a cell produced, in bounded memory.
+"""Output shaping: what a cell produced, made into what a host is sent.
+
+Every mode's output passes through here between the worker and its codec:
+`terminal` applies `\\r`, `\\b` and takes ANSI sequences out, `streaming`
+coalesces and caps live text, `textform` (with `htmltext`) gives a rich
+output's text, `notes` words what was left out (loaded only when something
+was). This module is the cap: the head and the tail of what a cell
+produced, kept in bounded memory. Every mode needs it, so it is the
+package itself rather than one more module to import on the oneshot path.
 
 Everything a cell produces (stream text and displays) is one sequence. The
 first half of the budget keeps its beginning, the second half is a window
@@ -39,7 +47,17 @@ class Omitted:
         count = self.bytes.get(stream, 0)
         if not count:
             return None
-        return f"\n[... {count:,} bytes of {stream} omitted ...]\n"
+        from pyrelune.shaping import notes
+
+        return notes.stream_bytes(count, stream)
+
+    def displays_text(self) -> str | None:
+        """The line to put where displays were dropped, if any were."""
+        if not self.displays:
+            return None
+        from pyrelune.shaping import notes
+
+        return notes.displays(self.displays)
 
 
 def display_size(display: Display) -> int:
@@ -193,8 +211,9 @@ def clip(text: str, nbytes: int, sep: str = "\n") -> str:
         return text
     head, _ = _split(text, nbytes // 2)
     tail = _drop_front(text, size - nbytes // 2)
-    omitted = size - utf8_size(head) - utf8_size(tail)
-    return f"{head}{sep}[... {omitted:,} bytes omitted ...]{sep}{tail}"
+    from pyrelune.shaping import notes
+
+    return f"{head}{notes.clipped(size - utf8_size(head) - utf8_size(tail), sep)}{tail}"
 
 
 def keep_tail(text: str, nbytes: int) -> str:
