@@ -27,7 +27,7 @@ import sys
 import time
 
 from pyrelune import PyreluneError
-from pyrelune.protocols import rpc
+from pyrelune.protocols import rpc, rpcmessages
 from pyrelune.shaping.streaming import DEFAULT_LIMIT
 from pyrelune.shaping.terminal import Presenter
 from pyrelune.supervisor.evented import EventedKernel
@@ -127,7 +127,7 @@ class RpcServer:
         self.loop = loop
         self.protocol = rpc.RpcCodec(settings.token, settings.max_output)
         cap = DEFAULT_LIMIT if settings.max_output is None else settings.max_output
-        self.kernel = EventedKernel(loop, self._on_event, cap, shown=rpc.SHOWN)
+        self.kernel = EventedKernel(loop, self._on_event, cap, shown=rpcmessages.SHOWN)
         self.client: Connection | None = None  # the one served: it may see the cells
         self._guests: dict[WebSocketConnection, rpc.Guest] = {}  # oldest first
         self._when_settled: Callable[[], None] | None = None  # once no cell runs, no reset
@@ -188,7 +188,7 @@ class RpcServer:
             self._drop(next(iter(self._guests)), TRY_AGAIN_LATER,
                        "too many connections are waiting for kernel.auth")
         for message in self.protocol.connect():
-            connection.send(rpc.encode(message))
+            connection.send(rpcmessages.encode(message))
         expiry = self.loop.call_later(self.settings.auth_timeout, self._drop, connection,
                                       POLICY_VIOLATION, "no kernel.auth in time")
         try:
@@ -211,7 +211,7 @@ class RpcServer:
             return True
         outcome = self.protocol.knock(guest, raw)
         for message in outcome.messages:
-            connection.send(rpc.encode(message))
+            connection.send(rpcmessages.encode(message))
         for command in outcome.commands:
             if isinstance(command, rpc.Admit):
                 self._admit(connection)
@@ -225,7 +225,7 @@ class RpcServer:
         self.client = connection
         self.congestion(connection, connection.congested)
         for other in list(self._guests):
-            other.send(rpc.encode(rpc.another_client()))
+            other.send(rpcmessages.encode(rpcmessages.another_client()))
             self._drop(other, TRY_AGAIN_LATER, "another client is connected")
 
     def _drop(self, connection: WebSocketConnection, code: int, reason: str) -> None:
@@ -255,7 +255,7 @@ class RpcServer:
     def _take(self, raw: bytes | str) -> bool:
         """One message from the served client (it is never dropped for what it sends)."""
         if raw == OVERSIZED:
-            self._send(rpc.error(None, rpc.INVALID_REQUEST,
+            self._send(rpcmessages.error(None, rpcmessages.INVALID_REQUEST,
                                  f"Invalid request: message larger than "
                                  f"{self.settings.max_message} bytes"))
         else:
@@ -264,7 +264,7 @@ class RpcServer:
 
     def _send(self, message: dict[str, Any]) -> None:
         if self.client is not None:  # else a reconnecting client starts from kernel.ready
-            self.client.send(rpc.encode(message))
+            self.client.send(rpcmessages.encode(message))
 
     def _send_all(self, messages: list[dict[str, Any]]) -> None:
         for message in messages:
@@ -385,7 +385,7 @@ async def _listen(server: RpcServer, out_fd: int, stop: asyncio.Event) -> None:
         connection.on_congestion(lambda congested: server.congestion(connection, congested))
         if server.client is not None:
             for message in server.protocol.refuse():
-                connection.send(rpc.encode(message))
+                connection.send(rpcmessages.encode(message))
             await connection.close(TRY_AGAIN_LATER, "another client is connected")
         elif server.protocol.needs_token:
             await server.welcome(connection)
@@ -400,9 +400,9 @@ async def _listen(server: RpcServer, out_fd: int, stop: asyncio.Event) -> None:
     bound = websocket_server.sockets[0].getsockname()
     scheme = "wss" if context else "ws"
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-    line = rpc.event("kernel.listening", {"url": f"{scheme}://{shown}:{bound[1]}",
+    line = rpcmessages.event("kernel.listening", {"url": f"{scheme}://{shown}:{bound[1]}",
                                           "host": bound[0], "port": bound[1]})
-    os.write(out_fd, rpc.encode(line) + b"\n")
+    os.write(out_fd, rpcmessages.encode(line) + b"\n")
     try:
         await stop.wait()
     finally:

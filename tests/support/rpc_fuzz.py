@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pyrelune.protocols.rpc import METHODS
+from pyrelune.protocols.rpcmessages import METHODS
 from support.strategies import json_values
 
 #: Integral floats are the ones that once killed the kernel: 1.0, -0.0, 1e2.

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pyrelune.protocols import jupyterkernel, lines, rpc, vixnote, vixnote_outputs
+from pyrelune.protocols import jupyterkernel, lines, rpcmessages, vixnote, vixnote_outputs
 from pyrelune.wire.events import ITEM_MIME, JSONML_MIME, TEXT_FORMS, Display
 from pyrelune.worker import display
 from pyrelune.worker.display import mime_bundle, shown
@@ -118,7 +118,7 @@ def _cut(data: dict[str, Any], types: tuple[str, ...]) -> dict[str, Any]:
 def test_each_host_loses_nothing_by_being_sent_only_what_it_shows(data: dict[str, Any]) -> None:
     cut = _cut(data, lines.SHOWN)
     assert lines.shown(Display(cut, {})).data == lines.shown(Display(data, {})).data
-    assert rpc.display_item(_cut(data, rpc.SHOWN)) == rpc.display_item(data)
+    assert rpcmessages.display_item(_cut(data, rpcmessages.SHOWN)) == rpcmessages.display_item(data)
     for order in (vixnote.MIME_ORDER, ("text/html", "text/plain"), ("text/plain",)):
         whole = vixnote_outputs.select_output(Display(data, {}), order, 1 << 20).data
         shown_types = vixnote.shown(order)

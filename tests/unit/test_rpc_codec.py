@@ -14,6 +14,7 @@ from support.rpc_fuzz import lines, requests
 from support.rpc_host import check
 
 from pyrelune.protocols import Rejected, rpc, validation
+from pyrelune.protocols import rpcmessages as msg
 from pyrelune.wire.events import (
     ITEM_MIME,
     JSONML_MIME,
@@ -37,7 +38,7 @@ def sent(outcome: rpc.Outcome, methods: dict[str, str] | None = None) -> list[di
     """The outcome's messages as the host receives them, schema-checked."""
     out = []
     for message in outcome.messages:
-        decoded = json.loads(rpc.encode(message))
+        decoded = json.loads(msg.encode(message))
         check(decoded, (methods or {}).get(decoded.get("id")))
         out.append(decoded)
     return out
@@ -54,27 +55,27 @@ def start(kernel: rpc.RpcCodec, cell_id: str = "c") -> rpc.Execute:
 @pytest.mark.parametrize(
     ("raw", "code", "request_id"),
     [
-        (b"{", rpc.PARSE_ERROR, None),
-        (b"\xff\xfe", rpc.PARSE_ERROR, None),
-        (b"[" * 100000, rpc.PARSE_ERROR, None),
-        (b"42", rpc.INVALID_REQUEST, None),
+        (b"{", msg.PARSE_ERROR, None),
+        (b"\xff\xfe", msg.PARSE_ERROR, None),
+        (b"[" * 100000, msg.PARSE_ERROR, None),
+        (b"42", msg.INVALID_REQUEST, None),
         (b'{"kind": "request", "id": "7", "method": "kernel.info", "params": {"n": -Infinity}}',
-         rpc.PARSE_ERROR, None),
-        (b'{"kind": "response", "id": "7", "method": "kernel.info"}', rpc.INVALID_REQUEST, "7"),
-        (b'{"kind": "request", "id": true, "method": "kernel.info"}', rpc.INVALID_REQUEST, None),
-        (b'{"kind": "request", "id": 7.5, "method": "kernel.info"}', rpc.INVALID_REQUEST, None),
-        (b'{"kind": "request", "id": 7.0, "method": "kernel.nope"}', rpc.METHOD_NOT_FOUND, 7),
-        (b'{"kind": "request", "id": "7", "method": "kernel.nope"}', rpc.METHOD_NOT_FOUND, "7"),
+         msg.PARSE_ERROR, None),
+        (b'{"kind": "response", "id": "7", "method": "kernel.info"}', msg.INVALID_REQUEST, "7"),
+        (b'{"kind": "request", "id": true, "method": "kernel.info"}', msg.INVALID_REQUEST, None),
+        (b'{"kind": "request", "id": 7.5, "method": "kernel.info"}', msg.INVALID_REQUEST, None),
+        (b'{"kind": "request", "id": 7.0, "method": "kernel.nope"}', msg.METHOD_NOT_FOUND, 7),
+        (b'{"kind": "request", "id": "7", "method": "kernel.nope"}', msg.METHOD_NOT_FOUND, "7"),
         (b'{"kind": "request", "id": "7", "method": "kernel.auth", "params": {}}',
-         rpc.INVALID_REQUEST, "7"),
+         msg.INVALID_REQUEST, "7"),
         (b'{"kind": "request", "id": 7, "method": "execute.cell", "params": {"source": "1",'
-         b' "inputs": {"not valid": 1}}}', rpc.INVALID_REQUEST, 7),
+         b' "inputs": {"not valid": 1}}}', msg.INVALID_REQUEST, 7),
     ],
 )
 def test_parse_errors(raw: bytes, code: int, request_id: Any) -> None:
     with pytest.raises(Rejected) as error:
-        rpc.parse(raw)
-    assert rpc.reject(error.value)["error"]["code"] == code
+        msg.parse(raw)
+    assert msg.reject(error.value)["error"]["code"] == code
     assert error.value.request_id == request_id
     reply = sent(rpc.RpcCodec().receive(raw))
     assert reply == [{"kind": "response", "id": request_id,
@@ -112,12 +113,12 @@ def test_busy_and_misplaced_requests() -> None:
     kernel = rpc.RpcCodec()
     start(kernel)
     busy = sent(kernel.receive(line("execute.cell", {"source": "y"}, "2")))
-    assert busy[0]["error"]["code"] == rpc.KERNEL_BUSY
+    assert busy[0]["error"]["code"] == msg.KERNEL_BUSY
     not_waiting = sent(kernel.receive(line("execute.input_reply", {"value": "v"}, "3")))
-    assert not_waiting[0]["error"]["code"] == rpc.INVALID_REQUEST
+    assert not_waiting[0]["error"]["code"] == msg.INVALID_REQUEST
     kernel.output(InputRequest(""), 0.0)
     assert sent(kernel.receive(line("execute.cell", {"source": "y"}, "4")))[0]["error"][
-        "code"] == rpc.KERNEL_BUSY
+        "code"] == msg.KERNEL_BUSY
     info = sent(kernel.receive(line("kernel.info", {}, "5")), {"5": "kernel.info"})
     assert info[0]["result"]["state"] == "waiting_input"
 
@@ -145,7 +146,7 @@ def test_reset_while_running_is_answered_after_the_cell_and_the_reset() -> None:
     assert [type(c) for c in after.commands] == [rpc.Reset]
     assert kernel.busy
     assert sent(kernel.receive(line("execute.cell", {"source": "1"}, "2")))[0]["error"][
-        "code"] == rpc.KERNEL_BUSY
+        "code"] == msg.KERNEL_BUSY
     second = kernel.receive(line("kernel.reset", {}, "r2"))
     assert second.messages == [] and second.commands == []
     answered = sent(kernel.output(Done(), 0.1), {"r1": "kernel.reset", "r2": "kernel.reset"})
@@ -165,13 +166,13 @@ def test_auth_gate() -> None:
     kernel = rpc.RpcCodec(token="tok")
     assert sent(rpc.Outcome(kernel.connect()))[0]["data"]["auth_required"] is True
     guest = rpc.Guest()
-    for method in rpc.METHODS:
+    for method in msg.METHODS:
         if method != "kernel.auth":
             reply = sent(kernel.knock(guest, line(method, {"source": "1", "value": "v"})))
-            assert reply[0]["error"]["code"] == rpc.AUTH_REQUIRED
+            assert reply[0]["error"]["code"] == msg.AUTH_REQUIRED
     for attempt in range(rpc.MAX_AUTH_FAILURES):
         outcome = kernel.knock(guest, line("kernel.auth", {"token": "nope"}))
-        assert sent(outcome)[0]["error"]["code"] == rpc.AUTH_FAILED
+        assert sent(outcome)[0]["error"]["code"] == msg.AUTH_FAILED
         last = attempt == rpc.MAX_AUTH_FAILURES - 1
         assert [type(c) for c in outcome.commands] == ([rpc.Disconnect] if last else [])
     ok = kernel.knock(rpc.Guest(), line("kernel.auth", {"token": "tok"}))  # a new one starts over
@@ -180,7 +181,7 @@ def test_auth_gate() -> None:
     assert [type(c) for c in ok.commands] == [rpc.Admit]
     assert "result" in sent(kernel.receive(line("kernel.info")), {"1": "kernel.info"})[0]
     wrong = sent(kernel.receive(line("kernel.auth", {"token": "nope"})))  # the client stays in
-    assert wrong[0]["error"]["code"] == rpc.AUTH_FAILED
+    assert wrong[0]["error"]["code"] == msg.AUTH_FAILED
     assert "result" in sent(kernel.receive(line("kernel.info")), {"1": "kernel.info"})[0]
 
 
@@ -194,12 +195,12 @@ def test_before_auth_every_request_but_auth_is_refused_alike(raw: str) -> None:
     kernel, guest = rpc.RpcCodec(token="tok"), rpc.Guest()
     kernel.connect()
     (reply,) = sent(kernel.knock(guest, raw))
-    assert reply["error"]["code"] == rpc.AUTH_REQUIRED
+    assert reply["error"]["code"] == msg.AUTH_REQUIRED
     assert reply["id"] == ("9" if raw != "[1]" else None)
     # bad JSON is still bad JSON, and a malformed kernel.auth is still malformed
-    assert sent(kernel.knock(guest, "{"))[0]["error"]["code"] == rpc.PARSE_ERROR
+    assert sent(kernel.knock(guest, "{"))[0]["error"]["code"] == msg.PARSE_ERROR
     bad_auth = kernel.knock(guest, line("kernel.auth", {"token": 7}))
-    assert sent(bad_auth)[0]["error"]["code"] == rpc.INVALID_REQUEST
+    assert sent(bad_auth)[0]["error"]["code"] == msg.INVALID_REQUEST
 
 
 @pytest.mark.parametrize(("raw", "count"), [
@@ -211,7 +212,7 @@ def test_a_guest_that_sends_too_much_before_auth_is_dropped_unanswered(raw: str,
                                                                         count: int) -> None:
     kernel, guest = rpc.RpcCodec(token="tok"), rpc.Guest()
     for _ in range(count):
-        assert sent(kernel.knock(guest, raw))[0]["error"]["code"] == rpc.AUTH_REQUIRED
+        assert sent(kernel.knock(guest, raw))[0]["error"]["code"] == msg.AUTH_REQUIRED
     over = kernel.knock(guest, raw)
     assert over.messages == []
     (command,) = over.commands
@@ -238,7 +239,7 @@ def test_a_connection_sees_no_cell_until_it_authenticates() -> None:
     assert kernel.tick(11.0) == []
     guest = rpc.Guest()
     assert sent(kernel.knock(guest, line("kernel.auth", {"token": "guess"})))[0]["error"][
-        "code"] == rpc.AUTH_FAILED
+        "code"] == msg.AUTH_FAILED
     authed = sent(kernel.knock(guest, line("kernel.auth", {"token": "tok"})),
                   {"1": "kernel.auth"})
     assert [m.get("event") for m in authed] == [None, "stream", "display_data", "execute.done"]
@@ -317,17 +318,17 @@ def test_cap_keeps_the_head_and_a_tail_with_a_marker() -> None:
 
 
 def test_display_items_from_bundles() -> None:
-    assert rpc.display_item({ITEM_MIME: {"kind": "plot"}, "text/html": "<p>"}) == {"kind": "plot"}
-    assert rpc.display_item({JSONML_MIME: ["table", {}], "text/html": "<table>"}) == [
+    assert msg.display_item({ITEM_MIME: {"kind": "plot"}, "text/html": "<p>"}) == {"kind": "plot"}
+    assert msg.display_item({JSONML_MIME: ["table", {}], "text/html": "<table>"}) == [
         "table", {}]
-    assert rpc.display_item({"text/html": "<b>", "image/png": "iVBO"}) == {
+    assert msg.display_item({"text/html": "<b>", "image/png": "iVBO"}) == {
         "kind": "html", "content": "<b>"}
-    assert rpc.display_item({"image/png": "iVBO", "text/plain": "<Figure>"}) == {
+    assert msg.display_item({"image/png": "iVBO", "text/plain": "<Figure>"}) == {
         "kind": "image", "format": "png", "data": "iVBO"}
-    assert rpc.display_item({"image/svg+xml": "<svg/>"}) == {
+    assert msg.display_item({"image/svg+xml": "<svg/>"}) == {
         "kind": "image", "format": "svg", "data": "<svg/>"}
-    assert rpc.display_item({"text/plain": "42"}) == "42"
-    assert rpc.display_item({}) == ""
+    assert msg.display_item({"text/plain": "42"}) == "42"
+    assert msg.display_item({}) == ""
 
 
 def test_errors_render_the_traceback() -> None:
@@ -344,9 +345,9 @@ def test_errors_render_the_traceback() -> None:
 
 
 def test_encode_never_writes_nan_or_lone_surrogates() -> None:
-    message = rpc.event("display_data", {"cell_id": "c", "item": {
+    message = msg.event("display_data", {"cell_id": "c", "item": {
         "kind": "x", "values": [float("nan"), 1.5], "text": "\ud800"}})
-    decoded = json.loads(rpc.encode(message))
+    decoded = json.loads(msg.encode(message))
     assert decoded["data"]["item"]["values"] == [None, 1.5]
     assert set(decoded["data"]["item"]["text"]) == {"\ufffd"}
 
@@ -354,15 +355,15 @@ def test_encode_never_writes_nan_or_lone_surrogates() -> None:
 @settings(max_examples=examples(3))
 @given(requests())
 def test_what_a_methods_schema_accepts_the_envelope_accepts(message: Any) -> None:
-    # `rpc.check` skips the envelope's schema for a request its method's schema accepts.
+    # `msg.check` skips the envelope's schema for a request its method's schema accepts.
     envelope = jsonschema.Draft202012Validator(validation.schema("rpc-kernel.request"))
-    for method in rpc.METHODS:
+    for method in msg.METHODS:
         own = validation.schema(f"rpc-kernel.request.{method}")
         if jsonschema.Draft202012Validator(own).is_valid(message):
             assert envelope.is_valid(message)
 
 
-@pytest.mark.parametrize("method", rpc.METHODS)
+@pytest.mark.parametrize("method", msg.METHODS)
 def test_each_methods_schema_holds_the_envelopes_constraints(method: str) -> None:
     envelope = validation.schema("rpc-kernel.request")
     own = validation.schema(f"rpc-kernel.request.{method}")
@@ -428,9 +429,9 @@ def test_displays_dropped_from_output_sent_in_its_last_state_are_counted() -> No
 
 
 def test_display_items_of_text_only_objects_are_their_source() -> None:
-    assert rpc.display_item({"text/plain": "<IPython.core.display.Latex object>",
+    assert msg.display_item({"text/plain": "<IPython.core.display.Latex object>",
                              "text/latex": "$x$"}) == "$x$"
-    assert rpc.display_item({"text/plain": "<IPython.core.display.Markdown object>",
+    assert msg.display_item({"text/plain": "<IPython.core.display.Markdown object>",
                              "text/markdown": "# t"}) == "# t"
-    assert rpc.display_item({"text/plain": "<IPython.core.display.JSON object>",
+    assert msg.display_item({"text/plain": "<IPython.core.display.JSON object>",
                              "application/json": {"a": 1}}) == '{"a": 1}'

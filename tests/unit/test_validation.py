@@ -13,7 +13,7 @@ from support.rpc_fuzz import requests as rpc_requests
 from support.strategies import requests, well_formed_responses
 
 from pyrelune.protocols import validation
-from pyrelune.protocols.rpc import METHODS
+from pyrelune.protocols.rpcmessages import METHODS
 
 REQUEST = "vix-note-extension-1.request"
 RESPONSE = "vix-note-extension-1.response"
