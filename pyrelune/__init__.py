@@ -24,6 +24,7 @@ class PyreluneError(Exception):
     ├── settings.SettingError (also ValueError)  a setting's value breaks its rule
     ├── protocols.Rejected                       a request no cell runs for, and its code
     ├── protocols.jupyter.BadMessage             frames the Jupyter kernel may not act on
+    ├── protocols.rpc.NotAllowed                 an event the rpc kernel's state does not allow
     ├── modes.rpc.ConfigError                    what the rpc kernel refuses to start with
     ├── modes.jupyter.ConfigError                a connection file the kernel refuses
     ├── cli.rpcargs.Usage                        rpc options that break a rule

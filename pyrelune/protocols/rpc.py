@@ -9,10 +9,15 @@ messages it returns and carries out the commands (start a cell, interrupt,
 reset, answer `input()`, drop the client). So every transition and error code
 is tested with plain values.
 
-The kernel is `idle`, `running` or `waiting_input` (inside `input()`), as the
-spec says; a reset in progress counts as busy. One client at a time is
-served (`connect()`, or `knock()` with the right token): it alone sees the
-cells. A connection that must send the token is a `Guest` until it does; it
+Its state is two machines in one table, `TRANSITIONS` ((state, event) ->
+next state), which the code consults for every change: the kernel's phase
+and whether a client is served. The phase is one of the spec's three states
+(`idle`, `running`, `waiting_input`: inside `input()`), a reset under way
+(which the spec counts as `idle`, but busy), or a cell with a reset asked for
+after it. An event a state does not allow raises `NotAllowed`, which a
+request turns into its error response (KERNEL_BUSY, INVALID_REQUEST). One
+client at a time is served (`connect()`, or `knock()` with the right token):
+it alone sees the cells. A connection that must send the token is a `Guest` until it does; it
 holds nothing and is told nothing of the cells: every request but
 `kernel.auth` gets AUTH_REQUIRED. While no client is served, the running
 cell's events are held (within the cell's output cap) for the next one.
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import sys
 
-from pyrelune import __version__
+from pyrelune import PyreluneError, __version__
 from pyrelune.protocols import Rejected, read_object
 from pyrelune.protocols.rpcmessages import (
     AUTH_FAILED,
@@ -68,9 +73,72 @@ GUEST_BYTES = 64 << 10
 #: Each method's `RpcCodec` method.
 _HANDLERS = {method: "_on_" + method.replace(".", "_") for method in METHODS}
 
+# The kernel's phases; the first three are the spec's states (`SPEC_STATE`).
 IDLE = "idle"
 RUNNING = "running"
 WAITING_INPUT = "waiting_input"
+RESETTING = "resetting"  # the namespace is being cleared
+RUNNING_THEN_RESET = "running_then_reset"  # a kernel.reset waits for the cell to end
+WAITING_INPUT_THEN_RESET = "waiting_input_then_reset"
+# Whether a client is served (may see the cells).
+NOT_SERVED = "not_served"
+SERVED = "served"
+
+# What moves them: requests of the served client, engine events, connections.
+EXECUTE = "execute.cell"
+INPUT_REPLY = "execute.input_reply"
+RESET = "kernel.reset"
+PROMPT = "input_request"  # the cell called input()
+DONE = "done"  # the cell's (or the reset's) end
+SERVE = "serve"  # connect() without a token, or knock() with the right one
+LEAVE = "leave"
+
+#: Every transition: (state, event) -> next state; a pair not here is not allowed.
+TRANSITIONS: dict[tuple[str, str], str] = {
+    (IDLE, EXECUTE): RUNNING,
+    (IDLE, RESET): RESETTING,
+    (IDLE, DONE): IDLE,  # not a cell's: a worker lost between cells
+    (RUNNING, PROMPT): WAITING_INPUT,
+    (RUNNING, RESET): RUNNING_THEN_RESET,
+    (RUNNING, DONE): IDLE,
+    (WAITING_INPUT, INPUT_REPLY): RUNNING,
+    (WAITING_INPUT, RESET): WAITING_INPUT_THEN_RESET,
+    (WAITING_INPUT, DONE): IDLE,  # interrupted, or its worker died, inside input()
+    (RUNNING_THEN_RESET, PROMPT): WAITING_INPUT_THEN_RESET,
+    (RUNNING_THEN_RESET, RESET): RUNNING_THEN_RESET,
+    (RUNNING_THEN_RESET, DONE): RESETTING,
+    (WAITING_INPUT_THEN_RESET, INPUT_REPLY): RUNNING_THEN_RESET,
+    (WAITING_INPUT_THEN_RESET, RESET): WAITING_INPUT_THEN_RESET,
+    (WAITING_INPUT_THEN_RESET, DONE): RESETTING,
+    (RESETTING, RESET): RESETTING,  # answered with the one under way
+    (RESETTING, DONE): IDLE,
+    (NOT_SERVED, SERVE): SERVED,
+    # Without a token the kernel is served from the start (its first client may
+    # not be connected yet: a pipe's host is there at once); its driver refuses
+    # a connection while another is served (`refuse`).
+    (SERVED, SERVE): SERVED,
+    (SERVED, LEAVE): NOT_SERVED,
+}
+#: The state the spec names for each phase (kernel.ready, kernel.info, kernel.auth).
+SPEC_STATE = {IDLE: IDLE, RESETTING: IDLE, RUNNING: RUNNING, RUNNING_THEN_RESET: RUNNING,
+              WAITING_INPUT: WAITING_INPUT, WAITING_INPUT_THEN_RESET: WAITING_INPUT}
+
+
+class NotAllowed(PyreluneError):
+    """`event` happened in a state that does not allow it (no row of `TRANSITIONS`)."""
+
+    def __init__(self, state: str, event: str) -> None:
+        super().__init__(f"{event} is not allowed in state {state}")
+        self.state = state
+        self.event = event
+
+
+def step(state: str, event: str) -> str:
+    """The state `event` moves `state` to; raises `NotAllowed` if it may not happen there."""
+    try:
+        return TRANSITIONS[state, event]
+    except KeyError:
+        raise NotAllowed(state, event) from None
 
 
 class Execute:
@@ -154,14 +222,11 @@ class RpcCodec:
 
     def __init__(self, token: str | None = None, limit: int | None = None) -> None:
         self._token = token.encode() if token is not None else None
-        self.state = IDLE
+        self.phase = IDLE
+        self.connection = NOT_SERVED if self.needs_token else SERVED
         self.cell_id = ""
-        self._resetting = False
         self._resets: list[str | int] = []  # requests waiting for the namespace to be cleared
-        # A client is connected that may see the cells; without a token, the first
-        # (a pipe's host) is as good as served from the start.
-        self._served = token is None
-        self._prompt: InputRequest | None = None
+        self._prompt: InputRequest | None = None  # the input() a waiting phase waits in
         self._coalescer = Coalescer()
         self._cap = Cap() if limit is None else Cap(limit)
         self._held = _Held(self._cap.limit)
@@ -170,8 +235,14 @@ class RpcCodec:
         self._replaceable: OutputBudget | None = None
 
     @property
+    def state(self) -> str:
+        """The spec's name for the phase: `idle`, `running` or `waiting_input`."""
+        return SPEC_STATE[self.phase]
+
+    @property
     def busy(self) -> bool:
-        return self.state != IDLE or self._resetting
+        """A cell runs, or a reset: no cell may start."""
+        return self.phase != IDLE
 
     @property
     def flush_at(self) -> float | None:
@@ -200,7 +271,7 @@ class RpcCodec:
 
     def leave(self) -> None:
         """The served client is gone: the cell's events are held for the next one."""
-        self._served = False
+        self.connection = step(self.connection, LEAVE)
 
     def _ready(self, cell_id: str | None) -> Message:
         return event("kernel.ready", {"version": PROTOCOL_VERSION, "state": self.state,
@@ -208,7 +279,7 @@ class RpcCodec:
 
     def _serve(self) -> list[Message]:
         """A client is served from now on: what was held for it, then the pending prompt."""
-        self._served = True
+        self.connection = step(self.connection, SERVE)
         held, self._held = self._held.release(), _Held(self._cap.limit)
         if self.state == WAITING_INPUT and self._prompt is not None:
             held.append(self._input_request(self._prompt))
@@ -282,14 +353,16 @@ class RpcCodec:
         return Outcome([self._auth_ok(request)])
 
     def _on_execute_cell(self, request: Request) -> Outcome:
-        if self.busy:
+        try:
+            self.phase = step(self.phase, EXECUTE)
+        except NotAllowed:
             # The cell's id, as the host sent it, cut: an error message stays one short line.
-            what = "a reset" if self._resetting else f"cell {clip(self.cell_id, 256, ' ')!r}"
+            what = ("a reset" if self.phase == RESETTING
+                    else f"cell {clip(self.cell_id, 256, ' ')!r}")
             return Outcome([error(request.id, KERNEL_BUSY, f"Kernel busy: {what} is running "
                                   "(wait for execute.done, or send execute.interrupt)")])
         params = request.params
         self.cell_id = params.get("cell_id", str(request.id))
-        self.state = RUNNING
         self._cap.begin()
         command = Execute(self.cell_id, params["source"], params.get("inputs", {}))
         return Outcome([response(request.id, {"status": "started"})], [command])
@@ -300,17 +373,18 @@ class RpcCodec:
                        [Interrupt()] if running else [])
 
     def _on_kernel_reset(self, request: Request) -> Outcome:
+        before, self.phase = self.phase, step(self.phase, RESET)
         self._resets.append(request.id)
-        if self.busy:
+        if before != IDLE:
             return Outcome()  # answered when the cell (or the reset under way) is over
-        self._resetting = True
         return Outcome(commands=[Reset()])
 
     def _on_execute_input_reply(self, request: Request) -> Outcome:
-        if self.state != WAITING_INPUT:
+        try:
+            self.phase = step(self.phase, INPUT_REPLY)
+        except NotAllowed:
             waiting = f"No input() is waiting for a reply (the kernel is {self.state})"
             return Outcome([error(request.id, INVALID_REQUEST, waiting)])
-        self.state = RUNNING
         self._prompt = None
         return Outcome([response(request.id, {"ok": True})],
                        [InputReply(str(request.params["value"]))])
@@ -318,7 +392,7 @@ class RpcCodec:
     def output(self, item: Stream | Display | Clear | InputRequest | Done, now: float) -> Outcome:
         """One engine event of the running cell (or of the reset), for this connection."""
         outcome = self._output(item, now)
-        if not self._served:
+        if self.connection != SERVED:
             outcome.messages = self._held.hold(outcome.messages)
         return outcome
 
@@ -329,7 +403,10 @@ class RpcCodec:
             return self._shown(item, now)
         messages = [*self._flush(), *self._release()]  # the cell ends, or waits for input
         if isinstance(item, InputRequest):
-            self.state = WAITING_INPUT
+            try:
+                self.phase = step(self.phase, PROMPT)
+            except NotAllowed:  # no cell runs to wait in it (a cell forged its worker's line)
+                return Outcome(messages)
             self._prompt = item
             messages.append(self._input_request(item))
             return Outcome(messages)
@@ -359,19 +436,15 @@ class RpcCodec:
         return Outcome()
 
     def _done(self, done: Done, messages: list[Message]) -> Outcome:
+        before, self.phase = self.phase, step(self.phase, DONE)
         self._prompt = None
-        if self._resetting:
-            self._resetting = False
+        if before == RESETTING:
             messages += [response(request_id, {"ok": True}) for request_id in self._resets]
             self._resets = []
-            return Outcome(messages)
-        if self.state == IDLE:
-            return Outcome(messages)  # not ours (no cell was running): nothing to report
-        self.state = IDLE
-        messages.append(event("execute.done", done_data(self.cell_id, done.error)))
-        if self._resets:
-            self._resetting = True
-            return Outcome(messages, [Reset()])
+        elif before != IDLE:  # else not ours (no cell was running): nothing to report
+            messages.append(event("execute.done", done_data(self.cell_id, done.error)))
+        if self.phase == RESETTING:
+            return Outcome(messages, [Reset()])  # the reset asked for while the cell ran
         return Outcome(messages)
 
     def _display(self, display: Display) -> Message:
@@ -402,7 +475,7 @@ class RpcCodec:
     def tick(self, now: float) -> list[Message]:
         """Stream text whose time has come (the driver's timer at `flush_at`)."""
         due = self._streams(self._coalescer.due(now))
-        return due if self._served else self._held.hold(due)
+        return due if self.connection == SERVED else self._held.hold(due)
 
     def _flush(self) -> list[Message]:
         # Before each display and at each end: usually nothing is held (no `flush_at`).
