@@ -25,6 +25,7 @@ class PyreluneError(Exception):
     ├── protocols.Rejected                       a request no cell runs for, and its code
     ├── protocols.jupyter.BadMessage             frames the Jupyter kernel may not act on
     ├── protocols.rpc.NotAllowed                 an event the rpc kernel's state does not allow
+    ├── supervisor.session.NotAllowed            an event a worker's session does not allow
     ├── modes.rpc.ConfigError                    what the rpc kernel refuses to start with
     ├── modes.jupyter.ConfigError                a connection file the kernel refuses
     ├── cli.rpcargs.Usage                        rpc options that break a rule

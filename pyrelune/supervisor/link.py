@@ -146,7 +146,7 @@ class WorkerLink:
             except BlockingIOError:
                 return
             if not data:
-                session.events_open = False
+                session.events_ended()
                 return
             yield from self.drain()
             for step in session.feed(data):
@@ -208,11 +208,16 @@ class WorkerLink:
             pass  # already full of wake-ups
 
     def kill(self, error: CellError) -> Iterator[Event]:
-        """Kill the worker and all it started; what they wrote, then Done with `error`."""
+        """Kill the worker and all it started; what they wrote, then Done with `error`.
+
+        No Done when the cell had ended already (a foreign line read after its
+        Done): the worker's death is then told as one between cells.
+        """
         self.worker.signal_group(_signal.SIGKILL)
         self.worker.reap(block=True)
         yield from self.drain()
-        yield self.session.end(error)
+        if not self.session.finished:
+            yield self.session.end(error)
 
     def close(self) -> None:
         """End the worker with everything it started; release the descriptors.

@@ -8,6 +8,12 @@ do the waiting: `blocking` with select (oneshot, lines) and `evented` on
 the kernel's event loop (rpc, Jupyter: `transports.reactor` over a pipe,
 asyncio's otherwise); `link` is the I/O they share.
 
+Its state is two machines in one table, `TRANSITIONS` ((state, event) ->
+next state), consulted for every change: the current cell's (a worker not
+given one yet, running, interrupted, timed out, finished) and the event
+pipe's (open until the worker closes it or writes what it cannot have sent).
+An event a state does not allow raises `NotAllowed`: a driver's mistake.
+
 Timing rules: past the deadline the cell is interrupted, and killed with its
 whole process group `GRACE` later (or the grace its driver gives `begin`); a
 kernel's cell that did raise its KeyboardInterrupt may clean up until
@@ -18,7 +24,7 @@ not wake the supervisor for every line.
 
 from __future__ import annotations
 
-from pyrelune import fastjson
+from pyrelune import PyreluneError, fastjson
 from pyrelune.wire.events import (
     CONTINUE,
     INTERRUPTED,
@@ -85,6 +91,59 @@ class Kill:
 INTERRUPT = Interrupt()
 _SEND_CONTINUE = Send(CONTINUE)
 
+# The current cell's states.
+STARTING = "starting"  # a new worker, no cell begun: if it dies now, that ends cell 0
+RUNNING = "running"
+INTERRUPTING = "interrupting"  # SIGINT sent for the host: the kill is armed
+TIMED_OUT = "timed_out"  # SIGINT sent for the deadline: the kill is armed
+FINISHED = "finished"  # its Done has been produced
+# The event pipe's.
+EVENTS_OPEN = "events_open"
+EVENTS_CLOSED = "events_closed"
+
+# What moves them.
+BEGIN = "begin"  # a cell (or reset, or query) is sent
+INTERRUPT_SENT = "interrupt"  # SIGINT for the host (or a driver's own)
+DEADLINE = "deadline"  # the cell's time is up
+END = "end"  # its Done: the worker's, or its death's, or the kill's
+EOF = "eof"  # the worker closed the event pipe
+FOREIGN = "foreign"  # a line the worker cannot have sent
+
+#: Every transition: (state, event) -> next state; a pair not here is not allowed.
+TRANSITIONS: dict[tuple[str, str], str] = {
+    (STARTING, BEGIN): RUNNING,
+    (STARTING, INTERRUPT_SENT): STARTING,  # no cell to stop: nothing armed
+    (STARTING, END): FINISHED,  # the worker died before its first cell
+    (RUNNING, INTERRUPT_SENT): INTERRUPTING,
+    (RUNNING, DEADLINE): TIMED_OUT,
+    (RUNNING, END): FINISHED,
+    (INTERRUPTING, INTERRUPT_SENT): INTERRUPTING,  # the first one's clock runs on
+    (INTERRUPTING, END): FINISHED,
+    (TIMED_OUT, INTERRUPT_SENT): TIMED_OUT,  # likewise; its Done says timeout
+    (TIMED_OUT, END): FINISHED,
+    (FINISHED, BEGIN): RUNNING,
+    (FINISHED, INTERRUPT_SENT): FINISHED,  # late: the cell it was for is over
+    (EVENTS_OPEN, EOF): EVENTS_CLOSED,
+    (EVENTS_OPEN, FOREIGN): EVENTS_CLOSED,
+}
+
+
+class NotAllowed(PyreluneError):
+    """`event` happened in a state that does not allow it (no row of `TRANSITIONS`)."""
+
+    def __init__(self, state: str, event: str) -> None:
+        super().__init__(f"{event} is not allowed in state {state}")
+        self.state = state
+        self.event = event
+
+
+def step(state: str, event: str) -> str:
+    """The state `event` moves `state` to; raises `NotAllowed` if it may not happen there."""
+    try:
+        return TRANSITIONS[state, event]
+    except KeyError:
+        raise NotAllowed(state, event) from None
+
 if TYPE_CHECKING:
     Step: TypeAlias = Event | Send | Kill
 
@@ -96,14 +155,13 @@ class Session:
         self.limit = limit  # the most bytes an event line may take (`events.message_limit`)
         self._key = key  # what every line of the worker's carries (`WorkerProcess.key`)
         self.cell = 0  # the number of the current cell (or reset), counted from 1
-        self.finished = False  # the current cell's Done has been produced
-        self.events_open = True  # False once the event pipe is done with
+        self.state = STARTING
+        self.events = EVENTS_OPEN
         self._timeout: float | None = None
         self._grace = GRACE  # the deadline's interrupt to kill
         self._deadline: float | None = None
         self._kill_at: float | None = None  # when an unanswered interrupt turns into SIGKILL
         self._patient_until: float | None = None  # the same, once the cell raised it
-        self._timed_out: float | None = None  # the timeout, once the cell ran into it
         self._resume = 0.0  # until then, output waits in the capture pipes
         self._lines = LineBuffer()  # the event pipe, cut into messages
 
@@ -113,14 +171,31 @@ class Session:
         `grace`: past the deadline, from the interrupt to the kill (oneshot
         answers within its host's hard limit, and so gives a shorter one).
         """
+        self.state = step(self.state, BEGIN)
         self.cell += 1
-        self.finished = False
         self._timeout = timeout or None
         self._grace = grace
         self._deadline = now + timeout if timeout else None
         self._kill_at = self._patient_until = None
-        self._timed_out = None
         self._resume = 0.0
+
+    @property
+    def finished(self) -> bool:
+        """The current cell's Done has been produced."""
+        return self.state == FINISHED
+
+    @property
+    def events_open(self) -> bool:
+        """The event pipe is still to be read."""
+        return self.events == EVENTS_OPEN
+
+    def allows(self, event: str) -> bool:
+        """Whether `event` may happen to the current cell now."""
+        return (self.state, event) in TRANSITIONS
+
+    def events_ended(self) -> None:
+        """The worker closed the event pipe (it read end of file)."""
+        self.events = step(self.events, EOF)
 
     # -- what arrived ----------------------------------------------------------
 
@@ -149,6 +224,8 @@ class Session:
                 steps.append(_SEND_CONTINUE)
                 continue
             if isinstance(event, Done):
+                if not self.allows(END):
+                    return [*steps, self._foreign("a done with no cell running")]
                 event = self.end(event.error)
             steps.append(event)
             if (isinstance(event, Clear) or (isinstance(event, Display) and not event.is_result)
@@ -160,14 +237,14 @@ class Session:
 
     def _foreign(self, problem: str) -> Kill:
         """The event pipe carried what the worker cannot have sent: the worker is to be killed."""
-        self.events_open = False
+        self.events = step(self.events, FOREIGN)
         self._lines = LineBuffer()  # let go of what it held
         return Kill(CellError(WORKER_DIED, "", "worker stopped: its event pipe carried a line "
                               f"that is not one of its messages ({problem[:120]})"))
 
     def took(self, chars: int, now: float) -> None:
         """`chars` characters of stream output were just read: a trickle pauses reading."""
-        if 0 < chars < _COALESCE_BELOW and not self.finished:
+        if 0 < chars < _COALESCE_BELOW and self.state != FINISHED:
             self._resume = now + COALESCE
 
     def interrupted(self, now: float, grace: float = GRACE,
@@ -175,19 +252,31 @@ class Session:
         """SIGINT was just sent; kill `grace` later, or `patience` once the cell raised it.
 
         A second interrupt before the kill changes nothing: the first one's
-        clock runs on.
+        clock runs on; nor does one with no cell running.
         """
-        if self._kill_at is None:
-            self._kill_at = now + grace
-            if patience is not None:
-                self._patient_until = now + max(grace, patience)
+        before, self.state = self.state, step(self.state, INTERRUPT_SENT)
+        if before == RUNNING:
+            self._arm(now, grace, patience)
+
+    def _arm(self, now: float, grace: float, patience: float | None = None) -> None:
+        self._kill_at = now + grace
+        if patience is not None:
+            self._patient_until = now + max(grace, patience)
 
     def end(self, error: CellError | None) -> Done:
         """The cell's Done: `error`, or the timeout it ran into."""
-        self.finished = True
-        if self._timed_out is not None:
-            return Done(_timed_out(self._timed_out, error))
+        before, self.state = self.state, step(self.state, END)
+        if before == TIMED_OUT:
+            return Done(self._timed_out(error))
         return Done(error)
+
+    def _timed_out(self, error: CellError | None) -> CellError:
+        """The timeout's error, where the cell was when its interrupt stopped it (`error`)."""
+        where = error if error is not None and error.code == INTERRUPTED else None
+        return CellError(
+            TIMEOUT, "", f"Cell timed out after {self._timeout:g} s",
+            where.traceback if where else "", where.line if where else None,
+        )
 
     # -- what the clock says -----------------------------------------------------
 
@@ -196,14 +285,14 @@ class Session:
 
         `heard`: the cell raised its KeyboardInterrupt (a kernel's worker says so).
         """
-        if self._deadline is not None and self._kill_at is None and now >= self._deadline:
-            self._timed_out = self._timeout
-            self.interrupted(now, self._grace)
+        if self._deadline is not None and now >= self._deadline and self.allows(DEADLINE):
+            self.state = step(self.state, DEADLINE)
+            self._arm(now, self._grace)
             return INTERRUPT
         kill_at = self.kill_at(heard)
         if kill_at is not None and now >= kill_at:
-            if self._timed_out is not None:
-                return Kill(_timed_out(self._timed_out, None))
+            if self.state == TIMED_OUT:
+                return Kill(self._timed_out(None))
             return Kill(CellError(
                 INTERRUPTED, "KeyboardInterrupt",
                 "Execution interrupted: the cell did not stop, so its worker was killed"))
@@ -245,12 +334,3 @@ def _message(line: bytes) -> dict[str, Any]:
     if not fastjson.shallow(text, message):
         raise ValueError(f"JSON nested over {fastjson.MAX_DEPTH} deep")
     return message
-
-
-def _timed_out(timeout: float, error: CellError | None) -> CellError:
-    seconds = f"{timeout:g}"
-    where = error if error is not None and error.code == INTERRUPTED else None
-    return CellError(
-        TIMEOUT, "", f"Cell timed out after {seconds} s",
-        where.traceback if where else "", where.line if where else None,
-    )

@@ -160,6 +160,7 @@ def test_a_new_cell_forgets_the_last_ones_clock() -> None:
     session = started(timeout=1, now=0.0)
     assert session.due(1.0, heard=False) is INTERRUPT
     session.took(5, now=1.0)
+    session.end(None)
     session.begin(50.0)
     assert session.cell == 2 and not session.finished
     assert session.due(1000.0, heard=False) is None
