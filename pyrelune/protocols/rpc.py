@@ -15,11 +15,12 @@ and whether a client is served. The phase is one of the spec's three states
 (`idle`, `running`, `waiting_input`: inside `input()`), a reset under way
 (which the spec counts as `idle`, but busy), or a cell with a reset asked for
 after it. An event a state does not allow raises `NotAllowed`, which a
-request turns into its error response (KERNEL_BUSY, INVALID_REQUEST). One
-client at a time is served (`connect()`, or `knock()` with the right token):
-it alone sees the cells. A connection that must send the token is a `Guest` until it does; it
-holds nothing and is told nothing of the cells: every request but
-`kernel.auth` gets AUTH_REQUIRED. While no client is served, the running
+request turns into its error response (KERNEL_BUSY, INVALID_REQUEST).
+
+One client at a time is served (`connect()`, or `knock()` with the right
+token): it alone sees the cells. A connection that must send the token is a
+`Guest` until it does; it holds nothing and is told nothing of the cells:
+every request but `kernel.auth` gets AUTH_REQUIRED. While no client is served, the running
 cell's events are held (within the cell's output cap) for the next one.
 """
 
