@@ -15,16 +15,22 @@ if TYPE_CHECKING:
 
 
 class Execute:
-    """Run a cell; `cell` numbers it so that an interrupt reaches only it (see `interrupts`)."""
+    """Run a cell; `cell` numbers it so that an interrupt reaches only it (see `interrupts`).
 
-    __slots__ = ("cell", "filename", "inputs", "source")
+    `origin`: what the host knows the cell by (an rpc cell_id, a Jupyter request's header),
+    given back with what its threads and tasks write once another cell runs (see
+    `worker.origin`).
+    """
+
+    __slots__ = ("cell", "filename", "inputs", "origin", "source")
 
     def __init__(self, source: str, filename: str, cell: int = 0,
-                 inputs: dict[str, Any] | None = None) -> None:
+                 inputs: dict[str, Any] | None = None, origin: str | None = None) -> None:
         self.source = source
         self.filename = filename
         self.cell = cell
         self.inputs = inputs
+        self.origin = origin
 
 
 class Reset:
@@ -97,6 +103,8 @@ def to_wire(command: Command) -> bytes:
                    "cell": command.cell}
         if command.inputs:
             message["inputs"] = command.inputs
+        if command.origin is not None:
+            message["origin"] = command.origin
     elif isinstance(command, InputReply):
         message = {"op": "input", "value": command.value}
     elif isinstance(command, Query):
@@ -115,7 +123,7 @@ def from_wire(line: bytes) -> Command:
     op = message["op"]
     if op == "execute":
         return Execute(message["source"], message["filename"], message["cell"],
-                       message.get("inputs"))
+                       message.get("inputs"), message.get("origin"))
     if op == "input":
         return InputReply(message["value"])
     if op == "query":

@@ -2,7 +2,11 @@
 
 Every protocol renders these same events its own way. They cross the pipe from
 the worker to the session as JSON lines (`to_wire` / `from_wire`); stream text
-never does, it travels on the captured file descriptors instead.
+travels on the captured file descriptors instead, but for what a thread or
+task writes for a cell other than the one running (see `worker.origin`).
+
+`origin` names that other cell: what the supervisor gave with it (`Execute`),
+None for the running cell's own output.
 
 Plain classes with __slots__ rather than dataclasses: `dataclasses` imports
 `inspect`, which costs more than the whole oneshot start-up budget allows.
@@ -56,11 +60,12 @@ CONTINUE = b'{"op": "continue"}\n'
 class Stream:
     """Text a cell wrote to fd 1 (`stdout`) or fd 2 (`stderr`)."""
 
-    __slots__ = ("name", "text")
+    __slots__ = ("name", "origin", "text")
 
-    def __init__(self, name: str, text: str) -> None:
+    def __init__(self, name: str, text: str, origin: str | None = None) -> None:
         self.name = name
         self.text = text
+        self.origin = origin
 
     def __repr__(self) -> str:
         return f"Stream({self.name!r}, {self.text!r})"
@@ -75,17 +80,18 @@ class Display:
     bundle under an id is a placeholder: it shows nothing until updated.
     """
 
-    __slots__ = ("data", "display_id", "is_result", "metadata", "update")
+    __slots__ = ("data", "display_id", "is_result", "metadata", "origin", "update")
 
     def __init__(
         self, data: dict[str, Any], metadata: dict[str, Any], is_result: bool = False,
-        display_id: str | None = None, update: bool = False,
+        display_id: str | None = None, update: bool = False, origin: str | None = None,
     ) -> None:
         self.data = data
         self.metadata = metadata
         self.is_result = is_result
         self.display_id = display_id
         self.update = update
+        self.origin = origin
 
     def __repr__(self) -> str:
         return f"Display({sorted(self.data)}, is_result={self.is_result})"
@@ -98,10 +104,11 @@ class Clear:
     clears and redraws never leaves the output empty in between).
     """
 
-    __slots__ = ("wait",)
+    __slots__ = ("origin", "wait")
 
-    def __init__(self, wait: bool = False) -> None:
+    def __init__(self, wait: bool = False, origin: str | None = None) -> None:
         self.wait = wait
+        self.origin = origin
 
     def __repr__(self) -> str:
         return f"Clear(wait={self.wait})"
@@ -223,8 +230,14 @@ if TYPE_CHECKING:
     Event: TypeAlias = Stream | Display | Clear | InputRequest | Reply | Done | Comm
 
 
-def to_wire(event: Display | Clear | InputRequest | Reply | Done | Comm) -> dict[str, Any]:
+def to_wire(event: Stream | Display | Clear | InputRequest | Reply | Done | Comm
+            ) -> dict[str, Any]:
     """The JSON-ready form the worker sends to its session."""
+    if isinstance(event, (Stream, Display, Clear)):
+        message = _shown(event)
+        if event.origin is not None:  # only then: the running cell's own output has none
+            message["o"] = event.origin
+        return message
     if isinstance(event, Reply):
         return {"t": "reply", "content": event.content}
     if isinstance(event, Comm):
@@ -233,15 +246,6 @@ def to_wire(event: Display | Clear | InputRequest | Reply | Done | Comm) -> dict
         return {"t": "comm", "type": event.msg_type, "content": event.content,
                 "metadata": event.metadata,
                 "buffers": [b64encode(buffer).decode() for buffer in event.buffers]}
-    if isinstance(event, Display):
-        message: dict[str, Any] = {"t": "display", "data": event.data,
-                                   "metadata": event.metadata, "result": event.is_result}
-        if event.display_id is not None:  # only then: most displays have none
-            message["id"] = event.display_id
-            message["update"] = event.update
-        return message
-    if isinstance(event, Clear):
-        return {"t": "clear", "later": event.wait}  # "wait" is the channel's own key
     if isinstance(event, InputRequest):
         return {"t": "input", "prompt": event.prompt, "password": event.password}
     error = event.error
@@ -250,14 +254,34 @@ def to_wire(event: Display | Clear | InputRequest | Reply | Done | Comm) -> dict
     return {"t": "done", "error": {slot: getattr(error, slot) for slot in CellError.__slots__}}
 
 
-def from_wire(message: Any) -> Display | Clear | InputRequest | Reply | Done | Comm:
+def _shown(event: Stream | Display | Clear) -> dict[str, Any]:
+    if isinstance(event, Stream):
+        return {"t": "stream", "name": event.name, "text": event.text}
+    if isinstance(event, Clear):
+        return {"t": "clear", "later": event.wait}  # "wait" is the channel's own key
+    message: dict[str, Any] = {"t": "display", "data": event.data,
+                               "metadata": event.metadata, "result": event.is_result}
+    if event.display_id is not None:  # only then: most displays have none
+        message["id"] = event.display_id
+        message["update"] = event.update
+    return message
+
+
+def from_wire(message: Any) -> Stream | Display | Clear | InputRequest | Reply | Done | Comm:
     """Inverse of `to_wire`; ValueError for anything it cannot have made.
 
     The worker's own messages always pass, but a cell can write to the event
     pipe too: what reaches the protocols must be what they expect, or they fail.
     """
     kind = message.get("t") if isinstance(message, dict) else None
-    if kind == "display":
+    origin = message.get("o") if kind in _SHOWN else None
+    if origin is not None and not isinstance(origin, str):
+        kind = None  # an origin is what the supervisor gave: a string
+    if kind == "stream":
+        name, text = message.get("name"), message.get("text")
+        if name in ("stdout", "stderr") and isinstance(text, str):
+            return Stream(name, text, origin)
+    elif kind == "display":
         data, metadata, result = message.get("data"), message.get("metadata"), message.get("result")
         display_id, update = message.get("id"), message.get("update", False)
         if isinstance(data, dict) and isinstance(metadata, dict) and isinstance(result, bool) and (
@@ -267,11 +291,11 @@ def from_wire(message: Any) -> Display | Clear | InputRequest | Reply | Done | C
                 if not (isinstance(value, str) or json_mime(mime)):
                     break  # the worker sends text, or JSON for a JSON type (display.json_safe)
             else:
-                return Display(data, metadata, result, display_id, update)
+                return Display(data, metadata, result, display_id, update, origin)
     elif kind == "clear":
         later = message.get("later")
         if isinstance(later, bool):
-            return Clear(later)
+            return Clear(later, origin)
     elif kind == "input":
         prompt, password = message.get("prompt"), message.get("password")
         if isinstance(prompt, str) and isinstance(password, bool):
@@ -315,6 +339,8 @@ def _comm(message: dict[str, Any]) -> Comm | None:
     return Comm(msg_type, content, metadata, decoded)
 
 
+#: The events that may carry an origin.
+_SHOWN = ("stream", "display", "clear")
 #: The types of CellError's slots, as `to_wire` sends them.
 _ERROR_TYPES: dict[str, type | tuple[type, ...]] = {
     "code": str, "ename": str, "evalue": str, "traceback": str,

@@ -50,7 +50,8 @@ def bounded(event: Display | Done, cap: int) -> Display | Done:
     if notes:
         note = "\n".join(notes)
         data["text/plain"] = f"{data['text/plain']}\n{note}" if "text/plain" in data else note
-    return Display(data, event.metadata, event.is_result, event.display_id, event.update)
+    return Display(data, event.metadata, event.is_result, event.display_id, event.update,
+                   event.origin)
 
 
 def plain(event: Display | Done, cap: int) -> Display | Done:
@@ -63,4 +64,5 @@ def plain(event: Display | Done, cap: int) -> Display | Done:
                               error.line, error.column))
     text = event.data.get("text/plain")
     kept = clip(text, cap // 8) if isinstance(text, str) else "[display left out: over the cap]"
-    return Display({"text/plain": kept}, {}, event.is_result, event.display_id, event.update)
+    return Display({"text/plain": kept}, {}, event.is_result, event.display_id, event.update,
+                   event.origin)

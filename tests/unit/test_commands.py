@@ -17,7 +17,14 @@ def test_execute_keeps_every_field() -> None:
 
 def test_execute_without_inputs_sends_none() -> None:
     back = commands.from_wire(commands.to_wire(Execute("1", "<cell>", 1)))
-    assert isinstance(back, Execute) and back.inputs is None
+    assert isinstance(back, Execute) and back.inputs is None and back.origin is None
+
+
+def test_execute_carries_what_the_host_knows_the_cell_by() -> None:
+    """Given back with what the cell's threads write later (see `worker.origin`)."""
+    origin = '{"msg_id": "a1", "msg_type": "execute_request"}'
+    back = commands.from_wire(commands.to_wire(Execute("1", "<cell>", 1, origin=origin)))
+    assert isinstance(back, Execute) and back.origin == origin
 
 
 def test_an_input_reply_keeps_its_text() -> None:

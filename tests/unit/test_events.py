@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pyrelune.wire.events import Clear, Display, from_wire, to_wire
+from pyrelune.wire.events import Clear, Display, Stream, from_wire, to_wire
 
 
 @pytest.mark.parametrize("message", [
@@ -22,6 +22,12 @@ from pyrelune.wire.events import Clear, Display, from_wire, to_wire
     {"t": "display", "data": {}, "metadata": {}, "result": False, "id": 7},
     {"t": "display", "data": {}, "metadata": {}, "result": False, "id": "d", "update": "yes"},
     {"t": "clear"}, {"t": "clear", "later": 1},
+    {"t": "stream", "name": "stdin", "text": "x", "o": "c"},
+    {"t": "stream", "name": "stdout", "text": b"x", "o": "c"},
+    {"t": "stream", "name": "stdout"},
+    {"t": "stream", "name": "stdout", "text": "x", "o": 3},
+    {"t": "display", "data": {}, "metadata": {}, "result": False, "o": {"msg_id": "m"}},
+    {"t": "clear", "later": False, "o": ["c"]},
     {"t": "input", "prompt": 3, "password": False},
     {"t": "input", "prompt": "?"},
     {"t": "done", "error": "it failed"},
@@ -43,3 +49,18 @@ def test_display_ids_and_clears_travel_whole() -> None:
     for wait in (False, True):
         clear = from_wire(to_wire(Clear(wait)))
         assert isinstance(clear, Clear) and clear.wait is wait
+
+
+def test_another_cells_output_names_its_cell_and_the_running_ones_says_nothing_more() -> None:
+    """`origin`: a thread's or a task's of a cell other than the one running (worker.origin)."""
+    for event in (Stream("stderr", "late\n", "cell 1"), Display({"text/plain": "x"}, {},
+                  origin="cell 1"), Clear(True, "cell 1")):
+        back = from_wire(to_wire(event))
+        assert isinstance(back, type(event)) and back.origin == "cell 1"
+    stream = from_wire(to_wire(Stream("stderr", "late\n", "cell 1")))
+    assert isinstance(stream, Stream) and (stream.name, stream.text) == ("stderr", "late\n")
+    for event in (Stream("stdout", "x"), Display({"text/plain": "x"}, {}), Clear()):
+        message = to_wire(event)
+        assert "o" not in message  # nothing more on the common path
+        back = from_wire(message)
+        assert isinstance(back, type(event)) and back.origin is None
