@@ -11,8 +11,9 @@ one that needs the worker (execute, complete, inspect) holds the queue until
 the worker's answer is in. Control requests (interrupt, shutdown,
 kernel_info) are answered at once, even while a cell runs. Every request is
 wrapped in `status` busy and idle on IOPub, with the request as parent; a
-cell's output goes out under its execute_request, and output that arrives
-between cells (a thread the cell started) under the last one.
+cell's output goes out under its execute_request, as does what a thread or a
+task it started writes later, between cells or while another cell runs (the
+worker names the cell: `Stream.origin`, the request's header as JSON).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import sys
 from collections import deque
 
-from pyrelune import __version__
+from pyrelune import __version__, fastjson
 from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupyter import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
 from pyrelune.shaping.streaming import INTERVAL, Cap, Coalescer
@@ -66,13 +67,18 @@ HELP_LINKS = [
 
 
 class RunCell:
-    """Run `source` in the worker; its events follow, ending with a Done."""
+    """Run `source` in the worker; its events follow, ending with a Done.
 
-    __slots__ = ("filename", "source")
+    `origin` names the cell on what its threads and tasks write later: its request's
+    header, as JSON.
+    """
 
-    def __init__(self, source: str, filename: str) -> None:
+    __slots__ = ("filename", "origin", "source")
+
+    def __init__(self, source: str, filename: str, origin: str | None = None) -> None:
         self.source = source
         self.filename = filename
+        self.origin = origin
 
 
 class AskWorker:
@@ -126,12 +132,13 @@ class Outcome:
 class _Cell:
     """The execute_request being run, and what its reply needs."""
 
-    __slots__ = ("count", "error", "payload", "request", "silent", "stop_on_error",
+    __slots__ = ("count", "error", "origin", "payload", "request", "silent", "stop_on_error",
                  "user_expressions")
 
     def __init__(self, request: Message, count: int) -> None:
         content = request.content
         self.request = request
+        self.origin = fastjson.dumps(request.header)  # how the worker names it (RunCell)
         self.count = count
         self.silent = bool(content.get("silent", False))
         self.stop_on_error = bool(content.get("stop_on_error", True))
@@ -154,6 +161,7 @@ class JupyterCodec:
         self._cell: _Cell | None = None  # the execute_request among them, while it runs
         self._asked = ""  # what the worker was asked (AskWorker.kind), while it answers
         self._last_cell: Message | None = None  # the parent of output between cells
+        self._named: tuple[str, Message | None] = ("", None)  # the last origin and its cell
         self._prompted: Message | None = None  # the input_request the cell waits on
         self._replied = False  # the worker's Reply to what it was asked came
         self._coalescer = Coalescer()
@@ -250,7 +258,7 @@ class JupyterCodec:
                                                      "execution_count": cell.count}, request)
         self._cap.begin()
         self._displays.begin()
-        outcome.commands.append(RunCell(code, filename))
+        outcome.commands.append(RunCell(code, filename, cell.origin))
         return False
 
     def _on_complete(self, channel: str, request: Message, outcome: Outcome) -> bool:
@@ -338,21 +346,23 @@ class JupyterCodec:
                now: float) -> Outcome:
         """One engine event of the request the worker serves (or a late one of a past cell's)."""
         outcome = Outcome()
-        parent = self._parent()
+        parent = self._parent_of(item)
+        aside = parent is not self._parent()  # another cell's: not counted in the running one's
         if isinstance(item, Stream):
-            sent = self._cap.add(item) if self._cell is not None else item
+            sent = self._cap.add(item) if self._cell is not None and not aside else item
             if sent is not None:
-                self._streams(outcome, self._coalescer.add(sent, now), parent)
+                self._streams(outcome, self._coalescer.add(sent, now))
             return outcome
         if isinstance(item, Display) and item.update and item.display_id is not None:
             self._displays.hold(item, now)  # only its last state goes out, at the next flush
             return outcome
-        if isinstance(item, Display) and item.metadata.get(PAGE) and self._cell is not None:
+        if isinstance(item, Display) and item.metadata.get(PAGE) and self._cell is not None and (
+                not aside):
             self._cell.payload.append({"source": "page", "data": item.data, "start": 0})
             return outcome  # shown by the front end's pager, from the execute_reply
-        self._flush(outcome, parent)
+        self._flush(outcome)
         if isinstance(item, Display):
-            if item.is_result or self._cell is None or self._displays.admit():
+            if item.is_result or self._cell is None or aside or self._displays.admit():
                 self._display(outcome, item, parent)
         elif isinstance(item, Clear):
             self._publish(outcome, "clear_output", {"wait": item.wait}, parent)
@@ -380,10 +390,9 @@ class JupyterCodec:
     def tick(self, now: float) -> Outcome:
         """Stream text whose time has come (the driver's timer at `flush_at`)."""
         outcome = Outcome()
-        parent = self._parent()
-        self._streams(outcome, self._coalescer.due(now), parent)
+        self._streams(outcome, self._coalescer.due(now))
         if self._displays.due(now):
-            self._send_updates(outcome, parent)
+            self._send_updates(outcome)
         return outcome
 
     def _parent(self) -> Message | None:
@@ -395,20 +404,36 @@ class JupyterCodec:
             return self._current
         return self._last_cell
 
-    def _flush(self, outcome: Outcome, parent: Message | None) -> None:
+    def _parent_of(self, item: Stream | Display | Clear | InputRequest | Reply | Done | Comm
+                   ) -> Message | None:
+        """What `item` goes under: the cell it names (a thread's or a task's of a cell that
+        is not running), else `_parent()`."""
+        origin = item.origin if isinstance(item, (Stream, Display, Clear)) else None
+        if origin is None or (self._cell is not None and origin == self._cell.origin):
+            return self._parent()
+        if origin != self._named[0]:  # parsed once for a run of its output
+            try:
+                header = fastjson.loads(origin)
+            except (ValueError, RecursionError):
+                header = None
+            cell = Message(header, {}, {}, {}) if isinstance(header, dict) else None
+            self._named = (origin, cell)
+        return self._named[1] or self._parent()  # a name no cell had: as if it had none
+
+    def _flush(self, outcome: Outcome) -> None:
         streams = self._coalescer.flush() if self._coalescer.flush_at is not None else []
-        self._streams(outcome, streams + self._cap.release(), parent)
-        self._send_updates(outcome, parent)
+        self._streams(outcome, streams + self._cap.release())
+        self._send_updates(outcome)
 
-    def _send_updates(self, outcome: Outcome, parent: Message | None) -> None:
+    def _send_updates(self, outcome: Outcome) -> None:
         for display in self._displays.take():
-            self._display(outcome, display, parent)
+            self._display(outcome, display, self._parent_of(display))
 
-    def _streams(self, outcome: Outcome, streams: list[Stream], parent: Message | None) -> None:
+    def _streams(self, outcome: Outcome, streams: list[Stream]) -> None:
         for stream in streams:
             if stream.text:
                 self._publish(outcome, "stream", {"name": stream.name, "text": stream.text},
-                              parent)
+                              self._parent_of(stream))
 
     def _display(self, outcome: Outcome, display: Display, parent: Message | None) -> None:
         content: dict[str, Any] = {"data": _theirs(display.data),
@@ -481,7 +506,7 @@ class JupyterCodec:
     def _finish_cell(self, outcome: Outcome, cell: _Cell) -> None:
         """The execute_reply (after the error on IOPub); then what a failure aborts."""
         if note := self._displays.omitted():
-            self._streams(outcome, [Stream("stderr", note)], cell.request)
+            self._streams(outcome, [Stream("stderr", note)])  # under the cell: still `_cell`
         self._cell, self._current, self._asked = None, None, ""
         error = cell.error
         if error is None:

@@ -421,6 +421,8 @@ class RpcCodec:
         list those change, and sent in its last state when the cell ends or
         waits for input. Output between cells (a thread's) is sent as it comes.
         """
+        if item.origin is not None and item.origin != self.cell_id:
+            return self._aside(item, now)
         held = self._replaceable
         if held is None and isinstance(item, Stream):
             sent = self._cap.add(item)
@@ -436,6 +438,17 @@ class RpcCodec:
         held.apply(item)
         return Outcome()
 
+    def _aside(self, item: Stream | Display | Clear, now: float) -> Outcome:
+        """Output of another cell than the one running or last run (its thread's, its task's):
+        under that cell's id, as it comes, outside this cell's cap. What it clears was sent
+        long ago: it stays."""
+        if isinstance(item, Stream):
+            return Outcome(self._streams(self._coalescer.add(item, now)))
+        if isinstance(item, Display):
+            held = self._coalescer.flush() if self._coalescer.flush_at is not None else []
+            return Outcome([*self._streams(held), self._display(item)])
+        return Outcome()
+
     def _done(self, done: Done, messages: list[Message]) -> Outcome:
         before, self.phase = self.phase, step(self.phase, DONE)
         self._prompt = None
@@ -449,7 +462,12 @@ class RpcCodec:
         return Outcome(messages)
 
     def _display(self, display: Display) -> Message:
-        return event("display_data", {"cell_id": self.cell_id, "item": display_item(display.data)})
+        return event("display_data", {"cell_id": self._cell_of(display),
+                                       "item": display_item(display.data)})
+
+    def _cell_of(self, item: Stream | Display) -> str:
+        """The id of the cell `item` is output of: the one it names, else the running one."""
+        return self.cell_id if item.origin is None else item.origin
 
     def _release(self) -> list[Message]:
         """The last state of the output held as replaceable, in order, within the stream cap."""
@@ -485,7 +503,7 @@ class RpcCodec:
         return self._streams(streams) if streams else []
 
     def _streams(self, streams: list[Stream]) -> list[Message]:
-        return [event("stream", {"cell_id": self.cell_id, "name": s.name, "text": s.text})
+        return [event("stream", {"cell_id": self._cell_of(s), "name": s.name, "text": s.text})
                 for s in streams if s.text]
 
     def _input_request(self, request: InputRequest) -> Message:

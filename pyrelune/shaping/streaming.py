@@ -6,7 +6,8 @@ interval, and is let out at once before anything that must come after it
 (a display, an input prompt, the end of the cell), or once `MAX_HELD`
 characters wait (a flood: the transport, not this, is where it waits for a
 slow client). Runs of stdout and stderr
-stay in the order they were read.
+stay in the order they were read; so do runs of different cells (a thread
+of an earlier cell's: `Stream.origin`), which are never joined.
 
 A cell printing 100 MB must not become 100 MB of events, nor 100 MB of
 memory: past `limit` bytes per cell only a window over the most recent text
@@ -33,16 +34,17 @@ class Coalescer:
     def __init__(self, interval: float = INTERVAL) -> None:
         self.interval = interval
         self.flush_at: float | None = None  # when pending text is due; None when none is
-        self._runs: list[tuple[str, list[str]]] = []
+        self._runs: list[tuple[str, str | None, list[str]]] = []  # stream, origin, pieces
         self._held = 0  # characters in _runs
         self._last = float("-inf")
 
     def add(self, stream: Stream, now: float) -> list[Stream]:
         """Hold `stream`; what is due by `now` comes back (the first text of a burst at once)."""
-        if self._runs and self._runs[-1][0] == stream.name:
-            self._runs[-1][1].append(stream.text)
+        runs = self._runs
+        if runs and runs[-1][0] == stream.name and runs[-1][1] == stream.origin:
+            runs[-1][2].append(stream.text)
         else:
-            self._runs.append((stream.name, [stream.text]))
+            runs.append((stream.name, stream.origin, [stream.text]))
         self._held += len(stream.text)
         if self.flush_at is None:
             self.flush_at = max(now, self._last + self.interval)
@@ -60,7 +62,7 @@ class Coalescer:
 
     def flush(self) -> list[Stream]:
         """Everything held, now: something that must follow it is about to be sent."""
-        out = [Stream(name, "".join(parts)) for name, parts in self._runs]
+        out = [Stream(name, "".join(parts), origin) for name, origin, parts in self._runs]
         self._runs = []
         self._held = 0
         self.flush_at = None

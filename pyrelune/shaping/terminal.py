@@ -10,7 +10,9 @@ Streaming, in bounded memory: finished lines pass on at once; only the
 current line is held back, since it may still be rewritten. A line longer
 than `MAX_LINE` is passed on as a terminal wraps it, after which `\\r`
 returns to the start of its last row. A display (or `flush`) passes the
-held-back lines on first, so text and displays keep their order.
+held-back lines on first, so text and displays keep their order. Each
+cell's text is its own (`Stream.origin`: a thread of an earlier cell's):
+lines of two cells are never joined, nor is one's `\r` applied to the other's.
 
 For a host that shows text raw (Vix Note), ANSI control sequences go first:
 coloured logs, `rich`, `pytest` and `tqdm` write colours (`ESC[31m`), cursor
@@ -29,6 +31,10 @@ from pyrelune.wire.events import Clear, Display, Stream
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import TypeAlias
+
+    #: A stream of one cell: its name, and the cell's origin (None: the running cell).
+    Key: TypeAlias = tuple[str, str | None]
 
 #: The widest row held back: a terminal this wide wraps longer lines.
 MAX_LINE = 1 << 16
@@ -48,50 +54,51 @@ class Presenter:
         `plain`: for a host that shows text raw; ANSI sequences are taken out.
         """
         self._sink = sink
-        self._lines: dict[str, Line] = {}
+        self._lines: dict[Key, Line] = {}
         self._interleave = interleave
         self._colours = AnsiStripper() if plain else None
 
     def add(self, item: Stream | Display | Clear) -> None:
         if isinstance(item, Stream):
+            key = (item.name, item.origin)
             if self._interleave:
-                self._flush_others(item.name, reopen=True)
-            line = self._lines.setdefault(item.name, Line())
+                self._flush_others(key, reopen=True)
+            line = self._lines.setdefault(key, Line())
             text = item.text
             if self._colours is not None:
-                text = self._colours.feed(item.name, text)
+                text = self._colours.feed(key, text)
             for settled in line.feed(text):
                 if settled:
-                    self._sink(Stream(item.name, settled))
+                    self._sink(Stream(item.name, settled, item.origin))
         else:
-            self._flush_others("")  # `flush()`: held-back lines go first
+            self._flush_others(None)  # `flush()`: held-back lines go first
             self._sink(item)
 
     def flush(self) -> None:
         """Pass on the lines held back (the end of the cell, or a display)."""
-        self._flush_others("")
+        self._flush_others(None)
 
     def close(self) -> None:
         """The end: also what is held of an unfinished sequence, as it was written."""
         if self._colours is not None:
-            for name, text in self._colours.flush():
-                for done in self._lines.setdefault(name, Line()).feed(text):
+            for key, text in self._colours.flush():
+                for done in self._lines.setdefault(key, Line()).feed(text):
                     if done:
-                        self._sink(Stream(name, done))
+                        self._sink(Stream(key[0], done, key[1]))
         self.flush()
 
-    def _flush_others(self, stream: str, reopen: bool = False) -> None:
+    def _flush_others(self, stream: Key | None, reopen: bool = False) -> None:
         """Pass on the lines held back but `stream`'s; with `reopen`, they may go on.
 
         Text on the other stream comes on the same screen, after which a line
         may still be rewritten. After a display (or at the end) it is another
         output, where a `\r` means nothing.
         """
-        for name, line in self._lines.items():
-            if name == stream:
+        for key, line in self._lines.items():
+            if key == stream:
                 continue
             if text := line.take():
-                self._sink(Stream(name, text))
+                self._sink(Stream(key[0], text, key[1]))
                 line.passed_on = reopen
             elif not reopen:
                 line.passed_on = False
@@ -190,9 +197,9 @@ class AnsiStripper:
     """Per stream, the text of each piece without its sequences."""
 
     def __init__(self) -> None:
-        self._held: dict[str, str] = {}  # the start of a sequence cut at a piece's end
+        self._held: dict[Key, str] = {}  # the start of a sequence cut at a piece's end
 
-    def feed(self, stream: str, text: str) -> str:
+    def feed(self, stream: Key, text: str) -> str:
         held = self._held.pop(stream, "")
         if not held and ESC not in text:
             return text
@@ -203,7 +210,7 @@ class AnsiStripper:
             self._held[stream] = rest
         return clean
 
-    def flush(self) -> list[tuple[str, str]]:
+    def flush(self) -> list[tuple[Key, str]]:
         """What is still held at the end: unfinished, so passed on as it was written."""
         held, self._held = self._held, {}
         return list(held.items())

@@ -30,22 +30,27 @@ def test_an_unfinished_sequence_at_the_end_of_a_text_is_kept() -> None:
     assert strip("a\x1b[3") == "a\x1b[3"
 
 
+#: The running cell's stdout, as the stripper keys it.
+OUT = ("stdout", None)
+
+
 @pytest.mark.parametrize("cut", range(1, 12))
 def test_a_sequence_cut_between_reads_waits_for_its_end(cut: int) -> None:
     text = "a\x1b]8;;u\x1b\\b\x1b[31mc"
     stripper = AnsiStripper()
-    shown = stripper.feed("stdout", text[:cut]) + stripper.feed("stdout", text[cut:])
+    shown = stripper.feed(OUT, text[:cut]) + stripper.feed(OUT, text[cut:])
     assert shown == "abc" and stripper.flush() == []
 
 
 def test_streams_are_held_apart_and_what_never_ends_is_passed_on() -> None:
     stripper = AnsiStripper()
-    assert stripper.feed("stdout", "x\x1b[") == "x"
-    assert stripper.feed("stderr", "e\x1b]0;t") == "e"
-    assert stripper.feed("stdout", "1mred") == "red"
-    assert stripper.flush() == [("stderr", "\x1b]0;t")]
+    assert stripper.feed(OUT, "x\x1b[") == "x"
+    assert stripper.feed(("stderr", None), "e\x1b]0;t") == "e"
+    assert stripper.feed(("stdout", "an earlier cell"), "1mred") == "1mred"  # not its sequence
+    assert stripper.feed(OUT, "1mred") == "red"
+    assert stripper.flush() == [(("stderr", None), "\x1b]0;t")]
     unending = "\x1b]0;" + "t" * MAX_SEQUENCE
-    assert stripper.feed("stdout", unending) == unending
+    assert stripper.feed(OUT, unending) == unending
 
 
 def test_a_plain_presenter_takes_colours_out_before_applying_carriage_returns() -> None:

@@ -341,6 +341,29 @@ def test_output_between_cells_goes_under_the_last_cell() -> None:
     assert [m.parent_header["msg_id"] for _, m in late.messages] == [msg_id]
 
 
+def test_output_of_another_cell_goes_under_that_cells_request() -> None:
+    """A thread's or a task's of a cell that is not the running one: the worker names its
+    cell with the origin it was given (`RunCell.origin`), and it goes under that request."""
+    kernel = JupyterCodec(Builder("k", "me"), Signer(KEY), limit=100)
+    outcome, first = execute(kernel, "start_thread()")
+    (run,) = outcome.commands
+    assert isinstance(run, RunCell) and run.origin is not None
+    kernel.output(Done(), 0.0)
+    _, second = execute(kernel, "print(2)")
+    messages = []
+    for event in (Stream("stdout", "late\n" * 100, run.origin), Stream("stdout", "own\n"),
+                  Display({"text/plain": "d"}, {}, origin=run.origin),
+                  Clear(True, run.origin), Stream("stderr", "?\n", "not a cell's")):
+        messages += kernel.output(event, 5.0).messages
+    messages += kernel.output(Done(), 6.0).messages
+    under = [(m.msg_type, m.parent_header["msg_id"], m.content.get("text"))
+             for _, m in messages if m.msg_type not in ("status", "execute_reply")]
+    assert under == [("stream", first, "late\n" * 100),  # not in the running cell's cap
+                     ("stream", second, "own\n"), ("display_data", first, None),
+                     ("clear_output", first, None), ("stream", second, "?\n")]
+    assert messages[-1][1].parent_header == messages[-2][1].parent_header  # its reply, idle
+
+
 def test_a_flood_is_capped_with_what_was_omitted_said() -> None:
     kernel = JupyterCodec(Builder("k", "me"), Signer(KEY), limit=1000)
     execute(kernel, "flood()")

@@ -297,6 +297,21 @@ def test_streams_are_coalesced_and_flushed_before_displays() -> None:
     assert shown[0]["data"]["text"] == "e"
 
 
+def test_output_of_another_cell_goes_under_its_id_outside_the_running_cells_cap() -> None:
+    """A thread's or a task's of an earlier cell (`origin`: that cell's id)."""
+    kernel = rpc.RpcCodec(limit=100)
+    start(kernel, "two")
+    kernel.output(Clear(), 0.0)  # the running cell's output is held from now on
+    shown = sent(kernel.output(Stream("stdout", "x" * 500, "one"), 10.0))
+    shown += sent(kernel.output(Display({"text/plain": "'d'"}, {}, origin="one"), 10.01))
+    assert sent(kernel.output(Clear(origin="one"), 10.02)) == []  # sent long ago: it stays
+    shown += sent(kernel.output(Stream("stdout", "own", "two"), 10.03))  # its own, after all
+    shown += sent(kernel.output(Done(), 10.04))
+    assert [(m["event"], m["data"]["cell_id"], m["data"].get("text")) for m in shown] == [
+        ("stream", "one", "x" * 500), ("display_data", "one", None),
+        ("stream", "two", "own"), ("execute.done", "two", None)]
+
+
 def test_cap_keeps_the_head_and_a_tail_with_a_marker() -> None:
     kernel = rpc.RpcCodec(limit=1000)
     start(kernel)

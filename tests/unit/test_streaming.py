@@ -175,3 +175,13 @@ def test_cap_sends_a_head_keeps_a_tail_and_counts_the_rest(
         head = "".join(s.text for s in sent if s.name == name)
         assert full.startswith(head) and full.endswith(tail[name])
         assert utf8_size(head) + omitted[name] + utf8_size(tail[name]) == utf8_size(full)
+
+
+def test_runs_of_different_cells_are_never_joined() -> None:
+    """A thread of an earlier cell's writes between the running cell's lines (`origin`)."""
+    coalescer = Coalescer(0.05)
+    coalescer.add(Stream("stdout", "0"), now=0.0)
+    for text, origin in [("1", None), ("a", "one"), ("b", "one"), ("2", None)]:
+        assert coalescer.add(Stream("stdout", text, origin), now=0.01) == []
+    assert [(s.text, s.origin) for s in coalescer.due(0.05)] == [
+        ("1", None), ("ab", "one"), ("2", None)]

@@ -177,3 +177,17 @@ def test_a_line_rewritten_from_its_start_keeps_no_piece_of_an_escape_sequence() 
     presenter.add(Stream("stdout", "\x1b[2K\r0"))
     presenter.add(Stream("stdout", "\r\x1b[32m1\x1b[0m\n"))
     assert joined(out) == "\x1b[32m1\x1b[0m\n"
+
+
+@pytest.mark.parametrize("interleave", [False, True])
+def test_lines_of_different_cells_are_never_joined_nor_rewritten(interleave: bool) -> None:
+    """An earlier cell's thread (`origin`) writes between the running cell's progress bar."""
+    out: list[Stream | Display | Clear] = []
+    presenter = Presenter(out.append, interleave=interleave)
+    for text, origin in [("50%", None), ("late ", "one"), ("\r100%\n", None), ("line\n", "one")]:
+        presenter.add(Stream("stdout", text, origin))
+    presenter.flush()
+    shown = [(s.text, s.origin) for s in out if isinstance(s, Stream)]
+    mine = "".join(text for text, origin in shown if origin is None)
+    theirs = "".join(text for text, origin in shown if origin == "one")
+    assert (mine, theirs) == (("50%\r100%\n" if interleave else "100%\n"), "late line\n")
