@@ -213,7 +213,7 @@ class JupyterServer:
         if self.stopping is not None:
             return
         if isinstance(command, RunCell):
-            self._worker().execute(command.source, command.filename)
+            self._worker().execute(command.source, command.filename, origin=command.origin)
         else:
             self._worker().query(command.kind, command.args)
 

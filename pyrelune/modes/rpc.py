@@ -278,7 +278,8 @@ class RpcServer:
             self._send(message)
         for command in outcome.commands:
             if isinstance(command, rpc.Execute):
-                self.kernel.execute(command.source, command.filename, command.inputs)
+                self.kernel.execute(command.source, command.filename, command.inputs,
+                                    command.cell_id)
             elif isinstance(command, rpc.Interrupt):
                 self.kernel.interrupt()
             elif isinstance(command, rpc.InputReply):

@@ -61,8 +61,9 @@ class EventedKernel:
                               shown=shown)
         self._watch()
 
-    def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
-        self._kernel.execute(source, filename, inputs)
+    def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None,
+                origin: str | None = None) -> None:
+        self._kernel.execute(source, filename, inputs, origin)
         self._tell()
         self._catch_quick_end(self._watch())
 

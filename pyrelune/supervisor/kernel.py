@@ -109,16 +109,22 @@ class Kernel:
     def worker(self) -> WorkerProcess:
         return self.link.worker
 
-    def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None) -> None:
-        """Start a cell; its events come from `events()` (or an event-loop driver)."""
+    def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None,
+                origin: str | None = None) -> None:
+        """Start a cell; its events come from `events()` (or an event-loop driver).
+
+        `origin`: what the host knows the cell by, on what its threads and tasks write
+        while another cell runs (see `worker.origin`).
+        """
         if (status := self.link.worker.reap(block=False)) is not None:
             self.replace_lost(status)
-        self._send(source, filename, inputs)
+        self._send(source, filename, inputs, origin)
 
-    def _send(self, source: str, filename: str, inputs: dict[str, Any] | None) -> None:
+    def _send(self, source: str, filename: str, inputs: dict[str, Any] | None,
+              origin: str | None) -> None:
         self.link.fresh_ring()
         self.link.begin()
-        self._sent = Execute(source, filename, self.link.session.cell, inputs)
+        self._sent = Execute(source, filename, self.link.session.cell, inputs, origin)
         self._command(self._sent)
 
     def replace_lost(self, status: int) -> None:
@@ -196,7 +202,7 @@ class Kernel:
         interrupts = self.link.worker.interrupts
         if sent is not None and interrupts is not None and not interrupts.started(sent.cell):
             self.replace_lost(status)
-            self._send(sent.source, sent.filename, sent.inputs)
+            self._send(sent.source, sent.filename, sent.inputs, sent.origin)
             self._sent = None  # once: a second death is the cell's own
             return None
         self.restart()

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from pyrelune.wire.commands import Command
-    from pyrelune.wire.events import Comm
+    from pyrelune.wire.events import Comm, Stream
 
 
 class Channel:
@@ -61,6 +61,9 @@ class Channel:
         #: Called before a Done, after the cell's last output: an rpc worker's
         #: ring says there where the cell's writes ended (see `wire.ring`).
         self.before_done: Callable[[], object] | None = None
+        #: The cell a display belongs to if not the running one (an interactive
+        #: kernel's: see `worker.origin`).
+        self.origin_of: Callable[[], str | None] | None = None
         os.register_at_fork(after_in_child=self._forked)
 
     def _forked(self) -> None:
@@ -96,16 +99,18 @@ class Channel:
         self._write(self._queued + self._line(event))
         self._queued = b""
 
-    def notify(self, event: Comm) -> None:
+    def notify(self, event: Comm | Stream) -> None:
         """Report `event`, from any thread, waiting for nothing; ValueError if it is too big.
 
         A comm message is not cut to fit as a display is: half a widget's state is none.
+        Stream text comes here only from another cell's thread or task, in small
+        pieces (`worker.origin`).
         """
         flush_output()
         line = self._signed(event, wait=False)
         if len(line) > self._limit:
-            raise ValueError(f"a {event.msg_type} of {len(line):,} bytes: more than the kernel "
-                             f"sends in one message ({self._limit:,})")
+            raise ValueError(f"a message of {len(line):,} bytes: more than the kernel "
+                             f"sends in one ({self._limit:,})")
         self._write(line)
 
     def sync(self) -> None:
@@ -161,6 +166,8 @@ class Channel:
         follow it, and they are displays that wait for their own turn. It is
         posted, to go in one write with what follows (Done, usually).
         """
+        if self.origin_of is not None:
+            event.origin = self.origin_of()
         if isinstance(event, Display) and event.is_result:
             self.post(event)
         elif self.waits_here():
@@ -188,7 +195,7 @@ class Channel:
             return line
         return self._signed(bounds.plain(bounded, self._cap), wait)
 
-    def _signed(self, event: Display | Clear | InputRequest | Reply | Done | Comm,
+    def _signed(self, event: Stream | Display | Clear | InputRequest | Reply | Done | Comm,
                 wait: bool) -> bytes:
         message = to_wire(event)
         message["k"] = self._key

@@ -67,7 +67,7 @@ def _flushing(function: Callable[..., Any], flush: Callable[[], None]) -> Callab
         flush()
         return function(*args, **kwargs)
 
-    return _named_as(flushed, function)
+    return named_as(flushed, function)
 
 
 def _flushing_std_writes(function: Callable[..., Any],
@@ -77,10 +77,10 @@ def _flushing_std_writes(function: Callable[..., Any],
             flush()
         return function(fd, *args, **kwargs)
 
-    return _named_as(flushed, function)
+    return named_as(flushed, function)
 
 
-def _named_as(wrapper: Callable[..., Any], function: Callable[..., Any]) -> Callable[..., Any]:
+def named_as(wrapper: Callable[..., Any], function: Callable[..., Any]) -> Callable[..., Any]:
     """`wrapper` under `function`'s name, as `functools.wraps` would make it.
 
     Not functools itself: an rpc worker's first answer would wait for its import.
@@ -121,4 +121,4 @@ def _flush_before_foreign_calls(ctypes: ModuleType, flush: Callable[[], None]) -
 
         self._FuncPtr = _FuncPtr
 
-    ctypes.CDLL.__init__ = _named_as(load, init)
+    ctypes.CDLL.__init__ = named_as(load, init)

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from pyrelune.wire.fds import WorkerFds
     from pyrelune.wire.ring import RingWriter
     from pyrelune.worker.liveprint import LivePrint
+    from pyrelune.worker.origin import Origins
 
 #: The runtime's own os.killpg: a lines kernel's cells get one that flushes
 #: first (see flushfirst), and the lifeline must not wait on a cell's stream.
@@ -70,11 +71,15 @@ class _StreamOrder:
     the builtin `print` looks up before the class's method) and takes it
     away, so a flood of prints runs at the plain stream's speed. The worker's
     own `print` (`liveprint`) is told of the switch due, and switches too.
+    Another cell's text (`origins`: a thread's of an earlier cell) switches
+    nothing: it goes to the session apart, as an event.
     """
 
-    def __init__(self, sync: Callable[[], None], printing: LivePrint) -> None:
+    def __init__(self, sync: Callable[[], None], printing: LivePrint,
+                 origins: Origins) -> None:
         self._sync = sync  # returns once the session has read all output so far
         self.printing = printing
+        self.origins = origins
         self.last: str | None = None
         self.texts: dict[str, io.TextIOWrapper] = {}
 
@@ -104,8 +109,9 @@ class _StreamOrder:
             self.switch_to("stdout")
 
         def switch_then_write(data: str, /) -> int:
-            switch()
-            return text.write(data)
+            if self.origins.elsewhere() is None:
+                switch()
+            return type(text).write(text, data)
 
         self.printing.aim(text, switch)
         setattr(text, "write", switch_then_write)  # noqa: B010 (an instance attribute, on purpose)
@@ -120,6 +126,9 @@ class _OrderedText(io.TextIOWrapper):
 
     def write(self, text: str, /) -> int:
         order = self._order
+        if type(text) is str and (origin := order.origins.elsewhere()) is not None:
+            order.origins.write("stderr", text, origin)
+            return len(text)
         if order.last != "stderr":
             order.switch_to("stderr")
             order.watch_stdout()
@@ -144,7 +153,7 @@ def _ordered_text(fd: int, order: _StreamOrder, writer: RingWriter) -> io.TextIO
         return order.texts["stderr"]
     from pyrelune.worker.liveprint import RingText
 
-    text = order.texts["stdout"] = RingText(writer, order.printing)
+    text = order.texts["stdout"] = RingText(writer, order.printing, order.origins)
     order.printing.aim(text)
     if order.last != "stdout":
         order.watch_stdout()
@@ -236,12 +245,16 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
         # A host that sees output only when a cell ends (lines) waits between cells: so does
         # its worker. An interactive one's goes on running the cells' tasks (see `between`).
         receive: Callable[[], Command] = channel.receive
+        origins: Origins | None = None  # whose output it is (see `worker.origin`): a live host's
         if interactive:
             from pyrelune.wire.ring import RingWriter
-            from pyrelune.worker import show
+            from pyrelune.worker import origin, show
             from pyrelune.worker.flushfirst import flush_before_c_calls, flush_first
             from pyrelune.worker.liveprint import HandOver, LivePrint
 
+            origins = origin.Origins(channel.notify)
+            channel.origin_of = origins.elsewhere
+            origin.install()
             builtins.input = Prompter(channel)
             importhooks.after_import("getpass", lambda getpass: setattr(
                 getpass, "getpass", Prompter(channel, password=True)))
@@ -249,9 +262,9 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
             assert fds.ring is not None  # an interactive kernel's worker has one
             writer = RingWriter(fds.ring)
             channel.before_done = writer.settle
-            printing = LivePrint(writer)
+            printing = LivePrint(writer, origins)
             printing.install()
-            order = _StreamOrder(channel.sync, printing)
+            order = _StreamOrder(channel.sync, printing, origins)
             std.use(lambda fd: _ordered_text(fd, order, writer))
             hand_over = HandOver(writer, channel)
             flush_first(hand_over)
@@ -271,6 +284,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
             flush_first(flush_stdout)
         namespace = fresh_namespace()
         while True:
+            if origins is not None:
+                origins.end()  # what a cell's thread or task writes while idle is its own
             command = receive()
             if isinstance(command, Reset):
                 cells_loop = sys.modules.get("pyrelune.worker.eventloop")
@@ -281,18 +296,22 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
                 channel.send(Done())
             elif isinstance(command, Execute):
                 std.restore()
-                if interactive:
+                if origins is not None:  # interactive
                     between.before_cell()
+                    origins.begin(command.origin)
                 namespace.update(command.inputs or {})
                 run(Cell(command.source, command.filename, command.cell), namespace, channel)
-            elif isinstance(command, Query) and command.kind == "comm":
-                from pyrelune.worker.comms import receive as to_comm
-
-                to_comm(command, channel)
             elif isinstance(command, Query):
-                from pyrelune.worker.introspect import answer
+                if origins is not None:
+                    origins.begin(None)  # what it writes goes under the question
+                if command.kind == "comm":
+                    from pyrelune.worker.comms import receive as to_comm
 
-                answer(command, namespace, channel)
+                    to_comm(command, channel)
+                else:
+                    from pyrelune.worker.introspect import answer
+
+                    answer(command, namespace, channel)
             elif isinstance(command, FreshRing) and fds.ring is not None:
                 writer.restart(command.lap)
             # Anything else answered an input() that an interrupt ended first: nothing waits for it.

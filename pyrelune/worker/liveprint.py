@@ -10,6 +10,8 @@ ring in one step, with the same output, errors and effects: any other
 `file`, `sep` or `end` than a plain stream and strings goes to the builtin,
 and so does a print to a stream reconfigured to encode otherwise (`RingText`).
 One copy per `print` also keeps a line whole when threads print at once.
+A print of another cell's thread or task goes to the session as an event
+instead (`worker.origin`), at the cost of one look at a context variable.
 
 sys.stdout itself is a text stream over the ring (`RingRaw`), written
 through, so `sys.stdout.write` and `sys.stdout.buffer.write` keep their
@@ -29,6 +31,7 @@ import os
 import sys
 
 from pyrelune.wire.ring import RingWriter
+from pyrelune.worker.origin import cell
 from pyrelune.worker.runtime import TEXT_OPTIONS
 
 TYPE_CHECKING = False
@@ -39,19 +42,28 @@ if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
     from pyrelune.worker.channel import Channel
+    from pyrelune.worker.origin import Origins
 
 
 class RingRaw(io.RawIOBase):
-    """sys.stdout.buffer of an rpc worker: writes go to the ring; fd 1 stays the capture pipe."""
+    """sys.stdout.buffer of an rpc worker: writes go to the ring; fd 1 stays the capture pipe.
 
-    def __init__(self, writer: RingWriter) -> None:
+    Another cell's writes go to `origins` instead (see `worker.origin`).
+    """
+
+    def __init__(self, writer: RingWriter, origins: Origins) -> None:
         super().__init__()
         self._put = writer.put
+        self._origins = origins
         self.name = "<stdout>"
 
     def write(self, data: ReadableBuffer, /) -> int:
         chunk = bytes(data)
-        self._put(chunk)
+        origins = self._origins
+        if (here := cell.get()) is not origins.running and here is not None:
+            origins.write("stdout", chunk.decode("utf-8", "replace"), here)
+        else:
+            self._put(chunk)
         return len(chunk)
 
     def writable(self) -> bool:
@@ -72,8 +84,8 @@ class RingText(io.TextIOWrapper):
     prints through the builtin, which writes as the stream says.
     """
 
-    def __init__(self, writer: RingWriter, printing: LivePrint) -> None:
-        super().__init__(RingRaw(writer), write_through=True, **TEXT_OPTIONS)
+    def __init__(self, writer: RingWriter, printing: LivePrint, origins: Origins) -> None:
+        super().__init__(RingRaw(writer, origins), write_through=True, **TEXT_OPTIONS)
         self._printing = printing
         self._newline_plain = True
         self.plain = True
@@ -99,13 +111,15 @@ class LivePrint:
     `aim(stream)` names the stream whose prints go straight into the ring
     (sys.stdout as the worker made it); `aim(stream, then)` says that a
     switch from stderr to it is due (see `kernelloop`): the next print to it
-    calls `then` first, which aims it again.
+    calls `then` first, which aims it again. A print of another cell's
+    context goes to `origins`, switching nothing.
     """
 
-    def __init__(self, writer: RingWriter) -> None:
+    def __init__(self, writer: RingWriter, origins: Origins) -> None:
         builtin = builtins.print
         copy: Callable[[bytes], object] = writer.ring.data.write
         put, spill = writer.put, writer.spill
+        here_is = cell.get
         fast: Any = None
         stdout: Any = None  # the stream last aimed at
         due: Any = None  # the stream a switch is due to, and what switches
@@ -114,6 +128,8 @@ class LivePrint:
 
         def print(*args: object, sep: str | None = None, end: str | None = None,
                   file: Any = None, flush: bool = False) -> None:
+            if (here := here_is()) is not origins.running and here is not None:
+                return aside(here, args, sep, end, file, flush)
             if file is None:
                 file = sys.stdout
             if file is not fast:
@@ -143,6 +159,20 @@ class LivePrint:
                 copy(data)
             except ValueError:  # no room before the end of this lap
                 spill(data)
+            return None
+
+        def aside(origin: str, args: tuple[object, ...], sep: str | None, end: str | None,
+                  file: Any, flush: bool) -> None:
+            """Another cell's print: to stdout, one event (not one a piece); else as written."""
+            if file is None:
+                file = sys.stdout
+            if file is not fast and file is not due:
+                return builtin(*args, sep=sep, end=end, file=file, flush=flush)
+            pieces = _Pieces()
+            try:
+                builtin(*args, sep=sep, end=end, file=pieces)
+            finally:
+                origins.write("stdout", "".join(pieces), origin)
             return None
 
         def aim(stream: Any, then: Callable[[], object] | None = None) -> None:
@@ -178,6 +208,15 @@ class LivePrint:
 
     def install(self) -> None:
         builtins.print = self.print
+
+
+class _Pieces(list[str]):
+    """A file that keeps what `print` writes to it."""
+
+    write = list.append
+
+    def flush(self) -> None:
+        pass
 
 
 def _plain(stream: Any) -> Any:

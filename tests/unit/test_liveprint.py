@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import contextvars
 import io
 import sys
 from collections.abc import Iterator
@@ -10,18 +11,23 @@ from typing import Any
 
 import pytest
 
+from pyrelune.wire.events import Stream
 from pyrelune.wire.ring import OutputRing, RingWriter
 from pyrelune.worker.liveprint import LivePrint, RingText
+from pyrelune.worker.origin import Origins, cell
 
 
 class Printer:
-    """A LivePrint aimed at a ring stream that is sys.stdout, and what reached the ring."""
+    """A LivePrint aimed at a ring stream that is sys.stdout, what reached the ring, and
+    what went to the session apart (`aside`: another cell's text)."""
 
     def __init__(self) -> None:
         self.ring = OutputRing(1 << 16)
         self.writer = RingWriter(self.ring)
-        self.live = LivePrint(self.writer)
-        self.stdout = RingText(self.writer, self.live)
+        self.aside: list[Stream] = []
+        self.origins = Origins(self.aside.append)
+        self.live = LivePrint(self.writer, self.origins)
+        self.stdout = RingText(self.writer, self.live, self.origins)
         self.live.aim(self.stdout)
 
     def print(self, *args: Any, **kwargs: Any) -> None:
@@ -184,3 +190,48 @@ def test_an_encoding_the_stream_cannot_write_fails_as_the_builtin_does(printer: 
     printer.stdout.reconfigure(encoding="utf-8")
     printer.print("\u20ac")
     assert printer.out() == "\u20ac\n"
+
+
+def in_cell(origin: str | None, do: Any) -> None:
+    """`do()` in a context of the cell `origin`, as a thread or task of that cell runs."""
+
+    def run() -> None:
+        cell.set(origin)
+        do()
+
+    contextvars.Context().run(run)
+
+
+def test_another_cells_print_goes_apart_whole_and_switches_nothing(printer: Printer) -> None:
+    """A thread of cell "one" prints while cell "two" runs (see `worker.origin`)."""
+    switches: list[str] = []
+    printer.live.aim(printer.stdout, lambda: switches.append("stdout"))
+    printer.origins.running = "two"
+    in_cell("one", lambda: printer.print("a", 1, sep="-"))
+    in_cell("one", lambda: printer.stdout.write("written"))
+    assert [(s.name, s.text, s.origin) for s in printer.aside] == [
+        ("stdout", "a-1\n", "one"), ("stdout", "written", "one")]
+    assert printer.out() == "" and switches == []  # the running cell's switch is still due
+
+
+def test_the_running_cells_print_and_a_print_of_no_cell_go_into_the_ring(
+        printer: Printer) -> None:
+    printer.origins.running = "two"
+    in_cell("two", lambda: printer.print("own"))
+    in_cell(None, lambda: printer.print("of no cell"))  # a thread started by other means
+    assert printer.out() == "own\nof no cell\n" and printer.aside == []
+
+
+def test_while_no_cell_runs_every_cells_print_goes_apart(printer: Printer) -> None:
+    in_cell("one", lambda: printer.print("idle"))
+    assert [(s.text, s.origin) for s in printer.aside] == [("idle\n", "one")]
+
+
+def test_another_cells_failing_print_sends_what_the_builtin_writes_before_it(
+        printer: Printer) -> None:
+    def fail() -> None:
+        with pytest.raises(RuntimeError, match="no text"):
+            printer.print("a", Broken())
+
+    in_cell("one", fail)
+    assert [s.text for s in printer.aside] == ["a "]
