@@ -91,11 +91,22 @@ class TailWindow:
             else:
                 del self.items[0]
                 cut = size
-                if isinstance(first, Display):
-                    self.omitted.displays += 1
-            if isinstance(first, Stream):
-                self.omitted.bytes[first.name] = self.omitted.bytes.get(first.name, 0) + cut
+            self._count(first, cut)
             self.size -= cut
+
+    def drop_all(self) -> None:
+        """Count everything held as omitted: what comes next does not follow it."""
+        for item in self.items:
+            self._count(item, _size(item))
+        self.items.clear()
+        self.size = 0
+
+    def _count(self, item: Item, cut: int) -> None:
+        """`cut` bytes of `item` left out (a display only ever leaves whole)."""
+        if isinstance(item, Stream):
+            self.omitted.bytes[item.name] = self.omitted.bytes.get(item.name, 0) + cut
+        elif isinstance(item, Display):
+            self.omitted.displays += 1
 
 
 def split_stream(stream: Stream, room: int) -> tuple[Stream, Stream]:
@@ -184,6 +195,10 @@ class OutputBudget:
         self._reset(limit)
         for item in head:
             self.add(item)
+        if before:
+            # What of the old head spilled into the new tail is followed by the old
+            # gap: kept, it would run on into the old tail as if nothing lay between.
+            self._tail.drop_all()
         # The tail follows a gap (or at least the end of the head): it must not
         # be pulled into the head, or the head would stop being a prefix.
         self._head_closed = self._head_closed or bool(tail)

@@ -94,6 +94,18 @@ def test_shrink_keeps_the_counts(chunks: list[tuple[str, str]], limit: int, smal
     assert budget.kept == sum(utf8_size(h) + utf8_size(t) for h, t in kept(budget).values())
 
 
+def test_shrink_keeps_the_gap_between_what_the_head_spills_and_the_old_tail() -> None:
+    """Found by Hypothesis: the head's last chunk moved to the new tail ran on into the
+    old tail as if the omitted bytes between them had never been."""
+    chunks = [("stdout", "0\x80\x80\x80"), ("stdout", "0\U00010000" "0\x80\U00010000")]
+    budget = OutputBudget(20)
+    for name, text in chunks:
+        budget.add(Stream(name, text))
+    budget.shrink(15)
+    [(head, tail, omitted, _)] = [row for row in accounts(budget, chunks) if row[3]]
+    assert (head, tail, omitted) == ("0\x80\x80\x80", "0\x80\U00010000", 5)
+
+
 def test_clip() -> None:
     assert clip("short", 10) == "short"
     assert clip("a" * 10 + "€" + "b" * 10, 10) == "aaaaa\n[... 13 bytes omitted ...]\nbbbbb"
