@@ -24,7 +24,7 @@ from support.launch import SCRIPT
 from support.lines_host import RESPONSE_SCHEMA, Host, strict_json
 from support.profiles import examples
 from support.strategies import any_text, encode, json_values, request_bytes, warm_socket_messages
-from support.vixhost import VixHost
+from support.vixhost import ROOMY, VixHost
 
 from pyrelune.warm import frames
 
@@ -38,9 +38,13 @@ LINES = settings(max_examples=examples(1.5),
 @ONESHOT
 @given(request_bytes)
 def test_oneshot_answers_any_request(raw: bytes) -> None:
-    """Exit 0, one response the host parses and the schema accepts, in time and size."""
-    # A generated source may be valid Python: keep any cell short.
-    VixHost(env={**os.environ, "PYRELUNE_TIMEOUT": "2"}).run(raw)  # checks it all
+    """Exit 0, one response the host parses and the schema accepts, within its size.
+
+    A generated source may be valid Python: the runtime's deadline keeps any cell
+    short. The host's 10 s, which a busy machine's start-up can reach, is
+    test_limits' to test.
+    """
+    VixHost(env={**os.environ, "PYRELUNE_TIMEOUT": "2"}, wall_clock=ROOMY).run(raw)
 
 
 #: Cells that run quickly and end every way a cell can.
