@@ -11,6 +11,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 __version__ = "0.2.0"
@@ -24,8 +25,8 @@ class PyreluneError(Exception):
     ├── settings.SettingError (also ValueError)  a setting's value breaks its rule
     ├── protocols.Rejected                       a request no cell runs for, and its code
     ├── protocols.jupyter.BadMessage             frames the Jupyter kernel may not act on
-    ├── protocols.rpc.NotAllowed                 an event the rpc kernel's state does not allow
-    ├── supervisor.session.NotAllowed            an event a worker's session does not allow
+    ├── NotAllowed                               an event a state table has no row for (the
+    │                                            rpc codec's, a worker session's)
     ├── modes.rpc.ConfigError                    what the rpc kernel refuses to start with
     ├── modes.jupyter.ConfigError                a connection file the kernel refuses
     ├── cli.rpcargs.Usage                        rpc options that break a rule
@@ -44,6 +45,27 @@ class PyreluneError(Exception):
     Not errors, so not here: `modes.lines.Terminated` and `HostGone` (how the
     lines kernel ends), `worker.pretty.NeedsIPython` (a printer's hand-over).
     """
+
+
+class NotAllowed(PyreluneError):
+    """`event` happened in a state that does not allow it: its table has no row for it."""
+
+    def __init__(self, state: str, event: str) -> None:
+        super().__init__(f"{event} is not allowed in state {state}")
+        self.state = state
+        self.event = event
+
+
+def transition(table: Mapping[tuple[str, str], str], state: str, event: str) -> str:
+    """The state `event` moves `state` to in `table` (h11's way: `(state, event) -> next`).
+
+    Defined here, beside the errors, so that the session on the oneshot path
+    pays no module for it.
+    """
+    try:
+        return table[state, event]
+    except KeyError:
+        raise NotAllowed(state, event) from None
 
 
 def __getattr__(name: str) -> Any:

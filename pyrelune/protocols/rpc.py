@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sys
 
-from pyrelune import PyreluneError, __version__
+from pyrelune import NotAllowed, __version__, transition
 from pyrelune.protocols import Rejected, read_object
 from pyrelune.protocols.rpcmessages import (
     AUTH_FAILED,
@@ -125,21 +125,9 @@ SPEC_STATE = {IDLE: IDLE, RESETTING: IDLE, RUNNING: RUNNING, RUNNING_THEN_RESET:
               WAITING_INPUT: WAITING_INPUT, WAITING_INPUT_THEN_RESET: WAITING_INPUT}
 
 
-class NotAllowed(PyreluneError):
-    """`event` happened in a state that does not allow it (no row of `TRANSITIONS`)."""
-
-    def __init__(self, state: str, event: str) -> None:
-        super().__init__(f"{event} is not allowed in state {state}")
-        self.state = state
-        self.event = event
-
-
 def step(state: str, event: str) -> str:
     """The state `event` moves `state` to; raises `NotAllowed` if it may not happen there."""
-    try:
-        return TRANSITIONS[state, event]
-    except KeyError:
-        raise NotAllowed(state, event) from None
+    return transition(TRANSITIONS, state, event)
 
 
 class Execute:

@@ -95,7 +95,7 @@ class TailWindow:
             self.size -= cut
 
     def drop_all(self) -> None:
-        """Count everything held as omitted: what comes next does not follow it."""
+        """Count everything held as left out: what comes next does not follow it."""
         for item in self.items:
             self._count(item, _size(item))
         self.items.clear()

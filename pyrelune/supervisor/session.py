@@ -24,7 +24,7 @@ not wake the supervisor for every line.
 
 from __future__ import annotations
 
-from pyrelune import PyreluneError, fastjson
+from pyrelune import fastjson, transition
 from pyrelune.wire.events import (
     CONTINUE,
     INTERRUPTED,
@@ -128,21 +128,9 @@ TRANSITIONS: dict[tuple[str, str], str] = {
 }
 
 
-class NotAllowed(PyreluneError):
-    """`event` happened in a state that does not allow it (no row of `TRANSITIONS`)."""
-
-    def __init__(self, state: str, event: str) -> None:
-        super().__init__(f"{event} is not allowed in state {state}")
-        self.state = state
-        self.event = event
-
-
 def step(state: str, event: str) -> str:
     """The state `event` moves `state` to; raises `NotAllowed` if it may not happen there."""
-    try:
-        return TRANSITIONS[state, event]
-    except KeyError:
-        raise NotAllowed(state, event) from None
+    return transition(TRANSITIONS, state, event)
 
 if TYPE_CHECKING:
     Step: TypeAlias = Event | Send | Kill

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from support.rpc_host import check
 
+from pyrelune import NotAllowed
 from pyrelune.protocols import rpc
 from pyrelune.protocols import rpcmessages as msg
 from pyrelune.protocols.rpc import (
@@ -126,7 +127,7 @@ def test_each_phase_transition(state: str, event: str, after: str, outcome: list
 
 @pytest.mark.parametrize(("state", "event"), NOT_ALLOWED)
 def test_each_event_a_phase_does_not_allow_is_refused(state: str, event: str) -> None:
-    with pytest.raises(rpc.NotAllowed):
+    with pytest.raises(NotAllowed):
         rpc.step(state, event)
     kernel = in_phase(state)
     assert summary(fire(kernel, event)) == REFUSALS[event]
@@ -192,6 +193,6 @@ def test_the_connection_events_not_allowed() -> None:
     assert [pair for pair in itertools.product(CONNECTIONS, CONNECTION_EVENTS)
             if pair not in rpc.TRANSITIONS] == [(NOT_SERVED, LEAVE)]
     kernel = connected(NOT_SERVED, "tok")
-    with pytest.raises(rpc.NotAllowed):
+    with pytest.raises(NotAllowed):
         kernel.leave()
     assert kernel.connection == NOT_SERVED

@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from pyrelune import fastjson
+from pyrelune import NotAllowed, fastjson
 from pyrelune.supervisor import session as sessions
 from pyrelune.supervisor.session import (
     BEGIN,
@@ -109,14 +109,14 @@ def test_each_cell_transition(state: str, event: str, after: str, outcome: str) 
 
 @pytest.mark.parametrize(("state", "event"), NOT_ALLOWED)
 def test_each_event_a_cell_state_does_not_allow_is_refused(state: str, event: str) -> None:
-    with pytest.raises(sessions.NotAllowed):
+    with pytest.raises(NotAllowed):
         sessions.step(state, event)
     session = in_state(state)
     cell = session.cell
     if event == DEADLINE:  # the clock is only read: a deadline past is no interrupt here
         assert not fire(session, event).startswith("interrupt")
     else:
-        with pytest.raises(sessions.NotAllowed):
+        with pytest.raises(NotAllowed):
             fire(session, event)
     assert (session.state, session.cell) == (state, cell)
 
@@ -126,7 +126,7 @@ def test_the_worker_closing_its_event_pipe() -> None:
     session.events_ended()
     assert session.events == sessions.TRANSITIONS[EVENTS_OPEN, EOF] == EVENTS_CLOSED
     assert not session.events_open and session.state == RUNNING  # its exit ends the cell
-    with pytest.raises(sessions.NotAllowed):
+    with pytest.raises(NotAllowed):
         session.events_ended()
 
 
@@ -135,7 +135,7 @@ def test_a_foreign_line_closes_the_event_pipe() -> None:
     (kill,) = session.feed(b"not a message\n")
     assert isinstance(kill, Kill) and kill.error.code == WORKER_DIED
     assert session.events == sessions.TRANSITIONS[EVENTS_OPEN, FOREIGN] == EVENTS_CLOSED
-    with pytest.raises(sessions.NotAllowed):
+    with pytest.raises(NotAllowed):
         session.feed(b"not a message either\n")
 
 
