@@ -33,4 +33,5 @@ def load() -> str:
 def examples(weight: float) -> int:
     """The loaded profile's budget times `weight`: a process per example weighs less than 1,
     a pure function more."""
-    return max(1, round(settings().max_examples * weight))
+    budget: int = settings().max_examples  # typed Any by some Hypothesis releases
+    return max(1, round(budget * weight))
