@@ -301,7 +301,9 @@ def test_a_warm_process_that_is_gone_means_cold_and_a_new_one(warm: Warm) -> Non
     assert warmhost.wait_until(lambda: not warm.processes(), 30)
     assert warm.which()[0] == "cold"
     assert warmhost.wait_until(lambda: warmhost.status() is not None)
-    assert warm.which()[0] == "warm"
+    # The new one serves: a cell may still run cold while it settles on a busy
+    # machine (the launcher never waits long for a handshake), never for good.
+    assert warmhost.wait_until(lambda: warm.which()[0] == "warm", 30)
 
 
 def test_a_warm_process_still_starting_means_cold_and_no_second_one(warm: Warm) -> None:
@@ -510,7 +512,8 @@ def test_sigkill_of_the_launcher_kills_the_cells_whole_process_group(
 
 def test_an_idle_warm_process_exits_and_leaves_no_socket(warm: Warm,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PYRELUNE_WARM_IDLE", "1")
+    # Long enough that a busy machine's next cell still comes before it.
+    monkeypatch.setenv("PYRELUNE_WARM_IDLE", "5")
     warm.start()
     assert warm.which()[0] == "warm"
     assert warmhost.wait_until(lambda: not warm.processes(), 30)
