@@ -168,11 +168,11 @@ class LivePrint:
                 file = sys.stdout
             if file is not fast and file is not due:
                 return builtin(*args, sep=sep, end=end, file=file, flush=flush)
-            pieces = _Pieces()
+            pieces = io.StringIO()
             try:
                 builtin(*args, sep=sep, end=end, file=pieces)
             finally:
-                origins.write("stdout", "".join(pieces), origin)
+                origins.write("stdout", pieces.getvalue(), origin)
             return None
 
         def aim(stream: Any, then: Callable[[], object] | None = None) -> None:
@@ -208,15 +208,6 @@ class LivePrint:
 
     def install(self) -> None:
         builtins.print = self.print
-
-
-class _Pieces(list[str]):
-    """A file that keeps what `print` writes to it."""
-
-    write = list.append
-
-    def flush(self) -> None:
-        pass
 
 
 def _plain(stream: Any) -> Any:
