@@ -279,12 +279,16 @@ def test_a_module_beside_the_note_shadowing_a_preloaded_one_runs_cold(
 
 
 def test_installing_or_removing_a_package_ends_the_warm_process_and_runs_cold(
-        warm: Warm) -> None:
-    import sysconfig
-
+        warm: Warm, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A packages folder of this test's own on sys.path, not the shared venv's
+    # site-packages: a package "installed" there would send every other test's
+    # warm process cold as well, as it should.
+    packages = tmp_path / "site-packages"
+    packages.mkdir()
+    monkeypatch.setenv("PYTHONPATH", str(packages))
     warm.start()
     pid = warm.processes()
-    installed = Path(sysconfig.get_paths()["purelib"]) / "pyrelune_test_warm-0.dist-info"
+    installed = packages / "pyrelune_test_warm-0.dist-info"
     installed.mkdir()
     installed.rmdir()
     which, result = warm.which()
