@@ -52,7 +52,9 @@ _CELL_FILE = re.compile(r"/tmp/ipykernel_\d+/\d+\.py|<cell[^>]*>|\"<cell[^\"]*\"
 _TIMINGS = (
     (re.compile(r"CPU times: user [^\n]*"), "<cpu times>"),
     (re.compile(r"Wall time: [^\n]*"), "<wall time>"),
-    (re.compile(r"[\d.]+ \S+ ± [\d.]+ \S+ per loop \(mean ± std\. dev\. of [^)]*\)"), "<timeit>"),
+    # a duration is written `%.3g`: 999.7 μs as `1e+03 μs`
+    (re.compile(r"[\d.]+(?:e\+03)? \S+ ± [\d.]+(?:e\+03)? \S+ per loop "
+                r"\(mean ± std\. dev\. of [^)]*\)"), "<timeit>"),
     (re.compile(r"The slowest run took [^\n]*\n?"), ""),
     (re.compile(r"\[\d\d:\d\d<[^\]]*\]"), "[<elapsed>]"),
     # IPython's own warnings about itself (IPython 8 on 3.10: %cd wants `pickleshare`)

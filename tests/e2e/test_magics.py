@@ -13,14 +13,15 @@ import pytest
 from support.modes import Runner
 from support.vixhost import VixHost
 
+#: A duration as IPython writes it (`%.3g`): 999.7 μs is `1e+03 μs`.
+DURATION = r"[\d.]+(?:e\+03)? (?:s|ms|μs|ns)"
 TIME_LINES = re.compile(
-    r"CPU times: user [\d.]+ (?:s|ms|μs|ns), sys: [\d.]+ (?:s|ms|μs|ns), "
-    r"total: [\d.]+ (?:s|ms|μs|ns)\nWall time: [\d.]+ (?:s|ms|μs|ns)\n"
+    rf"CPU times: user {DURATION}, sys: {DURATION}, total: {DURATION}\nWall time: {DURATION}\n"
 )
 #: IPython's line, after the warning it prints when one run was much slower (a busy machine).
 TIMEIT_LINE = (r"(?:The slowest run took [\d.]+ times longer than the fastest\. This could mean "
                r"that an intermediate result is being cached\.\n)?"
-               r"[\d.]+ (?:s|ms|μs|ns) ± [\d.]+ (?:s|ms|μs|ns) per loop "
+               rf"{DURATION} ± {DURATION} per loop "
                r"\(mean ± std\. dev\. of {runs} runs?, {loops} loops? each\)\n")
 
 
