@@ -18,6 +18,8 @@ from support.modes import MODES, Runner, runner
 from support.rpc_host import PipeHost
 from support.vixhost import ROOMY, VixHost
 
+from pyrelune.vix import fonts
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--warm", action="store_true",
@@ -39,6 +41,11 @@ def pytest_configure(config: pytest.Config) -> None:
     folder = tempfile.mkdtemp(prefix="prl-", dir="/tmp")
     config.stash[_RUNTIME_DIR] = folder
     os.environ["XDG_RUNTIME_DIR"] = folder
+    if not hasattr(config, "workerinput"):  # once, before xdist starts the workers
+        # On a fresh machine the first plot builds matplotlib's font cache: seconds of a
+        # cell's 8.5 s on a busy machine, several cells building it at once, and past 5 s
+        # matplotlib's warning on the cell's stderr. Built first, as `vix install` does.
+        fonts.prepare()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
