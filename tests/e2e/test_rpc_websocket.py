@@ -23,6 +23,7 @@ from support.rpc_host import (
     peak_memory,
     stdout_of,
 )
+from support.warmhost import wait_until
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect as ws_connect
 
@@ -163,10 +164,8 @@ def test_a_client_without_the_token_sees_nothing_of_the_running_cell(
     assert intruder.call("kernel.auth", {"token": "guess"})["error"]["code"] == -32003
     assert intruder.call("nope", {})["error"]["code"] == -32002
     go.touch()
-    deadline = time.monotonic() + TIMEOUT
-    while state_shown_to_a_guest(server.url) != "idle":
-        assert time.monotonic() < deadline, "the cell did not end"
-        time.sleep(0.05)
+    assert wait_until(lambda: state_shown_to_a_guest(server.url) == "idle", TIMEOUT), \
+        "the cell did not end"
     with pytest.raises(TimeoutError):
         intruder.receive(timeout=1.5)  # the cell printed and ended meanwhile: not for it
     authed = intruder.call("kernel.auth", {"token": TOKEN})["result"]
