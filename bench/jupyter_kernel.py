@@ -8,7 +8,9 @@ Python's defaults (PYTHONUNBUFFERED and PYTHONDONTWRITEBYTECODE unset,
 whatever this shell sets). Turns alternate between the kernels, so this
 machine's drifting speed hits both alike; medians are reported.
 
-- start: `start_kernel()` to the first `kernel_info_reply` (target <= 0.25x);
+- start: `start_kernel()` to the first `kernel_info_reply` (target <= 0.25x), with
+  the kernelspec `pyrelune jupyter install --sys-prefix` writes (it names pyrelune's
+  provisioner); and, informational, with the one `--user` writes (it does not);
 - `1+1`: `execute_request` to its reply and the idle status (target <= 0.5x);
 - a cell printing M MB (default 20: `print('x' * 99)` M * 10,000 times) until
   its idle status, every IOPub message read (target <= 0.5x);
@@ -33,21 +35,26 @@ from pathlib import Path
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
+from pyrelune.jupyter import kernelspec
+
 TIMEOUT = 120.0
-KERNELS = {
-    "pyrelune": [sys.executable, "-m", "pyrelune", "--mode", "jupyter", "-f",
-                 "{connection_file}"],
-    "ipykernel": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-}
+KERNELS = ("pyrelune", "ipykernel")
 TARGETS = {"start": 0.25, "1+1": 0.5, "flood": 0.5, "idle PSS": 1.0}
 
 
 def kernelspecs(data_dir: Path) -> None:
-    for name, argv in KERNELS.items():
+    """pyrelune's two kernelspecs, as `pyrelune jupyter install` writes them, and ipykernel's."""
+    specs = {
+        "pyrelune": kernelspec.spec(sys.executable, provisioned=True),
+        "pyrelune-user": kernelspec.spec(sys.executable, provisioned=False),
+        "ipykernel": {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f",
+                               "{connection_file}"],
+                      "display_name": "ipykernel", "language": "python"},
+    }
+    for name, spec in specs.items():
         folder = data_dir / "kernels" / f"bench-{name}"
         folder.mkdir(parents=True)
-        (folder / "kernel.json").write_text(json.dumps(
-            {"argv": argv, "display_name": name, "language": "python"}))
+        (folder / "kernel.json").write_text(json.dumps(spec))
 
 
 def defaults_env() -> dict[str, str]:
@@ -188,8 +195,13 @@ def main() -> int:
                     rows.setdefault("PSS after flood", []).append(kernel.pss_kib())
                 finally:
                     kernel.close()
+            user = Kernel("pyrelune-user")
+            user.close()
+            samples["pyrelune"].setdefault("start, user spec", []).append(user.started)
+    samples["ipykernel"]["start, user spec"] = samples["ipykernel"]["start"]
     print(f"{'':18}{'pyrelune':>14}{'ipykernel':>14}{'ratio':>9}  target")
-    for row in ("start", "1+1", "flood", "idle PSS", "PSS after flood", "flood chars"):
+    for row in ("start", "start, user spec", "1+1", "flood", "idle PSS", "PSS after flood",
+                "flood chars"):
         ours, theirs = (statistics.median(samples[n][row]) for n in KERNELS)
         unit = _unit(row)
         ratio = ours / theirs if theirs else float("nan")
@@ -210,8 +222,6 @@ def _shown(value: float, unit: str) -> str:
     if unit == "KiB":
         return f"{value / 1024:.1f} MiB"
     return f"{value:,.0f}"
-
-
 
 
 if __name__ == "__main__":

@@ -71,7 +71,8 @@ def install_command(
     from pyrelune.vix.install import interpreter
 
     def make_plan(where: Place, chosen: str) -> Plan:
-        kernel = kernelspec.spec(interpreter(), display_name, kernelspec.parse_env(env or []))
+        kernel = kernelspec.spec(interpreter(), display_name, kernelspec.parse_env(env or []),
+                                 kernelspec.provisioned(where))
         return kernelspec.plan_install(where, chosen, kernel)
 
     plan = _carry_out(user, sys_prefix, prefix, name, dry_run, make_plan)

@@ -33,6 +33,10 @@ KERNEL_JSON = "kernel.json"
 INTERRUPT_MODE = "message"
 #: Where kernel.json says it was written by pyrelune (uninstall removes only those).
 MARK = "pyrelune"
+#: The provisioner's entry point (`jupyter_client.kernel_provisioners` in pyproject.toml)
+#: and where kernel.json names it.
+PROVISIONER = "pyrelune-provisioner"
+PROVISIONER_KEY = "kernel_provisioner"
 #: jupyter_client's rule for kernel names (it lowercases them when it lists them).
 _VALID_NAME = re.compile(r"^[a-z0-9._\-]+$")
 #: jupyter_core's spellings of "off" for a boolean variable.
@@ -111,18 +115,36 @@ def parse_env(items: Sequence[str]) -> dict[str, str]:
 
 
 def spec(interpreter: str, display_name: str = DISPLAY_NAME,
-         env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """kernel.json: started by the interpreter pyrelune is installed in, whatever is active."""
+         env: Mapping[str, str] | None = None, provisioned: bool = False) -> dict[str, Any]:
+    """kernel.json: started by the interpreter pyrelune is installed in, whatever is active.
+
+    `provisioned` names pyrelune's provisioner (`pyrelune.jupyter.provisioner`), which
+    saves a start its first reconnect; see `provisioned`.
+    """
     if not display_name.strip():
         raise KernelspecError("--display-name is empty: front ends list the kernel by it")
+    metadata: dict[str, Any] = {"debugger": False, MARK: {"version": __version__}}
+    if provisioned:
+        metadata[PROVISIONER_KEY] = {"provisioner_name": PROVISIONER, "config": {}}
     return {
         "argv": [interpreter, "-m", "pyrelune", "--mode", "jupyter", "-f", "{connection_file}"],
         "display_name": display_name,
         "language": "python",
         "interrupt_mode": INTERRUPT_MODE,
         "env": dict(env or {}),
-        "metadata": {"debugger": False, MARK: {"version": __version__}},
+        "metadata": metadata,
     }
+
+
+def provisioned(where: Place, prefix: str = sys.prefix) -> bool:
+    """Whether the kernelspec in `where` may name pyrelune's provisioner.
+
+    jupyter_client hides a kernel whose provisioner its own environment lacks
+    ("not available"), so the provisioner is named only in this environment's
+    folder, which the front ends installed beside pyrelune read. A user folder is
+    read by every environment's front end, most of which do not have pyrelune.
+    """
+    return where.data_dir == Path(prefix) / "share" / "jupyter"
 
 
 def plan_install(where: Place, name: str, kernel: dict[str, Any]) -> Plan:

@@ -108,6 +108,18 @@ def test_dry_run_prints_the_spec_and_writes_nothing(env: dict[str, str]) -> None
     assert path.is_file()
 
 
+def test_only_a_sys_prefix_install_names_the_provisioner(env: dict[str, str]) -> None:
+    """A user folder is read by front ends of every environment, and jupyter_client hides a
+    kernel whose provisioner it cannot load: only this environment's folder names it."""
+    for args, named in ((["--user"], False), (["--sys-prefix"], True),
+                        (["--prefix", sys.prefix], True)):
+        result = pyrelune(env, "install", "--dry-run", *args)
+        assert result.returncode == 0, result.stderr
+        printed = json.loads(result.stdout[result.stdout.index("{"):
+                                           result.stdout.rindex("}") + 1])
+        assert ("kernel_provisioner" in printed["metadata"]) is named, args
+
+
 def test_uninstall_leaves_other_kernels_alone(env: dict[str, str], tmp_path: Path) -> None:
     theirs = Path(env["HOME"]) / ".local/share/jupyter/kernels/python3/kernel.json"
     theirs.parent.mkdir(parents=True)

@@ -23,6 +23,7 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 from jupyter_kernel_test.msgspec_v5 import validate_message
 
+from pyrelune.jupyter import kernelspec as kernelspec_module
 from pyrelune.wire.events import COMM_TYPES
 from support.launch import runtime
 
@@ -31,8 +32,9 @@ KERNEL_NAME = "pyrelune-test"
 
 
 def kernelspec(data_dir: Path, interrupt_mode: str = "signal", name: str = KERNEL_NAME,
-               env: dict[str, str] | None = None) -> Path:
-    """A kernelspec (`kernels/<name>/kernel.json` under `data_dir`) starting this pyrelune."""
+               env: dict[str, str] | None = None, provisioned: bool = False) -> Path:
+    """A kernelspec (`kernels/<name>/kernel.json` under `data_dir`) starting this pyrelune;
+    `provisioned` names pyrelune's provisioner, as a `--sys-prefix` install does."""
     folder = data_dir / "kernels" / name
     folder.mkdir(parents=True, exist_ok=True)
     spec: dict[str, Any] = {
@@ -42,6 +44,8 @@ def kernelspec(data_dir: Path, interrupt_mode: str = "signal", name: str = KERNE
         "interrupt_mode": interrupt_mode,
         "metadata": {"debugger": False},
     }
+    if provisioned:
+        spec["metadata"] = kernelspec_module.spec("python", provisioned=True)["metadata"]
     if env:
         spec["env"] = env
     (folder / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
@@ -119,11 +123,12 @@ def drain_iopub(client: BlockingKernelClient) -> None:
 
 @contextlib.contextmanager
 def started(data_dir: Path, interrupt_mode: str = "signal", env: dict[str, str] | None = None,
+            provisioned: bool = False,
             **options: Any) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
     """A kernel started from a kernelspec in `data_dir`, as a front end starts it, and a
     client whose channels are open once kernel_info was answered; shut down after.
     `options` go to the KernelManager (`transport="ipc"`, `ip`)."""
-    kernelspec(data_dir, interrupt_mode, env=env)
+    kernelspec(data_dir, interrupt_mode, env=env, provisioned=provisioned)
     saved = os.environ.get("JUPYTER_PATH")
     os.environ["JUPYTER_PATH"] = str(data_dir)
     try:

@@ -88,6 +88,19 @@ def test_the_spec_starts_this_interpreter_in_jupyter_mode() -> None:
         kernelspec.spec("/p", " ")
 
 
+def test_the_provisioner_is_named_only_in_this_environments_folder(tmp_path: Path) -> None:
+    assert "kernel_provisioner" not in kernelspec.spec("/py")["metadata"]
+    named = kernelspec.spec("/py", provisioned=True)["metadata"]
+    assert named["kernel_provisioner"] == {"provisioner_name": "pyrelune-provisioner",
+                                           "config": {}}
+    assert named["pyrelune"]["version"]
+    env = str(tmp_path / "env")
+    assert kernelspec.provisioned(Place("sys-prefix", Path(env, "share/jupyter")), env)
+    assert kernelspec.provisioned(Place("prefix", Path(env, "share/jupyter")), env)
+    assert not kernelspec.provisioned(Place("prefix", tmp_path / "other/share/jupyter"), env)
+    assert not kernelspec.provisioned(Place("user", tmp_path / ".local/share/jupyter"), env)
+
+
 def test_install_plans_one_file_and_then_nothing(tmp_path: Path) -> None:
     where = Place("prefix", tmp_path)
     spec = kernelspec.spec("/py")
