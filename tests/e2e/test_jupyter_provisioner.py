@@ -18,7 +18,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 from jupyter_client.provisioning.factory import KernelProvisionerFactory
 from support import jupyter_host
-from support.jupyter_host import collect, execute
+from support.jupyter_host import execute
 
 from pyrelune.jupyter import kernelspec
 from pyrelune.jupyter.provisioner import ListeningProvisioner
@@ -74,8 +74,12 @@ def test_a_start_with_the_provisioner_listens_before_it_returns(
         client = manager.blocking_client()
         client.start_channels()
         try:
-            reply = collect(client, client.kernel_info())
-            assert reply.content["implementation"] == "pyrelune"
+            # The reply only: IOPub's status messages for a first request may go out
+            # before the client's subscription arrives (ZeroMQ's slow joiner).
+            msg_id = client.kernel_info()
+            reply = client.get_shell_msg(timeout=jupyter_host.TIMEOUT)
+            assert reply["parent_header"]["msg_id"] == msg_id
+            assert reply["content"]["implementation"] == "pyrelune"
         finally:
             client.stop_channels()
     finally:
