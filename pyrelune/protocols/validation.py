@@ -11,12 +11,14 @@ prove the two agree.
 from __future__ import annotations
 
 import os
+import sys
 
 from pyrelune import fastjson
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from types import ModuleType
     from typing import Any, TypeAlias
 
     Check: TypeAlias = Callable[[Any], bool]
@@ -63,11 +65,31 @@ def certainly_valid(instance: Any, name: str) -> bool:
 
 def authoritative_errors(instance: Any, spec: dict[str, Any]) -> list[str]:
     """jsonschema's verdict, one line per error: `source: 42 is not of type 'string'`."""
-    import jsonschema
-
+    jsonschema = _jsonschema()
     validator = jsonschema.Draft202012Validator(spec)
     found = sorted(validator.iter_errors(instance), key=jsonschema.exceptions.relevance)
     return [f"{_where(e.absolute_path)}: {_shorten(e.message)}" for e in found]
+
+
+def _jsonschema() -> ModuleType:
+    """jsonschema, imported without the grammar of its IRI format checks.
+
+    Where `rfc3987_syntax` is installed (in every Jupyter environment, through
+    jupyter_events), jsonschema's import builds its lark grammar: 1.2 s of the
+    1.3 s that `pyrelune vix install` or a rejected request then took. Formats
+    are never checked here (no `format_checker`), so jsonschema is told that
+    module is missing while it loads, and afterwards it imports as usual.
+    """
+    if "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules:
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # ImportError
+        try:
+            import jsonschema
+        finally:
+            if "rfc3987_syntax" in sys.modules and sys.modules["rfc3987_syntax"] is None:
+                del sys.modules["rfc3987_syntax"]
+    import jsonschema
+
+    return jsonschema
 
 
 def _where(path: Any) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -152,3 +154,22 @@ def test_properties_checked_in_the_loop_keep_json_schemas_types() -> None:
 def test_unknown_keywords_defer_to_jsonschema() -> None:
     assert not validation.quick_valid("abc", {"pattern": "^a"})
     assert not validation.quick_valid({}, {"type": "object", "patternProperties": {}})
+
+
+def test_jsonschema_loads_without_the_iri_grammar_which_still_imports_after() -> None:
+    """jsonschema is imported in a fresh interpreter as a rejected message imports it:
+    without rfc3987_syntax (whose grammar took 1.2 s), which a cell can import later."""
+    pytest.importorskip("rfc3987_syntax", reason="only Jupyter environments have it")
+    code = (
+        "import sys\n"
+        "from pyrelune.protocols import validation\n"
+        "spec = validation.schema('vix-note-extension-1.request')\n"
+        "print(validation.authoritative_errors({'source': 1}, spec))\n"
+        "print('jsonschema' in sys.modules, 'rfc3987_syntax' in sys.modules)\n"
+        "import rfc3987_syntax\n"
+        "print(rfc3987_syntax.is_valid_syntax('iri', 'http://example.com/ä'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.splitlines() == ["[\"source: 1 is not of type 'string'\"]",
+                                        "True False", "True"]
