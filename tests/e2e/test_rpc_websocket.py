@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.poll import wait_until
 from support.rpc_host import (
     TIMEOUT,
     Listener,
@@ -23,7 +24,6 @@ from support.rpc_host import (
     peak_memory,
     stdout_of,
 )
-from support.warmhost import wait_until
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect as ws_connect
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from support import warmhost
 from support.launch import SCRIPT
+from support.poll import wait_until
 from support.vixhost import HostResult, VixHost, encode_request
 
 from pyrelune.warm import gate, route, starts
@@ -106,7 +107,7 @@ def test_first_use_runs_cold_and_starts_one_warm_process_that_serves_the_next(wa
     which, result = warm.which()
     assert which == "cold"
     assert cold_reason(result).endswith("(starting a warm process)")
-    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    assert wait_until(lambda: warmhost.status() is not None)
     assert warm.which()[0] == "warm"
     assert len(warm.processes()) == 1
 
@@ -118,7 +119,7 @@ def test_first_use_starts_the_warm_process_only_once_the_cell_has_answered(warm:
     result = warm.host.run_cell(cell)
     assert result.text() == "True\n", result
     assert cold_reason(result).endswith("(starting a warm process)")
-    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    assert wait_until(lambda: warmhost.status() is not None)
 
 
 def test_two_cells_racing_at_first_use_start_one_warm_process(warm: Warm) -> None:
@@ -131,7 +132,7 @@ def test_two_cells_racing_at_first_use_start_one_warm_process(warm: Warm) -> Non
     assert [which for which, _ in results] == ["cold"] * 4
     reasons = sorted(cold_reason(result) for _, result in results)
     assert sum(reason.endswith("(starting a warm process)") for reason in reasons) == 1, reasons
-    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    assert wait_until(lambda: warmhost.status() is not None)
     time.sleep(0.5)  # any second warm process would be running by now
     assert len(warm.processes()) == 1
 
@@ -167,7 +168,7 @@ def test_a_cell_that_uses_no_preloaded_module_still_starts_the_warm_process(warm
     result = warm.host.run_cell("print(2 + 3)")
     assert result.text() == "5\n"
     assert cold_reason(result).endswith("(starting a warm process)")
-    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    assert wait_until(lambda: warmhost.status() is not None)
     assert warm.which()[0] == "warm"
 
 
@@ -178,7 +179,7 @@ def test_without_debug_too_a_cell_that_uses_no_preloaded_module_starts_the_warm_
     result = warm.host.run_cell("print(2 + 3)")
     assert result.text() == "5\n"
     assert result.stderr == b""
-    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    assert wait_until(lambda: warmhost.status() is not None)
     assert warm.which()[0] == "warm"
 
 
@@ -294,7 +295,7 @@ def test_installing_or_removing_a_package_ends_the_warm_process_and_runs_cold(
     which, result = warm.which()
     assert which == "cold"
     assert cold_reason(result).endswith("(installed packages changed)")
-    assert warmhost.wait_until(lambda: not any(p in warm.processes() for p in pid), 30)
+    assert wait_until(lambda: not any(p in warm.processes() for p in pid), 30)
     assert not list(warm.folder.glob("*.sock"))
 
 
@@ -302,12 +303,12 @@ def test_a_warm_process_that_is_gone_means_cold_and_a_new_one(warm: Warm) -> Non
     first = warm.start()["pid"]
     assert isinstance(first, int)
     os.kill(first, signal.SIGKILL)  # leaves its socket behind
-    assert warmhost.wait_until(lambda: not warm.processes(), 30)
+    assert wait_until(lambda: not warm.processes(), 30)
     assert warm.which()[0] == "cold"
-    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    assert wait_until(lambda: warmhost.status() is not None)
     # The new one serves: a cell may still run cold while it settles on a busy
     # machine (the launcher never waits long for a handshake), never for good.
-    assert warmhost.wait_until(lambda: warm.which()[0] == "warm", 30)
+    assert wait_until(lambda: warm.which()[0] == "warm", 30)
 
 
 def test_a_warm_process_still_starting_means_cold_and_no_second_one(warm: Warm) -> None:
@@ -366,7 +367,7 @@ def test_a_runtime_folder_too_long_for_a_socket_falls_back_to_a_short_one(
     try:
         which, result = warm.which()
         assert which == "cold" and cold_reason(result).endswith(f"({route.STARTING})")
-        assert warmhost.wait_until(lambda: os.path.exists(socket_path))
+        assert wait_until(lambda: os.path.exists(socket_path))
         which, result = warm.which()
         assert which == "warm", result
         assert folder.stat().st_mode & 0o777 == 0o700
@@ -460,7 +461,7 @@ def test_the_warm_process_holds_none_of_the_descriptors_of_the_cell_that_started
     out, _ = proc.communicate(encode_request({"source": WHICH}))
     os.close(kept_w)
     assert json.loads(out)["stdout"] == "cold\n"
-    assert warmhost.wait_until(lambda: warmhost.status() is not None)
+    assert wait_until(lambda: warmhost.status() is not None)
     os.set_blocking(kept_r, False)
     assert os.read(kept_r, 1) == b""  # EOF: no process holds the write end any more
     os.close(kept_r)
@@ -494,7 +495,7 @@ def test_sigkill_of_the_launcher_kills_the_cells_whole_process_group(
     assert proc.stdin is not None
     proc.stdin.write(encode_request({"source": source}))
     proc.stdin.close()
-    assert warmhost.wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3, 60)
+    assert wait_until(lambda: pids.exists() and len(pids.read_text().split()) == 3, 60)
     worker, child, served_warm = pids.read_text().split()
     assert served_warm == "True"
     proc.kill()
@@ -507,7 +508,7 @@ def test_sigkill_of_the_launcher_kills_the_cells_whole_process_group(
             return True
         return state == "Z"
 
-    assert warmhost.wait_until(lambda: gone(worker) and gone(child), 30)
+    assert wait_until(lambda: gone(worker) and gone(child), 30)
     assert proc.stdout is not None and proc.stdout.read() == b""  # EOF: nobody holds it
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()
@@ -520,7 +521,7 @@ def test_an_idle_warm_process_exits_and_leaves_no_socket(warm: Warm,
     monkeypatch.setenv("PYRELUNE_WARM_IDLE", "5")
     warm.start()
     assert warm.which()[0] == "warm"
-    assert warmhost.wait_until(lambda: not warm.processes(), 30)
+    assert wait_until(lambda: not warm.processes(), 30)
     assert list(warm.folder.glob("*.sock")) == []
 
 
@@ -567,7 +568,7 @@ def test_vix_install_warm_writes_a_launcher_that_serves_cells_warm(
     assert "main(warm='colorsys')" in launcher.read_text()
     host = VixHost(command=str(launcher))
     assert host.run_cell(WHICH).text() == "cold\n"  # first use: starts it
-    assert warmhost.wait_until(lambda: warmhost.status(PRELOAD) is not None)
+    assert wait_until(lambda: warmhost.status(PRELOAD) is not None)
     assert host.run_cell(WHICH).text() == "warm\n"
     assert host.run_cell(WHICH, env={"PYRELUNE_WARM": "0"}).text() == "cold\n"
     assert vix("install").returncode == 0  # without --warm: off again
@@ -621,11 +622,11 @@ def test_a_cell_handed_over_as_the_warm_process_dies_is_answered(
     os.kill(pid, signal.SIGSTOP)
     try:
         answer = in_background(lambda: warm.host.run_cell(source))
-        assert warmhost.wait_until(began.exists, 60)
+        assert wait_until(began.exists, 60)
         os.kill(pid, signum)
     finally:
         resume(pid)
-    assert warmhost.wait_until(lambda: pid not in warm.processes(), 30)
+    assert wait_until(lambda: pid not in warm.processes(), 30)
     go.touch()
     result = answer.result(timeout=120)
     assert result.text() == "warm\ndone\n", result
@@ -646,7 +647,7 @@ def test_a_stalled_warm_process_means_cold_and_holds_no_pipe_of_the_host(
         resume(pid, group=True)
     assert result.text() == "cold\n"
     assert "did not answer within" in cold_reason(result)
-    assert warmhost.wait_until(lambda: warm.which()[0] == "warm", 60)
+    assert wait_until(lambda: warm.which()[0] == "warm", 60)
     assert warm.host.run_cell(source).text() == "warm\n"
     assert ran.read_text() == "xx"  # once cold, once warm: the stale request never ran
 
@@ -779,7 +780,7 @@ def test_editing_the_matplotlibrc_the_warm_process_read_ends_it(
     result = warm.host.run_cell(source)
     assert result.text() == "cold\n4.0\n"
     assert cold_reason(result).endswith(f"({config / 'matplotlibrc'} changed)")
-    assert warmhost.wait_until(lambda: pid not in warm.processes(), 30)  # it was stale
+    assert wait_until(lambda: pid not in warm.processes(), 30)  # it was stale
 
 
 # --- settings and starts that fail -------------------------------------------------------------
@@ -848,7 +849,7 @@ def test_a_warm_process_that_keeps_dying_is_not_restarted_for_every_cell(
         def died(lock: Path = lock, attempt: int = attempt) -> bool:
             return tries.exists() and len(tries.read_text()) == attempt and not held(lock)
 
-        assert warmhost.wait_until(died, 60)
+        assert wait_until(died, 60)
     which, result = warm.which()
     assert which == "cold"
     assert "the warm process died 2 times in a row without ending cleanly; next start after" \

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+
+from support.poll import wait_until
 
 
 def running(pid: int) -> bool:
@@ -17,9 +18,4 @@ def running(pid: int) -> bool:
 
 def gone_soon(pid: int, within: float = 10.0) -> bool:
     """Wait (generously: a noisy machine) for `pid` to end; True when it did."""
-    end = time.monotonic() + within
-    while running(pid):
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.05)
-    return True
+    return wait_until(lambda: not running(pid), within)

@@ -7,16 +7,16 @@ import os
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from support.launch import SCRIPT
+from support.poll import GENEROUS, wait_until
 
 #: How long a warm process may take to preload and answer (a busy machine is slow).
-START_WITHIN = 120.0
+START_WITHIN = GENEROUS
 
 
 def runtime_folder() -> Path:
@@ -76,15 +76,6 @@ def processes(runtime_dir: Path, children: bool = False) -> list[int]:
         if marker in environ and fields[0] != "Z":
             found[int(entry)] = int(fields[1])
     return [pid for pid, parent in found.items() if children or parent not in found]
-
-
-def wait_until(condition: Any, within: float = START_WITHIN) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return bool(condition())
 
 
 @contextmanager
