@@ -59,17 +59,14 @@ def main(warm: str | None = None) -> None:
         atexit.register(os._exit, status)
         sys.exit(status)
     if tuple(sys.argv[1:]) in _LINES:
-        import _signal
-
-        # Its host sends SIGINT to interrupt a cell, and a click may come
-        # before the kernel has started: ignored until there is a cell.
-        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        _ignore_interrupts()
         from pyrelune.modes import lines
 
         sys.exit(lines.main())
     from pyrelune.cli import jupyterargs
 
     if (connection_file := jupyterargs.connection_file(sys.argv[1:])) is not None:
+        _ignore_interrupts()
         from pyrelune.transports import prebound
 
         # Before any import that takes time: the front end is connecting already.
@@ -86,6 +83,15 @@ def main(warm: str | None = None) -> None:
     from pyrelune.cli.app import run_app
 
     run_app()
+
+
+def _ignore_interrupts() -> None:
+    """SIGINT ignored until the kernel's loop takes it: a kernel's host sends it to
+    interrupt a cell, and a click may come before the kernel has started (the
+    lines host's; a Jupyter front end's as soon as the ports listen)."""
+    import _signal
+
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
 
 
 # Warm start's front door. A cell that cannot gain from the preload runs cold,

@@ -84,3 +84,26 @@ def test_a_start_with_the_provisioner_listens_before_it_returns(
             client.stop_channels()
     finally:
         manager.shutdown_kernel(now=True)
+
+
+def test_an_interrupt_as_soon_as_the_kernel_listens_is_not_its_end(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A front end may interrupt once start returns, which the provisioner makes the moment
+    the ports listen: before the kernel's loop takes SIGINT. The kernel ignores it then."""
+    jupyter_host.kernelspec(tmp_path, interrupt_mode="signal", provisioned=True)
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    manager = KernelManager(kernel_name=jupyter_host.KERNEL_NAME)
+    try:
+        manager.start_kernel()
+        manager.interrupt_kernel()  # SIGINT to the kernel's process group
+        client = manager.blocking_client()
+        client.start_channels()
+        try:
+            client.wait_for_ready(timeout=jupyter_host.TIMEOUT)
+            assert execute(client, "6 * 7").of("execute_result")[0]["data"] == {
+                "text/plain": "42"}
+            assert manager.is_alive()
+        finally:
+            client.stop_channels()
+    finally:
+        manager.shutdown_kernel(now=True)
