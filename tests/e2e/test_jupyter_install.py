@@ -120,6 +120,33 @@ def test_only_a_sys_prefix_install_names_the_provisioner(env: dict[str, str]) ->
         assert ("kernel_provisioner" in printed["metadata"]) is named, args
 
 
+def test_a_sys_prefix_install_is_listed_and_starts_through_its_provisioner(
+        env: dict[str, str]) -> None:
+    """jupyter_client lists (and starts) a kernel only where it can load the provisioner
+    the kernelspec names: in this environment it can, through pyrelune's entry point."""
+    name = f"pyrelune-test-{os.getpid()}"  # this environment's folder is shared
+    result = pyrelune(env, "install", "--sys-prefix", "--name", name)
+    assert result.returncode == 0, result.stderr
+    try:
+        assert name in listed(env)
+        spec = found_by_manager(env, name)
+        assert spec["metadata"]["kernel_provisioner"]["provisioner_name"] == (  # type: ignore[index]
+            "pyrelune-provisioner")
+        code = ("from jupyter_client.manager import start_new_kernel\n"
+                f"manager, client = start_new_kernel(kernel_name={name!r}, startup_timeout=120)\n"
+                "print(type(manager.provisioner).__name__)\n"
+                "client.execute_interactive('print(6 * 7)', timeout=120)\n"
+                "client.stop_channels()\n"
+                "manager.shutdown_kernel(now=True)\n")
+        started = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 timeout=300, env=env)
+        assert started.returncode == 0, started.stderr
+        assert started.stdout.splitlines() == ["ListeningProvisioner", "42"], started
+    finally:
+        assert pyrelune(env, "uninstall", "--sys-prefix", "--name", name).returncode == 0
+    assert name not in listed(env)
+
+
 def test_uninstall_leaves_other_kernels_alone(env: dict[str, str], tmp_path: Path) -> None:
     theirs = Path(env["HOME"]) / ".local/share/jupyter/kernels/python3/kernel.json"
     theirs.parent.mkdir(parents=True)
