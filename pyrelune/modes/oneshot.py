@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from pyrelune.shaping import OutputBudget
-    from pyrelune.wire.fds import WorkerFds
+    from pyrelune.wire import WorkerFds
 
     #: What starts a cell's worker: (source, filename, sys.path folders, output cap,
     #: the MIME types the host shows).

@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any, NoReturn
 
+    from pyrelune.wire import WorkerFds
     from pyrelune.wire.commands import Command
     from pyrelune.wire.events import Event
-    from pyrelune.wire.fds import WorkerFds
 
 #: A kernel's capture pipes hold this much: a cell may print for a while unread.
 CAPTURE_PIPE_SIZE = 1 << 20

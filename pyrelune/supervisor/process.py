@@ -11,7 +11,7 @@ from __future__ import annotations
 import _signal
 import os
 
-from pyrelune.wire.fds import WorkerFds
+from pyrelune.wire import WorkerFds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -25,6 +25,7 @@ not wake the supervisor for every line.
 from __future__ import annotations
 
 from pyrelune import fastjson, transition
+from pyrelune.wire import LineBuffer
 from pyrelune.wire.events import (
     CONTINUE,
     INTERRUPTED,
@@ -37,7 +38,6 @@ from pyrelune.wire.events import (
     Done,
     from_wire,
 )
-from pyrelune.wire.fds import LineBuffer
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

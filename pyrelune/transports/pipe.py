@@ -16,7 +16,7 @@ import os
 import stat
 
 from pyrelune import spin
-from pyrelune.wire.fds import LineBuffer, write_all
+from pyrelune.wire import LineBuffer, write_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,16 +1,16 @@
 """Standard input and output as a transport, at the file-descriptor level.
 
 The host's stdout is the protocol channel. Everything here writes with
-`os.write` on the descriptor itself (`wire.fds.write_all`), so no Python
+`os.write` on the descriptor itself (`wire.write_all`), so no Python
 buffer sits between the runtime and the host; lines are cut as the worker's
-pipes are (`wire.fds.LineBuffer`).
+pipes are (`wire.LineBuffer`).
 """
 
 from __future__ import annotations
 
 import os
 
-from pyrelune.wire.fds import LineBuffer, write_all
+from pyrelune.wire import LineBuffer, write_all
 
 __all__ = ["MAX_REQUEST", "LineReader", "closed", "hold_stderr", "read_all", "say", "write_all"]
 

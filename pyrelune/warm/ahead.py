@@ -21,7 +21,7 @@ from typing import NoReturn
 
 from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.warm import frames, served
-from pyrelune.wire.fds import WorkerFds
+from pyrelune.wire import WorkerFds
 
 _SECTIONS = 9
 

@@ -51,7 +51,7 @@ import mmap
 import os
 import time
 
-from pyrelune.wire.fds import write_all
+from pyrelune.wire import write_all
 
 #: Bytes a lap holds: a cell printing faster than the session reads waits past this.
 SIZE = 1 << 20

@@ -12,6 +12,7 @@ import os
 import sys
 
 from pyrelune import fastjson
+from pyrelune.wire import LineBuffer, write_all  # loaded before the fork, always
 from pyrelune.wire.events import (
     SYNC,
     Clear,
@@ -22,7 +23,6 @@ from pyrelune.wire.events import (
     message_limit,
     to_wire,
 )
-from pyrelune.wire.fds import LineBuffer, write_all  # loaded before the fork, always
 from pyrelune.worker import importhooks
 
 TYPE_CHECKING = False

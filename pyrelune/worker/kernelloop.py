@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import NoReturn
 
+    from pyrelune.wire import WorkerFds
     from pyrelune.wire.commands import Command
-    from pyrelune.wire.fds import WorkerFds
     from pyrelune.wire.ring import RingWriter
     from pyrelune.worker.liveprint import LivePrint
     from pyrelune.worker.origin import Origins

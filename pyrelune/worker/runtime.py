@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
 
-    from pyrelune.wire.fds import WorkerFds
+    from pyrelune.wire import WorkerFds
     from pyrelune.wire.interrupts import Interrupts
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyrelune.wire.fds import LineBuffer
+from pyrelune.wire import LineBuffer
 
 chunks = st.lists(st.binary(max_size=12).map(lambda b: b.replace(b"\0", b"\n")), max_size=20)
 

@@ -17,7 +17,7 @@ from typing import NoReturn
 import pytest
 
 from pyrelune.supervisor.process import WorkerProcess, describe_exit
-from pyrelune.wire.fds import WorkerFds
+from pyrelune.wire import WorkerFds
 
 PATIENCE = 60.0
 
