@@ -1,4 +1,5 @@
-"""A real JupyterLab in headless Chromium, on the kernelspec `pyrelune jupyter install` writes:
+"""A real JupyterLab in headless Chromium, on the kernelspec `pyrelune jupyter install
+--sys-prefix` writes (JupyterLab's own kernel manager then loads pyrelune's provisioner):
 a cell with a print, a plot and an ipywidgets slider shows all three on the page, and the
 interrupt button stops a cell that ignores SIGINT, after which the next cell runs.
 
@@ -18,6 +19,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,7 +41,7 @@ from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 WAIT = 180.0  # a page condition on a busy 2-core machine
-KERNEL = "pyrelune-lab"
+KERNEL = f"pyrelune-lab-{os.getpid()}"  # this environment's kernel folder is shared
 FIRST = ("print('hello from pyrelune')\n"
          "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()\n"
          "import ipywidgets\nipywidgets.IntSlider(value=7, description='knob')")
@@ -53,12 +55,21 @@ AFTER = "print('the kernel goes on:', 6 * 7)"
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A JupyterLab server whose only extra kernel is pyrelune's; the notebook's URL."""
     root = tmp_path_factory.mktemp("lab")
-    prefix, notebooks = root / "prefix", root / "notebooks"
+    notebooks = root / "notebooks"
     notebooks.mkdir()
-    installed = subprocess.run([SCRIPT, "jupyter", "install",
-                                "--prefix", str(prefix), "--name", KERNEL],
+    place = ["--sys-prefix", "--name", KERNEL]
+    installed = subprocess.run([SCRIPT, "jupyter", "install", *place],
                                capture_output=True, text=True, timeout=120)
     assert installed.returncode == 0, installed.stderr
+    try:
+        yield from _served(root, notebooks)
+    finally:
+        subprocess.run([SCRIPT, "jupyter", "uninstall", *place], capture_output=True,
+                       timeout=120, check=True)
+
+
+def _served(root: Path, notebooks: Path) -> Iterator[str]:
+    """JupyterLab serving `notebooks`, the check notebook written there; its URL."""
     cells: list[dict[str, Any]] = [
         {"cell_type": "code", "source": source, "metadata": {}, "outputs": [],
          "execution_count": None, "id": f"cell-{n}"}
@@ -68,8 +79,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "metadata": {"kernelspec": {"name": KERNEL, "display_name": "Python (pyrelune)",
                                     "language": "python"}}}))
     token = secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_PATH": str(prefix / "share/jupyter"),
-           "JUPYTER_CONFIG_DIR": str(root / "config"),
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / "config"),
            "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
     log = (root / "server.log").open("wb")
     server = subprocess.Popen(
@@ -102,6 +112,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 assert server.poll() is None, (root / "server.log").read_text()
                 assert time.monotonic() < deadline, "JupyterLab did not start"
                 time.sleep(0.2)  # polling for the server, not an assertion
+        with urllib.request.urlopen(f"{base}/api/kernelspecs?token={token}", timeout=30) as r:
+            listed = json.loads(r.read())["kernelspecs"]
+        metadata = listed[KERNEL]["spec"]["metadata"]  # listed: its provisioner was found
+        assert metadata["kernel_provisioner"]["provisioner_name"] == "pyrelune-provisioner"
         yield f"{base}/lab/tree/check.ipynb?token={token}"
     finally:
         server.terminate()
