@@ -45,7 +45,11 @@ def pytest_configure(config: pytest.Config) -> None:
         # On a fresh machine the first plot builds matplotlib's font cache: seconds of a
         # cell's 8.5 s on a busy machine, several cells building it at once, and past 5 s
         # matplotlib's warning on the cell's stderr. Built first, as `vix install` does.
-        fonts.prepare()
+        cache = fonts.prepare()
+        if cache is not None and cache.problem:
+            config.issue_config_time_warning(pytest.PytestWarning(
+                f"matplotlib's font cache was not built ({cache.problem}): the first plots "
+                "build it, and tests that compare a plot cell's stderr may fail"), stacklevel=2)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
