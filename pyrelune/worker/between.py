@@ -122,17 +122,18 @@ def _run_a_while(loop: asyncio.AbstractEventLoop, fd: int, seconds: float) -> No
 
 
 def _run_until_readable(loop: asyncio.AbstractEventLoop, fd: int, seconds: float) -> None:
-    """Run `loop` until `fd` is readable, or for `seconds` at most."""
-    woken = loop.create_future()
+    """Run `loop` until `fd` is readable, or for `seconds` at most.
 
-    def wake() -> None:
-        if not woken.done():
-            woken.set_result(None)
-
-    loop.add_reader(fd, wake)
-    timer = loop.call_later(seconds, wake)
+    `loop.stop` ends the run, not a future's completion (`run_until_complete`):
+    a task's SystemExit can leave the callback that completion scheduled behind
+    in the loop (when the task's wake-up and the timer came due in one turn),
+    and it stopped the next run before its own future was done, a RuntimeError
+    that ended the worker. A `stop` left behind only makes the next run short.
+    """
+    loop.add_reader(fd, loop.stop)
+    timer = loop.call_later(seconds, loop.stop)
     try:
-        loop.run_until_complete(woken)
+        loop.run_forever()
     finally:
         timer.cancel()
         loop.remove_reader(fd)
