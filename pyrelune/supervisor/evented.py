@@ -184,7 +184,9 @@ class EventedKernel:
         if link is not self._kernel.link:
             return  # replaced: the new worker's pipes are watched from the start
         if link.session.finished and (status := link.worker.reap(block=False)) is not None:
-            # It died between cells: its exit would stay readable for ever.
+            # It died between cells: its exit would stay readable for ever. What it wrote
+            # last is still in its pipes, which the replacement's are not.
+            self._deliver(link.drain())
             self._kernel.replace_lost(status)
             self._watch()
             return

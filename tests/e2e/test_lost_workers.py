@@ -66,3 +66,26 @@ def test_rpc_resets_after_a_worker_that_died_between_cells(rpc_kernel: PipeHost)
     time.sleep(1.5)
     assert rpc_kernel.call("kernel.reset", {})["result"] == {"ok": True}
     assert stdout_of(rpc_kernel.run("print(globals().get('kept'))")) == "None\n"
+
+
+#: A thread of the cell's that writes its last words to stderr between cells, then ends the
+#: worker: the exit and the words reach the kernel together.
+LAST_WORDS = ("import os, sys, threading, time\n"
+              "def leave():\n"
+              "    time.sleep(0.3)\n"
+              "    sys.stderr.write('last words\\n')\n"
+              "    sys.stderr.flush()\n"
+              "    os._exit(5)\n"
+              "threading.Thread(target=leave).start()")
+
+
+def test_what_a_worker_wrote_before_it_died_between_cells_reaches_the_host(
+        rpc_kernel: PipeHost) -> None:
+    rpc_kernel.run(LAST_WORDS, cell_id="leaves")
+    late = rpc_kernel.receive()  # its death is told with the next cell: this is the words
+    assert late["event"] == "stream", late
+    assert late["data"] == {"cell_id": "leaves", "name": "stderr", "text": "last words\n"}
+    events = rpc_kernel.run("print(6 * 7)")
+    assert stdout_of(events) == "42\n"
+    assert "worker ended between cells (worker exited with status 5)" in stdout_of(
+        events, "stderr")
