@@ -20,7 +20,9 @@ app = typer.Typer(no_args_is_help=True, help="Use pyrelune as a Jupyter kernel."
 User = Annotated[bool, typer.Option(
     "--user", help="This user's Jupyter data folder (the default).")]
 SysPrefix = Annotated[bool, typer.Option(
-    "--sys-prefix", help="This Python environment's share/jupyter (sys.prefix).")]
+    "--sys-prefix", help="This Python environment's share/jupyter (sys.prefix), for front "
+    "ends installed here; the kernelspec then also names pyrelune's provisioner, which "
+    "starts the kernel about 90 ms sooner.")]
 Prefix = Annotated[
     Optional[str],  # noqa: UP045 (typer reads the annotation at run time on 3.10)
     typer.Option(metavar="PREFIX", help="PREFIX/share/jupyter (Jupyter reads it when "
