@@ -83,6 +83,7 @@ class EventedKernel:
 
     def begin_reset(self) -> None:
         self._kernel.begin_reset()
+        self._tell()
         self._watch()
 
     def interrupt(self) -> None:
@@ -184,9 +185,10 @@ class EventedKernel:
         if link is not self._kernel.link:
             return  # replaced: the new worker's pipes are watched from the start
         if link.session.finished and (status := link.worker.reap(block=False)) is not None:
-            # It died between cells: its exit would stay readable for ever. What it wrote
-            # last is still in its pipes, which the replacement's are not.
-            self._deliver(link.drain())
+            # It died between cells: its exit would stay readable for ever. All it wrote
+            # goes out now (its pipes, its ring, a thread's text on its event pipe); its
+            # death is told with the next cell.
+            self._deliver(link.read(link.fds()))
             self._kernel.replace_lost(status)
             self._watch()
             return
@@ -226,5 +228,6 @@ class EventedKernel:
         return output
 
     def _tell(self) -> None:
-        if (notice := self._kernel.take_notice()) is not None:
-            self._on_event(notice)
+        """What the kernel has to tell ahead of the next cell's output (see `Kernel.take_told`)."""
+        if told := self._kernel.take_told():
+            self._deliver(told)

@@ -76,7 +76,8 @@ class Kernel:
     it starts the cell it was sent (an earlier cell broke its machinery:
     `os.read = None`, a tight RLIMIT_AS) costs the namespace, not the cell:
     a fresh worker runs it, once, and the death is told in a notice ahead of
-    its output (`take_notice`).
+    its output (`take_told`). What the dead worker had written and not yet
+    been read (a thread's last words) goes ahead of the notice.
     """
 
     def __init__(self, interactive: bool = False, cap: int = DEFAULT_CAP,
@@ -94,7 +95,7 @@ class Kernel:
         self._before_replace = before_replace
         self.link = self._spawn()
         self._sent: Execute | None = None  # the cell sent, while it may not have started
-        self._notice: Stream | None = None
+        self._told: list[Event] = []  # for the host ahead of the next cell's own output
 
     def _spawn(self) -> WorkerLink:
         interactive, cap, comms, shown = self._interactive, self._cap, self._comms, self._shown
@@ -129,14 +130,20 @@ class Kernel:
 
     def replace_lost(self, status: int) -> None:
         """The idle worker died (wait `status`): start another, told with the next cell."""
+        self._keep_leftovers()
         self.restart()
-        self._notice = Stream("stderr", f"pyrelune: the kernel's worker ended between cells "
-                                        f"({describe_exit(status)}); {LOST}\n")
+        self._told.append(Stream("stderr", f"pyrelune: the kernel's worker ended between "
+                                           f"cells ({describe_exit(status)}); {LOST}\n"))
 
-    def take_notice(self) -> Stream | None:
+    def _keep_leftovers(self) -> None:
+        """What the dead worker wrote that is not read yet, kept for `take_told`: its pipes,
+        its ring, and another cell's text on its event pipe (a thread's last words)."""
+        self._told.extend(self.link.read(self.link.fds()))
+
+    def take_told(self) -> list[Event]:
         """What the kernel has to tell the host before the cell's own output, once."""
-        notice, self._notice = self._notice, None
-        return notice
+        told, self._told = self._told, []
+        return told
 
     def reply_input(self, value: str) -> None:
         """Answer the InputRequest the running cell is waiting on."""
@@ -168,7 +175,8 @@ class Kernel:
     def begin_reset(self) -> None:
         """Ask for a fresh namespace; the worker confirms with a Done (for event-loop drivers)."""
         if self.link.worker.reap(block=False) is not None:
-            self.restart()  # a fresh namespace is what was asked for: nothing to tell
+            self._keep_leftovers()  # a fresh namespace is what was asked for: no notice
+            self.restart()
         self._sent = None
         self.link.fresh_ring(always=True)  # a fresh stdout ring too, whatever a cell did to it
         self.link.begin()
@@ -178,8 +186,7 @@ class Kernel:
         """The running cell's events, ending with its Done (see `blocking.run`, and its
         `check`)."""
         while True:
-            if (notice := self.take_notice()) is not None:
-                yield notice
+            yield from self.take_told()
             for event in blocking.run(self.link, soon=True, check=check):
                 if not isinstance(event, Done):
                     yield event

@@ -8,9 +8,12 @@ once, as a notice on stderr ahead of the cell's own output.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from support.lines_host import Host as LinesHost
+from support.poll import GENEROUS
+from support.processes import gone_soon
 from support.rpc_host import PipeHost, stdout_of
 
 ALARM = "import signal\nsignal.alarm(1)\nkept = 1"
@@ -69,23 +72,47 @@ def test_rpc_resets_after_a_worker_that_died_between_cells(rpc_kernel: PipeHost)
 
 
 #: A thread of the cell's that writes its last words to stderr between cells, then ends the
-#: worker: the exit and the words reach the kernel together.
+#: worker: the exit and the words reach the kernel together. It waits for the host's word
+#: (a file the host creates once the cell is over): a sleep of its own could end before the
+#: cell does on a busy machine, and its words would then be the cell's own output.
 LAST_WORDS = ("import os, sys, threading, time\n"
-              "def leave():\n"
-              "    time.sleep(0.3)\n"
+              "def leave(ended):\n"
+              "    while not os.path.exists(ended):\n"
+              "        time.sleep(0.01)\n"
               "    sys.stderr.write('last words\\n')\n"
               "    sys.stderr.flush()\n"
               "    os._exit(5)\n"
-              "threading.Thread(target=leave).start()")
+              "threading.Thread(target=leave, args=[{ended!r}]).start()")
 
 
 def test_what_a_worker_wrote_before_it_died_between_cells_reaches_the_host(
-        rpc_kernel: PipeHost) -> None:
-    rpc_kernel.run(LAST_WORDS, cell_id="leaves")
+        rpc_kernel: PipeHost, tmp_path: Path) -> None:
+    ended = tmp_path / "ended"
+    first = rpc_kernel.run(LAST_WORDS.format(ended=str(ended)) + "\nprint(os.getpid())",
+                           cell_id="leaves")
+    worker = int(stdout_of(first))
+    ended.touch()
     late = rpc_kernel.receive()  # its death is told with the next cell: this is the words
     assert late["event"] == "stream", late
     assert late["data"] == {"cell_id": "leaves", "name": "stderr", "text": "last words\n"}
+    # Its words come just before its exit: a cell sent in between could still start there.
+    assert gone_soon(worker, GENEROUS), "the worker did not end"
     events = rpc_kernel.run("print(6 * 7)")
     assert stdout_of(events) == "42\n"
     assert "worker ended between cells (worker exited with status 5)" in stdout_of(
         events, "stderr")
+
+
+def test_lines_tells_what_a_worker_wrote_before_it_died_between_cells(
+        lines_kernel: LinesHost, tmp_path: Path) -> None:
+    """The lines kernel reads nothing between cells: the words wait in the dead worker's pipe,
+    and the next cell's answer gives them, ahead of the notice of its death."""
+    ended = tmp_path / "ended"
+    first = lines_kernel.execute(LAST_WORDS.format(ended=str(ended)) + "\nprint(os.getpid())")
+    worker = int(first["stdout"])
+    ended.touch()
+    assert gone_soon(worker, GENEROUS), "the worker did not end"
+    answer = lines_kernel.execute("print(6 * 7)")
+    assert answer["stdout"] == "42\n", answer
+    assert answer["stderr"].startswith("last words\npyrelune: the kernel's worker ended between "
+                                       "cells (worker exited with status 5)"), answer
