@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.launch import SCRIPT
+from support.processes import running
 from support.vixhost import encode_request
 
 TIMEOUT = 120  # generous: a busy machine
@@ -84,14 +85,6 @@ def test_a_full_stdout_is_said(mode: list[str], data: bytes) -> None:
     assert "No space left on device" in line and "stdout" in line, line
 
 
-def _gone(pid: int) -> bool:
-    """Whether `pid` has exited (a zombie of someone else's counts as exited)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return True
-    return state in ("Z", "X")
-
 
 def test_an_rpc_kernel_whose_host_closed_both_pipes_stops_its_looping_cell() -> None:
     """Not a host that only ends stdin (the cell finishes, its events are sent): one that left."""
@@ -115,7 +108,7 @@ def test_an_rpc_kernel_whose_host_closed_both_pipes_stops_its_looping_cell() -> 
         if process.poll() is None:  # failed: neither it nor its worker may outlive the test
             os.killpg(worker, 9)
             process.kill()
-    assert _gone(worker)  # killed and reaped before the kernel exited
+    assert not running(worker)  # killed and reaped before the kernel exited
 
 
 def test_an_rpc_kernel_with_stderr_closed_still_serves() -> None:

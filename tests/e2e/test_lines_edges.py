@@ -7,7 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.lines_host import COMMAND, WAIT, Host, default_env, pid_gone, wait_for
+from support.lines_host import COMMAND, WAIT, Host, default_env, wait_for
+from support.processes import running
 
 PING = b'{"id": "1", "type": "ping"}\n'
 
@@ -62,7 +63,7 @@ def test_a_kernel_whose_host_is_gone_stops_its_worker_and_exits(tmp_path: Path) 
         kernel.proc.stdin.close()
         kernel.proc.stdout.close()
         assert kernel.proc.wait(timeout=WAIT) == 0
-        wait_for(lambda: pid_gone(worker), "the worker to end")
+        wait_for(lambda: not running(worker), "the worker to end")
     finally:
         kernel.kill()
 

@@ -19,10 +19,10 @@ from support.lines_host import (
     KernelBroken,
     default_env,
     group_gone,
-    pid_gone,
     strict_json,
     wait_for,
 )
+from support.processes import running
 
 INTERRUPTED = "KeyboardInterrupt: Execution interrupted"
 
@@ -273,7 +273,7 @@ def test_interrupt_reaches_os_system_children(kernel: Host, tmp_path: Path) -> N
     response = kernel.interrupt_when(marker, request_id)
     assert response["error"].startswith(INTERRUPTED)
     child = int(pidfile.read_text())
-    wait_for(lambda: pid_gone(child), "the sleep child to end")
+    wait_for(lambda: not running(child), "the sleep child to end")
     assert kernel.execute("1")["stdout"] == "1\n"
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from support.lines_host import Host as LinesHost
-from support.lines_host import pid_gone, wait_for
+from support.lines_host import wait_for
 from support.modes import Runner, runner
+from support.processes import running
 
 
 def test_a_future_import_after_other_code_applies_to_what_follows(run: Runner) -> None:
@@ -337,7 +338,7 @@ def test_an_interrupt_ends_a_shell_command_in_its_terminal(tmp_path: Path) -> No
         response = kernel.interrupt_when(marker, request_id)
         assert response["error"].startswith("KeyboardInterrupt"), response
         assert "not reached" not in response["stdout"], response
-        wait_for(lambda: pid_gone(int(pidfile.read_text())), "the command to end")
+        wait_for(lambda: not running(int(pidfile.read_text())), "the command to end")
         assert kernel.execute("!echo again")["stdout"] == "again\n"
     finally:
         kernel.close()

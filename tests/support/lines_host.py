@@ -23,6 +23,7 @@ from typing import Any
 import jsonschema
 
 from support.launch import runtime
+from support.poll import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 RESPONSE_SCHEMA = json.loads((ROOT / "schemas" / "lines-kernel.response.json").read_text())
@@ -165,11 +166,9 @@ class Host:
 
 
 def wait_for(condition: Any, what: str, timeout: float = WAIT) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+    """`support.poll.wait_until`, failing the test with `what` it waited for."""
+    if not wait_until(condition, timeout, interval=0.01):
+        raise AssertionError(f"timed out waiting for {what}")
 
 
 def group_gone(pgid: int) -> bool:
@@ -193,10 +192,3 @@ def _only_zombies(pgid: int) -> bool:
             return False
     return True
 
-
-def pid_gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state == "Z"

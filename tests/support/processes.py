@@ -13,7 +13,7 @@ def running(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError):
         return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
 
 
 def gone_soon(pid: int, within: float = 10.0) -> bool:
