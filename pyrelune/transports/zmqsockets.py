@@ -32,6 +32,12 @@ SHELL, CONTROL, STDIN, IOPUB, HEARTBEAT = "shell", "control", "stdin", "iopub", 
 INCOMING = (CONTROL, SHELL, STDIN)
 #: How long closing waits for the last messages (a shutdown_reply) to leave, in ms.
 LINGER = 1000
+#: How many IOPub messages may wait for ZeroMQ's I/O thread (and a subscriber that reads):
+#: past it, PUB drops them unsaid. A cell's output is bounded (at most 2,000 displays,
+#: `protocols.jupyterkernel.MAX_DISPLAYS`, and capped text), and it comes in a burst that
+#: a busy machine's I/O thread can fall 1,000 (ZeroMQ's default) behind: seen, a display
+#: flood lost 200 of its 2,000 on the way.
+IOPUB_HWM = 20_000
 
 
 def address(transport: str, ip: str, port: int) -> str:
@@ -51,6 +57,8 @@ class ZmqSockets:
                                   (STDIN, zmq.ROUTER), (IOPUB, zmq.PUB)):
                 socket = self._sockets[channel] = self.context.socket(kind)
                 socket.linger = LINGER
+                if kind == zmq.PUB:
+                    socket.sndhwm = IOPUB_HWM
                 if kind == zmq.ROUTER:
                     socket.router_handover = 1  # a front end that reconnects keeps its identity
                 self.ports[channel] = _bind(socket, transport, ip, ports[channel])

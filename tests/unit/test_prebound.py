@@ -16,25 +16,12 @@ from typing import Any
 
 import pytest
 import zmq
+from support.ports import free_ports
 
 from pyrelune.transports import prebound
 from pyrelune.transports.zmqsockets import ZmqSockets
 
-CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
 WAIT_MS = 60_000  # generous: a noisy 2-core machine
-
-
-def _free_ports() -> dict[str, int]:
-    held = []
-    for _ in CHANNELS:
-        probe = socket.socket()
-        probe.bind(("127.0.0.1", 0))
-        held.append(probe)
-    ports = {channel: probe.getsockname()[1] for channel, probe in zip(CHANNELS, held,
-                                                                        strict=True)}
-    for probe in held:
-        probe.close()
-    return ports
 
 
 def _connection_file(tmp_path: Path, ports: dict[str, int], **changes: Any) -> str:
@@ -53,7 +40,7 @@ def released() -> Iterator[None]:
 
 
 def test_a_front_end_that_connected_before_zeromq_bound_is_served(tmp_path: Path) -> None:
-    ports = _free_ports()
+    ports = free_ports()
     prebound.listen(_connection_file(tmp_path, ports))
     context = zmq.Context()
     front_end = context.socket(zmq.DEALER)
@@ -86,7 +73,7 @@ def test_a_front_end_that_connected_before_zeromq_bound_is_served(tmp_path: Path
 ], ids=["no key on the network", "ipc", "a host name", "IPv6"])
 def test_what_is_not_plainly_safe_and_possible_is_left_to_zeromq(
         tmp_path: Path, changes: dict[str, str]) -> None:
-    ports = _free_ports()
+    ports = free_ports()
     prebound.listen(_connection_file(tmp_path, ports, **changes))
     ip = changes.get("ip", "127.0.0.1")
     assert all(prebound.take(ip, port) is None for port in ports.values())
@@ -94,7 +81,7 @@ def test_what_is_not_plainly_safe_and_possible_is_left_to_zeromq(
 
 def test_a_port_left_to_zeromq_or_taken_or_a_broken_file_listens_on_nothing(
         tmp_path: Path) -> None:
-    ports = _free_ports()
+    ports = free_ports()
     taken = socket.socket()
     taken.bind(("127.0.0.1", ports["stdin"]))
     taken.listen()
@@ -114,7 +101,7 @@ def test_a_port_left_to_zeromq_or_taken_or_a_broken_file_listens_on_nothing(
 
 
 def test_close_lets_the_ports_go(tmp_path: Path) -> None:
-    ports = _free_ports()
+    ports = free_ports()
     prebound.listen(_connection_file(tmp_path, ports))
     prebound.close()
     again = socket.socket()
