@@ -27,8 +27,8 @@ class PyreluneError(Exception):
     ├── protocols.jupyter.BadMessage             frames the Jupyter kernel may not act on
     ├── NotAllowed                               an event a state table has no row for (the
     │                                            rpc codec's, a worker session's)
-    ├── modes.rpc.ConfigError                    what the rpc kernel refuses to start with
-    ├── modes.jupyter.ConfigError                a connection file the kernel refuses
+    ├── modes.ConfigError                        what a kernel refuses to start with (rpc
+    │                                            options, closed streams, a connection file)
     ├── cli.rpcargs.Usage                        rpc options that break a rule
     ├── cli.notebook.NotANotebook                a file `pyrelune run` cannot run
     ├── vix.install.InstallError                 why `vix install` changed nothing

@@ -143,7 +143,7 @@ def settings(values: dict[str, Any]) -> Settings:
     which is broken, and the command line reports it as a usage error.
     """
     from pyrelune import settings as rules
-    from pyrelune.modes import rpc
+    from pyrelune.modes import ConfigError, rpc
 
     listen: str | None = values["listen"]
     token: str | None = values["token"]
@@ -177,7 +177,7 @@ def settings(values: dict[str, Any]) -> Settings:
         drain = rpc.DRAIN_TIMEOUT if drain_timeout is None else (
             rules.seconds("--drain-timeout", drain_timeout, minimum=0.1))
         max_output = rules.max_output(None)
-    except rpc.ConfigError as exc:
+    except ConfigError as exc:
         raise Usage(str(exc), "--listen") from None
     except rules.SettingError as exc:
         raise Usage(str(exc)) from None

@@ -23,7 +23,7 @@ import os
 import sys
 import time
 
-from pyrelune import PyreluneError
+from pyrelune.modes import ConfigError
 from pyrelune.protocols import jupyter
 from pyrelune.protocols.jupyterkernel import (
     SHOWN,
@@ -55,10 +55,6 @@ INSTALL_HINT = ("pyrelune: --mode jupyter needs pyzmq, which the 'jupyter' extra
 DISPLAY_LIMIT = 16 << 20
 #: Seconds between looks at whether the process that started the kernel is still there.
 PARENT_POLL = 1.0
-
-
-class ConfigError(PyreluneError):
-    """A connection file the kernel refuses to start with; the message says why."""
 
 
 class Connection:

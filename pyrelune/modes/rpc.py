@@ -26,7 +26,7 @@ import os
 import sys
 import time
 
-from pyrelune import PyreluneError
+from pyrelune.modes import ConfigError
 from pyrelune.protocols import rpc, rpcmessages
 from pyrelune.shaping.streaming import DEFAULT_LIMIT
 from pyrelune.shaping.terminal import Presenter
@@ -89,10 +89,6 @@ class Settings:
         self.max_output = max_output
         self.auth_timeout = auth_timeout
         self.drain_timeout = drain_timeout
-
-
-class ConfigError(PyreluneError):
-    """What the rpc kernel refuses to start with (a --listen value, streams it cannot use)."""
 
 
 def parse_listen(value: str) -> tuple[str, int]:
