@@ -1,7 +1,8 @@
 """The event-loop driver: a kernel whose worker is watched by the kernel's loop (rpc, Jupyter).
 
-The loop is `transports.reactor.Reactor` for the rpc kernel over a pipe, and
-asyncio's for WebSocket and Jupyter: this asks of it only what `Loop` offers.
+The loop is `transports.reactor.Reactor` for the rpc kernel over a pipe and
+for the Jupyter kernel, and asyncio's for rpc over WebSocket: this asks of it
+only what `Loop` offers.
 
 The loop reads the transport too, so output streams to the host while the
 cell runs and an interrupt is read while it runs. The worker's pipes are

@@ -5,8 +5,8 @@ the event pipe, how much output it just read, an interrupt it sent) and the
 time, and it answers what to do (a line for the control pipe, SIGINT to the
 cell, a kill with the error to report) and when to look again. Two drivers
 do the waiting: `blocking` with select (oneshot, lines) and `evented` on
-the kernel's event loop (rpc, Jupyter: `transports.reactor` over a pipe,
-asyncio's otherwise); `link` is the I/O they share.
+the kernel's event loop (rpc, Jupyter: `transports.reactor`, but asyncio's
+for rpc over WebSocket); `link` is the I/O they share.
 
 Its state is two machines in one table, `TRANSITIONS` ((state, event) ->
 next state), consulted for every change: the current cell's (a worker not
