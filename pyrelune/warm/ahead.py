@@ -20,7 +20,7 @@ import socket
 from typing import NoReturn
 
 from pyrelune.supervisor.process import WorkerProcess
-from pyrelune.warm import frames, served
+from pyrelune.warm import become, frames
 from pyrelune.wire import WorkerFds
 
 _SECTIONS = 9
@@ -66,7 +66,7 @@ class Ahead:
 def _wait(fds: WorkerFds) -> NoReturn:
     """In the worker: wait for the cell, become what a cold worker is, run it."""
     try:
-        served.reseed()  # while it waits: each worker is a fork of its own
+        become.reseed()  # while it waits: each worker is a fork of its own
         channel = socket.socket(fileno=0)
         first, passed, _, _ = socket.recv_fds(channel, 1, 2)
         data = bytearray(first)
@@ -84,7 +84,7 @@ def _wait(fds: WorkerFds) -> NoReturn:
         os.fchdir(passed[1])
         for fd in passed:
             os.close(fd)
-        served.take_on(frames.environ_of(environ), int(umask), argv0, frames.paths_of(path))
+        become.take_on(frames.environ_of(environ), int(umask), argv0, frames.paths_of(path))
         from pyrelune.worker.runtime import Cell, run_oneshot
 
         run_oneshot(Cell(source.decode("utf-8", "surrogatepass"),

@@ -24,7 +24,7 @@ import traceback
 from collections.abc import Callable, Iterable
 from typing import NoReturn
 
-from pyrelune.warm import frames, sandbox
+from pyrelune.warm import become, frames, sandbox
 from pyrelune.warm.started import started
 
 TYPE_CHECKING = False
@@ -169,7 +169,7 @@ def _serve(conn: socket.socket, peer: int, baseline: Baseline, served: Callable[
     os.fchdir(fds[3])
     for fd in fds:
         os.close(fd)
-    take_on(environ, int(umask), argv0, path)
+    become.take_on(environ, int(umask), argv0, path)
     from pyrelune.modes import oneshot
     from pyrelune.transports import stdio
 
@@ -271,16 +271,6 @@ def _limits(peer: int, pids: tuple[int, ...]) -> str | None:
     return None
 
 
-def take_on(environ: dict[bytes, bytes], umask: int, argv0: bytes, path: list[str]) -> None:
-    """Become the launcher, as a cold runtime (and its worker) is it: its environment, umask,
-    argv and sys.path."""
-    os.environb.clear()
-    os.environb.update(environ)
-    os.umask(umask)
-    sys.argv = [argv0.decode("utf-8", "surrogateescape")]
-    sys.path[:] = path + [p for p in sys.path if p not in path]  # and what the preload added
-
-
 def _same_imports(raw: bytes, path: list[str], peer: int, baseline: Baseline) -> str | None:
     """Why the cell's imports could differ from a cold cell's, if they could.
 
@@ -364,13 +354,6 @@ def _matplotlibrc(working: str) -> str | None:
     except (OSError, ValueError):
         return None  # the cold path rejects the request: let it
     return matplotlibrc()
-
-
-def reseed() -> None:
-    """Fresh random state, as a new process has (Python's `random` reseeds itself at fork)."""
-    numpy_random = sys.modules.get("numpy.random")
-    if numpy_random is not None:
-        numpy_random.seed()
 
 
 def _release_std_fds() -> None:

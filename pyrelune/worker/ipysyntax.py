@@ -22,9 +22,10 @@ from pyrelune.worker import importhooks
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, TypeVar
 
-    from pyrelune.worker.cell import Compiled
+    #: What `compile_cell` makes of a cell (`cell.Compiled`): passed back as it is.
+    Compiled = TypeVar("Compiled")
 
 #: What a translated line calls: `magics`, reached whatever the cell imported or defined, and
 #: imported (as the runtime's own) by the first line that runs: translating loads none of it.

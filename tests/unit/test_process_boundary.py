@@ -17,6 +17,8 @@ import re
 from collections.abc import Collection
 from pathlib import Path
 
+import pytest
+
 import pyrelune
 
 PACKAGE = Path(pyrelune.__file__).parent
@@ -38,18 +40,20 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(tree: ast.AST, package: str, modules: Collection[str] = ()
-             ) -> list[tuple[str, str | None]]:
+def _imports(tree: ast.AST, package: str, modules: Collection[str] = (),
+             typing: bool = False) -> list[tuple[str, str | None]]:
     """(imported module, enclosing function or None) for every run-time import.
 
     `from x import y` gives x.y and x; with `modules` (the package's), only the
-    module it loads: x.y if that is one, else x.
+    module it loads: x.y if that is one, else x. With `typing`, the imports
+    for type checking only (`if TYPE_CHECKING:`) too.
     """
     found: list[tuple[str, str | None]] = []
 
     def visit(node: ast.AST, function: str | None) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and getattr(child.test, "id", "") == "TYPE_CHECKING":
+            if (isinstance(child, ast.If) and not typing
+                    and getattr(child.test, "id", "") == "TYPE_CHECKING"):
                 for other in child.orelse:
                     visit(other, function)
                 continue  # typing only: never imported at run time
@@ -75,14 +79,16 @@ def _imports(tree: ast.AST, package: str, modules: Collection[str] = ()
     return found
 
 
-def _graph(resolved: bool = False) -> dict[str, list[tuple[str, str | None]]]:
-    """Each module's imports (`_imports`); `resolved`: each to the module it loads."""
+def _graph(resolved: bool = False, typing: bool = False
+           ) -> dict[str, list[tuple[str, str | None]]]:
+    """Each module's imports (`_imports`, with `typing`); `resolved`: each to the module
+    it loads."""
     paths = {_module(path): path for path in PACKAGE.rglob("*.py")}
     graph = {}
     for name, path in paths.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         graph[name] = _imports(ast.parse(path.read_text()), package,
-                               paths.keys() if resolved else ())
+                               paths.keys() if resolved else (), typing)
     return graph
 
 
@@ -174,10 +180,11 @@ def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-def _import_edges() -> dict[str, set[str]]:
-    """Every import, in functions too, and every module named in a string
-    (`import_own("pyrelune...")`: a module imported when first used)."""
-    graph = _graph(resolved=True)
+def _import_edges(typing: bool = False) -> dict[str, set[str]]:
+    """Every import, in functions too (with `typing`, for type checking too), and every
+    module named in a string (`import_own("pyrelune...")`: a module imported when first
+    used)."""
+    graph = _graph(resolved=True, typing=typing)
     edges = {module: {i for i, _ in imports} for module, imports in graph.items()}
     for path in PACKAGE.rglob("*.py"):
         edges[_module(path)] |= set(re.findall(r"\"(pyrelune(?:\.\w+)+)\"", path.read_text()))
@@ -185,8 +192,18 @@ def _import_edges() -> dict[str, set[str]]:
             for module, imported in edges.items()}
 
 
-def test_no_module_imports_itself_back_through_others() -> None:
-    edges = _import_edges()
+@pytest.mark.parametrize("typing", [False, True], ids=["run time", "type checking too"])
+def test_no_module_imports_itself_back_through_others(typing: bool) -> None:
+    """Not even through imports for type checking only: two modules that name each
+    other's types belong in one, or the type in a third. But a package may name its own
+    submodules' types (`wire.WorkerFds.ring` is a `wire.ring.OutputRing`): a submodule
+    always loads its package first, so that tie is Python's."""
+    edges = _import_edges(typing)
+    if typing:
+        run_time = _import_edges()
+        edges = {module: {i for i in imported
+                          if i in run_time[module] or not i.startswith(f"{module}.")}
+                 for module, imported in edges.items()}
     circles = _circles(edges)
     described = [" ; ".join(f"{m} -> {', '.join(sorted(edges[m] & set(c)))}" for m in c)
                  for c in circles]
