@@ -30,7 +30,7 @@ _PROGRAM = """\
 import sys
 if not getattr(sys.flags, "safe_path", False):
     del sys.path[0]
-from pyrelune.cli.entry import main
+from pyrelune.__main__ import main
 sys.exit(main({warm}))
 """
 #: How a warm launcher (`vix install --warm`) passes its setting: `main(warm='numpy,pandas')`.

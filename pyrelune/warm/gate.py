@@ -3,7 +3,7 @@
 Imported on the oneshot path whenever a warm setting is given, before anything
 else of warm start: with a warm process running, a cell that cannot gain from
 the preload (`print(2 + 3)`) goes cold from what this module says, at what a
-cold start costs (see `pyrelune.cli.entry`). So it imports nothing but `os`
+cold start costs (see `pyrelune.__main__`). So it imports nothing but `os`
 and `sys` (and `pyrelune.settings` for a bad value, to refuse it); `route`
 and the rest of warm start import it, never the reverse.
 

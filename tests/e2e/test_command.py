@@ -50,7 +50,7 @@ for name in list(sys.modules):
         del sys.modules[name]
 before = set(sys.modules)
 sys.argv = ["pyrelune"]
-from pyrelune.cli.entry import main
+from pyrelune.__main__ import main
 try:
     main()
 except SystemExit as exc:
@@ -70,6 +70,7 @@ def test_the_hot_path_imports_only_what_it_needs(tmp_path: Path) -> None:
     imported = set(eval(proc.stderr))
     assert not imported & HEAVY, sorted(imported & HEAVY)
     assert {"pyrelune.modes.oneshot", "pyrelune.supervisor.session"} <= imported  # it did run
+    assert "pyrelune.cli" not in imported  # the full command line's package (see __main__)
     # The worker side loads in the worker only.
     assert not {"pyrelune.worker.runtime", "pyrelune.worker.kernelloop"} & imported
 

@@ -362,7 +362,7 @@ def test_a_missing_or_broken_connection_file_is_said_clearly(tmp_path: Path) -> 
 def test_without_pyzmq_the_mode_says_how_to_install_it(tmp_path: Path) -> None:
     code = ("import sys; sys.modules['zmq'] = None; "
             "sys.argv = ['pyrelune', '--mode', 'jupyter', '-f', sys.argv[1]]; "
-            "from pyrelune.cli.entry import main; main()")
+            "from pyrelune.__main__ import main; main()")
     done = _start(str(_connection(tmp_path)), code=code)
     assert done.returncode == 2
     assert "pip install 'pyrelune[jupyter]'" in done.stderr

@@ -226,7 +226,7 @@ def test_an_interrupt_while_the_kernel_starts_is_ignored() -> None:
         "            os.kill(os.getpid(), signal.SIGINT)\n"
         "sys.meta_path.insert(0, Interrupter())\n"
         "sys.argv = ['pyrelune', '--mode', 'lines']\n"
-        "from pyrelune.cli.entry import main\n"
+        "from pyrelune.__main__ import main\n"
         "main()\n"
     )
     host = Host([sys.executable, "-c", starter])

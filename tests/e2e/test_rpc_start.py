@@ -55,7 +55,7 @@ def test_the_rpc_worker_starts_without_functools() -> None:
     """It is the worker's slowest import (with collections), and an rpc worker needs none of it:
     its first answer waits for whatever it imports. Started as the console script starts it
     (`-m` would import functools itself, for runpy)."""
-    script = "import sys\nfrom pyrelune.cli.entry import main\nsys.exit(main())"
+    script = "import sys\nfrom pyrelune.__main__ import main\nsys.exit(main())"
     source = "import sys\n[m for m in ('functools', 'asyncio') if m in sys.modules]"
     request = {"kind": "request", "id": "1", "method": "execute.cell",
                "params": {"cell_id": "c", "source": source}}
@@ -127,7 +127,7 @@ def test_the_options_rules_are_all_said_as_usage_errors(args: list[str], option:
 def test_listen_without_websockets_says_which_extra_to_install() -> None:
     """websockets is the `websocket` extra's: a kernel asked to listen without it says so."""
     script = ("import sys\nsys.modules['websockets'] = None  # as if it were not installed\n"
-              "from pyrelune.cli.entry import main\nsys.exit(main())")
+              "from pyrelune.__main__ import main\nsys.exit(main())")
     result = subprocess.run([sys.executable, "-c", script, "--mode", "rpc", "--listen",
                              "127.0.0.1:0"], stdin=subprocess.DEVNULL, capture_output=True,
                             timeout=TIMEOUT)

@@ -84,7 +84,7 @@ def test_launcher_imports_nothing_the_oneshot_entry_does_not(places: Places) -> 
         lines = result.stderr.decode().splitlines()
         return {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:")}
 
-    direct = imported([sys.executable, "-c", "from pyrelune.cli.entry import main; main()"])
+    direct = imported([sys.executable, "-c", "from pyrelune.__main__ import main; main()"])
     via_launcher = imported([str(places.bin_dir / "pyrelune")])
     assert via_launcher - direct == set()
     assert {"typer", "jsonschema", "json"} & via_launcher == set()

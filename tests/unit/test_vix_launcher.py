@@ -12,7 +12,7 @@ def test_short_plain_path_gets_a_python_shebang() -> None:
     assert text.startswith("#!/venv/bin/python3\n")
     assert launcher.is_launcher(text)
     assert launcher.interpreter_of(text) == "/venv/bin/python3"
-    assert "from pyrelune.cli.entry import main" in text
+    assert "from pyrelune.__main__ import main" in text
 
 
 @pytest.mark.parametrize("path", ["/my envs/py env/bin/python", "/" + "x" * 130 + "/python",
