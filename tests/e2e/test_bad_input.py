@@ -34,9 +34,9 @@ from support.vixhost import VixHost, encode_request
          "source contains a NUL character (line 2, column 5)"),
     ],
 )
-def test_rejected(roomy_host: VixHost, raw: bytes, code: str, says: str) -> None:
+def test_rejected(host: VixHost, raw: bytes, code: str, says: str) -> None:
     # Roomy: the wording is tested, not the time; loading jsonschema on a busy machine is slow.
-    result = roomy_host.run(raw)
+    result = host.run(raw)
     assert result.error["code"] == code
     assert says in result.error["message"], result.error
     assert result.failure == result.error["message"]
@@ -61,8 +61,8 @@ def test_nesting_100000_deep(host: VixHost, opening: str) -> None:
         b'{"source": "x", "workingDirectory": "/nonexistent/' + b"d" * 300_000 + b'"}',
     ],
 )
-def test_large_bad_requests_are_read_before_failing(roomy_host: VixHost, raw: bytes) -> None:
-    result = roomy_host.run(raw)  # the host dies of SIGPIPE if the runtime exits first
+def test_large_bad_requests_are_read_before_failing(host: VixHost, raw: bytes) -> None:
+    result = host.run(raw)  # the host dies of SIGPIPE if the runtime exits first
     assert not result.sigpipe
     assert result.response["ok"] is False
 
@@ -81,8 +81,8 @@ def test_a_leading_bom_is_skipped(host: VixHost) -> None:
     assert host.run(b'\xef\xbb\xbf{"source":"print(3)"}').shown == [("stdout", "3\n")]
 
 
-def test_a_2_mb_source_runs(roomy_host: VixHost) -> None:
+def test_a_2_mb_source_runs(host: VixHost) -> None:
     """Just under the request cap (2 MiB, see test_request_size): a big literal, many lines."""
     source = "s = '" + "a" * 2_000_000 + "'\n" + "# comment\n" * 1000 + "print(len(s))"
-    result = roomy_host.run(encode_request({"source": source}))
+    result = host.run(encode_request({"source": source}))
     assert result.shown == [("stdout", "2000000\n")]

@@ -241,9 +241,9 @@ def test_an_output_over_the_budget_becomes_a_note(host: VixHost) -> None:
     assert text == f"Big()\n{note}"
 
 
-def test_a_big_plot_stays_under_the_host_limit(roomy_host: VixHost) -> None:
+def test_a_big_plot_stays_under_the_host_limit(host: VixHost) -> None:
     source = "import matplotlib.pyplot as plt\nplt.scatter(range(20_000), range(20_000))"
-    result = roomy_host.run_cell(source)  # the harness fails the run at 1 MiB
+    result = host.run_cell(source)  # the harness fails the run at 1 MiB
     assert result.ok and "image/svg+xml output of" in result.text("stdout")
 
 

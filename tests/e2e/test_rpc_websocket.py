@@ -4,6 +4,7 @@ flood; every message checked against the schemas. Loopback only."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -209,20 +210,24 @@ class Intruder(threading.Thread):
         self.url = url
         self.limit = limit
         self.connections = 0
-        self.inside = threading.Event()  # it has had a kernel.ready
+        self.inside = threading.Event()  # its connection is a guest waiting for kernel.auth
         self.halt = threading.Event()
 
     def run(self) -> None:
         while not self.halt.is_set() and self.connections < self.limit:
+            self.inside.clear()
             self.connections += 1
             try:
                 with ws_connect(self.url, open_timeout=TIMEOUT) as websocket:
+                    told = False
                     while not self.halt.is_set():
                         try:
                             websocket.recv(timeout=0.1)
                         except TimeoutError:
+                            if told:  # kernel.ready and then nothing: a guest, not refused
+                                self.inside.set()
                             continue
-                        self.inside.set()
+                        told = True
             except (ConnectionClosed, OSError):
                 pass  # dropped: straight back in
 
@@ -241,15 +246,21 @@ def test_a_client_without_the_token_reconnecting_at_once_cannot_lock_the_owner_o
     owner.close()
     intruder = Intruder(server.url)
     intruder.start()
+
+    def back_in(dropped: int) -> bool:
+        return intruder.connections > dropped and intruder.inside.is_set()
+
     try:
-        assert intruder.inside.wait(TIMEOUT)
-        for _ in range(5):
-            time.sleep(0.2)  # the intruder is back in, waiting, when the owner comes
+        for arrival in range(5):
+            # The intruder is back in, waiting, when the owner comes (a fixed
+            # pause was once too short on a busy machine).
+            assert wait_until(functools.partial(back_in, arrival))
             began = time.monotonic()
             owner = connect(server.url)  # at the first try, without waiting for anyone
             assert time.monotonic() - began < AUTH_TIMEOUT / 2  # not once the intruder's ran out
             assert owner.wait_event("stream")["data"]["cell_id"] == "long"
             owner.close()
+        assert wait_until(lambda: intruder.connections > 5)  # refused and back, again and again
         owner = connect(server.url)
         assert owner.call("execute.interrupt", {})["result"]["interrupted"] is True
         done = owner.until_done()[-1]
@@ -257,7 +268,6 @@ def test_a_client_without_the_token_reconnecting_at_once_cannot_lock_the_owner_o
         owner.close()
     finally:
         intruder.stop()
-    assert intruder.connections > 5  # it was refused and came back, again and again
 
 
 def test_the_client_that_authenticates_displaces_those_still_waiting(server: Listener) -> None:
