@@ -14,10 +14,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from queue import Empty
-from typing import Any
+from typing import IO, Any
 
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
@@ -121,19 +122,52 @@ def drain_iopub(client: BlockingKernelClient) -> None:
             return
 
 
+#: Starts tried when a port jupyter_client chose was taken by another process before
+#: the kernel could bind it (parallel suites on one machine; ipykernel fails so too).
+STARTS = 3
+
+
 @contextlib.contextmanager
 def started(data_dir: Path, interrupt_mode: str = "signal", env: dict[str, str] | None = None,
             provisioned: bool = False,
             **options: Any) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
     """A kernel started from a kernelspec in `data_dir`, as a front end starts it, and a
     client whose channels are open once kernel_info was answered; shut down after.
-    `options` go to the KernelManager (`transport="ipc"`, `ip`)."""
+    `options` go to the KernelManager (`transport="ipc"`, `ip`). The kernel's stderr is
+    shown on the test's own once the kernel ends."""
     kernelspec(data_dir, interrupt_mode, env=env, provisioned=provisioned)
+    for start in range(1, STARTS + 1):
+        log = data_dir / f"kernel-stderr-{start}"
+        with open(log, "wb") as errors:  # open for the manager's life: a restart reuses it
+            manager, client = _start(data_dir, errors, options)
+            try:
+                client.wait_for_ready(timeout=TIMEOUT)
+            except RuntimeError:
+                client.stop_channels()
+                manager.shutdown_kernel(now=True)
+                said = log.read_text(errors="replace")
+                sys.stderr.write(said)
+                if "Address already in use" in said and start < STARTS:
+                    continue
+                raise
+            try:
+                yield manager, client
+            finally:
+                client.stop_channels()
+                manager.shutdown_kernel(now=False)
+                sys.stderr.write(log.read_text(errors="replace"))
+            return
+
+
+def _start(data_dir: Path, errors: IO[bytes],
+           options: dict[str, Any]) -> tuple[KernelManager, BlockingKernelClient]:
+    """Start the kernel as a front end does, its stderr to `errors`, and open a client's
+    channels."""
     saved = os.environ.get("JUPYTER_PATH")
     os.environ["JUPYTER_PATH"] = str(data_dir)
     try:
         manager = KernelManager(kernel_name=KERNEL_NAME, **options)
-        manager.start_kernel()
+        manager.start_kernel(stderr=errors)
     finally:
         if saved is None:
             os.environ.pop("JUPYTER_PATH", None)
@@ -141,9 +175,4 @@ def started(data_dir: Path, interrupt_mode: str = "signal", env: dict[str, str] 
             os.environ["JUPYTER_PATH"] = saved
     client = manager.blocking_client()
     client.start_channels()
-    try:
-        client.wait_for_ready(timeout=TIMEOUT)
-        yield manager, client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=False)
+    return manager, client
