@@ -141,22 +141,19 @@ def started(data_dir: Path, interrupt_mode: str = "signal", env: dict[str, str] 
         with open(log, "wb") as errors:  # open for the manager's life: a restart reuses it
             manager, client = _start(data_dir, errors, options)
             try:
-                client.wait_for_ready(timeout=TIMEOUT)
-            except RuntimeError:
-                client.stop_channels()
-                manager.shutdown_kernel(now=True)
-                said = log.read_text(errors="replace")
-                sys.stderr.write(said)
-                if "Address already in use" in said and start < STARTS:
-                    continue
-                raise
-            try:
+                try:
+                    client.wait_for_ready(timeout=TIMEOUT)
+                except RuntimeError:
+                    if "Address already in use" in log.read_text(errors="replace") \
+                            and start < STARTS:
+                        continue
+                    raise
                 yield manager, client
+                return
             finally:
                 client.stop_channels()
                 manager.shutdown_kernel(now=False)
                 sys.stderr.write(log.read_text(errors="replace"))
-            return
 
 
 def _start(data_dir: Path, errors: IO[bytes],

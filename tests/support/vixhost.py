@@ -136,10 +136,10 @@ class VixHost:
 
     @classmethod
     def roomy(cls) -> VixHost:
-        """A host for tests of size or memory: neither it nor the runtime times out.
+        """A host under which neither it nor the runtime times out (the `host` fixture's).
 
-        Vix Note's 10 s and the runtime's 9 s are tested on their own; here they
-        would only fail a slow (busy) machine.
+        Vix Note's 10 s and the runtime's 8.5 s are tested on their own; elsewhere
+        they would only fail a slow (busy) machine.
         """
         return cls(env={**os.environ, "PYRELUNE_TIMEOUT": str(ROOMY)}, wall_clock=ROOMY)
 
