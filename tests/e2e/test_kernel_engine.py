@@ -6,6 +6,7 @@ import signal
 from collections.abc import Iterable, Iterator
 
 import pytest
+from support.stall import stall_first_worker
 
 from pyrelune.supervisor.kernel import LOST, Kernel
 from pyrelune.wire.events import Display, Done, InputRequest
@@ -64,6 +65,29 @@ def test_an_interrupt_right_after_the_cell_is_sent_stops_that_cell(interactive: 
             assert done.error.evalue == "Execution interrupted", done.error.evalue  # not killed
         kernel.execute("kept", "<cell 22>")
         assert ended(kernel.events()).ok
+    finally:
+        kernel.close()
+
+
+@pytest.mark.parametrize("interactive", [False, True])
+def test_an_interrupted_cell_whose_worker_never_began_it_is_not_run_again(
+        interactive: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interrupt's grace runs out before the stalled worker reads the cell: it is killed,
+    and the cell is over, interrupted. It is not sent to a fresh worker as a cell that a
+    worker died before is (which would run, here print, what the host stopped)."""
+    stall_first_worker(monkeypatch)
+    kernel = Kernel(interactive=interactive)
+    try:
+        kernel.execute("print('ran')", "<cell 1>")
+        kernel.interrupt()
+        events = list(kernel.events())
+        done = ended(events)
+        assert done.error is not None and done.error.ename == "KeyboardInterrupt", done
+        assert "killed" in done.error.evalue and LOST in done.error.evalue
+        assert not [e for e in events if "ran" in str(e)], events
+        kernel.execute("print('next')", "<cell 2>")  # a fresh worker, which starts
+        events = list(kernel.events())
+        assert ended(events).ok, events
     finally:
         kernel.close()
 

@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 
 import pytest
+from support.stall import stall_first_worker
 
 from pyrelune.modes.jupyter import Connection, JupyterServer
 from pyrelune.protocols import jupyter
@@ -125,11 +126,18 @@ def test_an_execute_sent_first_starts_the_worker_and_runs(
     assert results == ["2"]
 
 
+@pytest.mark.parametrize("stalled", [False, True])
 def test_an_interrupt_ends_a_cell_whose_worker_was_just_forked(
-        kernel: tuple[JupyterServer, FakeSockets, Reactor]) -> None:
+        kernel: tuple[JupyterServer, FakeSockets, Reactor], stalled: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stalled: the worker has not read the cell when the interrupt's grace ends, and is
+    killed; the cell is over (it was once sent again, to a fresh worker, and ran on)."""
+    if stalled:
+        stall_first_worker(monkeypatch)
     server, sockets, loop = kernel
-    msg_id = sockets.deliver("shell", "execute_request",
-                             {"code": "import time\ntime.sleep(300)"})
+    # Stalled, a cell sent again would be over at once, and the test would fail as soon.
+    code = "print('ran')" if stalled else "import time\ntime.sleep(300)"
+    msg_id = sockets.deliver("shell", "execute_request", {"code": code})
 
     def interrupt_at_once(channel: str, message: jupyter.Message) -> None:
         if message.msg_type == "execute_input":  # the cell is handed to a worker not yet forked
