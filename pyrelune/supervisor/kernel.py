@@ -201,15 +201,15 @@ class Kernel:
 
         None: the worker died before it started the cell, which a fresh
         worker now runs (its events follow, on the new link, after a notice).
-        Not when the session killed it: a cell interrupted (or out of time)
-        before its slow worker began it is over, as the host asked.
+        Not a cell the host had stopped (see `Session.stopped`): interrupted
+        before its slow worker began it, and then killed, it is over.
         """
         status = self.link.worker.reap(block=False)
         sent, self._sent = self._sent, None
         if status is None:
             return done
         interrupts = self.link.worker.interrupts
-        if (sent is not None and interrupts is not None and not self.link.killed
+        if (sent is not None and interrupts is not None and not self.link.session.stopped
                 and not interrupts.started(sent.cell)):
             self.replace_lost(status)
             self._send(sent.source, sent.filename, sent.inputs, sent.origin)

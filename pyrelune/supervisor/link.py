@@ -37,7 +37,6 @@ class WorkerLink:
         self.worker = worker
         self.session = Session(message_limit(cap), worker.key)
         self._closed = False
-        self.killed = False  # by `kill`: what the worker was sent ended there, run or not
         self._ring: CapturedRing | None = None
         if worker.ring is not None:
             from pyrelune.supervisor.capture import CapturedRing
@@ -214,7 +213,6 @@ class WorkerLink:
         No Done when the cell had ended already (a foreign line read after its
         Done): the worker's death is then told as one between cells.
         """
-        self.killed = True
         self.worker.signal_group(_signal.SIGKILL)
         self.worker.reap(block=True)
         yield from self.drain()

@@ -173,6 +173,12 @@ class Session:
         return self.state == FINISHED
 
     @property
+    def stopped(self) -> bool:
+        """The host (or the deadline) interrupted the cell: however it ends, it is not run
+        again, not even when its worker ends before it began it (see `Kernel.settle`)."""
+        return self._kill_at is not None
+
+    @property
     def events_open(self) -> bool:
         """The event pipe is still to be read."""
         return self.events == EVENTS_OPEN

@@ -12,8 +12,8 @@ as in plain Python. The worker also notes when it raised the interrupt
 (`heard`): a cell that is cleaning up gets longer than one that never
 noticed; and which cell it last started (`began`): a worker that died
 before it started the cell it was sent (a cell before it broke the
-worker's machinery) leaves that cell to a fresh worker, unless the
-session killed it (an interrupt it did not answer in time: that cell is over).
+worker's machinery) leaves that cell to a fresh worker, unless the host
+had interrupted that cell: then it is over (see `Session.stopped`).
 
 The memory is anonymous and shared, made before the fork: what one side
 writes, the other reads. Signals cannot be counted (two pending SIGINTs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Iterable, Iterator
 
@@ -70,20 +71,25 @@ def test_an_interrupt_right_after_the_cell_is_sent_stops_that_cell(interactive: 
 
 
 @pytest.mark.parametrize("interactive", [False, True])
+@pytest.mark.parametrize("killer", ["session", "outside"])
 def test_an_interrupted_cell_whose_worker_never_began_it_is_not_run_again(
-        interactive: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The interrupt's grace runs out before the stalled worker reads the cell: it is killed,
-    and the cell is over, interrupted. It is not sent to a fresh worker as a cell that a
-    worker died before is (which would run, here print, what the host stopped)."""
+        interactive: bool, killer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stalled worker has not read the cell when it is interrupted. The session kills it
+    once the grace runs out, or something else does first: either way the cell is over.
+    It is not sent to a fresh worker, as a cell that a worker died before is (which would
+    run, here print, what the host stopped)."""
     stall_first_worker(monkeypatch)
     kernel = Kernel(interactive=interactive)
     try:
         kernel.execute("print('ran')", "<cell 1>")
         kernel.interrupt()
+        if killer == "outside":
+            os.kill(kernel.worker.pid, signal.SIGKILL)
         events = list(kernel.events())
         done = ended(events)
-        assert done.error is not None and done.error.ename == "KeyboardInterrupt", done
-        assert "killed" in done.error.evalue and LOST in done.error.evalue
+        assert done.error is not None and LOST in done.error.evalue, done
+        if killer == "session":
+            assert done.error.ename == "KeyboardInterrupt" and "killed" in done.error.evalue
         assert not [e for e in events if "ran" in str(e)], events
         kernel.execute("print('next')", "<cell 2>")  # a fresh worker, which starts
         events = list(kernel.events())

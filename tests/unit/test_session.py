@@ -137,6 +137,29 @@ def test_an_interrupt_before_the_deadline_is_not_a_timeout() -> None:
     assert isinstance(kill, Kill) and kill.error.code == INTERRUPTED
 
 
+def test_a_cell_is_stopped_once_interrupted_or_out_of_time_until_the_next_begins() -> None:
+    """What `Kernel.settle` asks before it sends a cell again to a fresh worker."""
+    session = started(timeout=9, now=0.0)
+    assert not session.stopped
+    session.interrupted(1.0)
+    assert session.stopped
+    session.end(None)
+    assert session.stopped  # still, as its Done is settled
+    session.interrupted(2.0)  # late, for the cell that ended
+    session.begin(3.0, timeout=1)
+    assert not session.stopped
+    assert session.due(4.0, heard=False) is INTERRUPT  # the deadline's
+    assert session.stopped
+
+
+def test_an_interrupt_with_no_cell_begun_stops_nothing() -> None:
+    session = Session(LIMIT, KEY)
+    session.interrupted(1.0)
+    assert not session.stopped
+    session.begin(2.0)
+    assert not session.stopped
+
+
 def test_a_trickle_of_output_pauses_reading_for_a_moment() -> None:
     session = started()
     session.took(20, now=5.0)
