@@ -36,13 +36,18 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from support.modes import Seen, runner
 
 from corpus.cells import Cell, Notebook
 
 _T = TypeVar("_T")
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from jupyter_client.blocking.client import BlockingKernelClient
+    from jupyter_client.manager import KernelManager
 
 # Normalization ---------------------------------------------------------------------
 
@@ -185,15 +190,19 @@ class Expected:
 def run_in_ipykernel(book: Notebook, folder: Path) -> dict[str, Expected]:
     """Each cell of `book` run in one fresh ipykernel started in `folder`."""
     from jupyter_client.manager import KernelManager
+    from support.jupyter_host import ready
 
-    manager = KernelManager(kernel_name="python3")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYRELUNE_")}
-    manager.start_kernel(cwd=str(folder), env=env)
-    client = manager.client()
-    client.start_channels()
+
+    def start(errors: IO[bytes]) -> tuple[KernelManager, BlockingKernelClient]:
+        manager = KernelManager(kernel_name="python3")
+        manager.start_kernel(cwd=str(folder), env=env, stderr=errors)
+        client = manager.blocking_client()
+        client.start_channels()
+        return manager, client
+
     results: dict[str, Expected] = {}
-    try:
-        client.wait_for_ready(timeout=120)
+    with ready(start, folder.parent / f"{folder.name}-stderr", 120, now=True) as (_, client):
         for cell in book.cells:
             expected = Expected()
             reply = client.execute_interactive(cell.source, output_hook=expected.hook,
@@ -203,9 +212,6 @@ def run_in_ipykernel(book: Notebook, folder: Path) -> dict[str, Expected]:
                 if payload.get("source") == "page":  # `obj?`: IPython's pager
                     expected.stream("stdout", payload["data"].get("text/plain", ""))
             results[cell.name] = expected
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
     return results
 
 

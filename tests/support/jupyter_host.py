@@ -15,7 +15,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from queue import Empty
 from typing import IO, Any
@@ -136,23 +136,35 @@ def started(data_dir: Path, interrupt_mode: str = "signal", env: dict[str, str] 
     `options` go to the KernelManager (`transport="ipc"`, `ip`). The kernel's stderr is
     shown on the test's own once the kernel ends."""
     kernelspec(data_dir, interrupt_mode, env=env, provisioned=provisioned)
-    for start in range(1, STARTS + 1):
-        log = data_dir / f"kernel-stderr-{start}"
+    with ready(lambda errors: _start(data_dir, errors, options), data_dir / "kernel-stderr",
+               TIMEOUT) as (manager, client):
+        yield manager, client
+
+
+@contextlib.contextmanager
+def ready(start: Callable[[IO[bytes]], tuple[KernelManager, BlockingKernelClient]],
+          logs: Path, timeout: float,
+          now: bool = False) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
+    """What `start(stderr)` started (any kernel: pyrelune's, ipykernel), once kernel_info
+    was answered; started again (at most `STARTS` times) only when it died saying a port
+    was taken. Its stderr goes to `logs`-N, then to the test's; `now`: shut down at once."""
+    for attempt in range(1, STARTS + 1):
+        log = logs.with_name(f"{logs.name}-{attempt}")
         with open(log, "wb") as errors:  # open for the manager's life: a restart reuses it
-            manager, client = _start(data_dir, errors, options)
+            manager, client = start(errors)
             try:
                 try:
-                    client.wait_for_ready(timeout=TIMEOUT)
+                    client.wait_for_ready(timeout=timeout)
                 except RuntimeError:
                     if "Address already in use" in log.read_text(errors="replace") \
-                            and start < STARTS:
+                            and attempt < STARTS:
                         continue
                     raise
                 yield manager, client
                 return
             finally:
                 client.stop_channels()
-                manager.shutdown_kernel(now=False)
+                manager.shutdown_kernel(now=now)
                 sys.stderr.write(log.read_text(errors="replace"))
 
 
