@@ -47,7 +47,6 @@ _T = TypeVar("_T")
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from jupyter_client.blocking.client import BlockingKernelClient
-    from jupyter_client.manager import KernelManager
 
 # Normalization ---------------------------------------------------------------------
 
