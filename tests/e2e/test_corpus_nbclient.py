@@ -6,6 +6,7 @@ bottom in a fresh folder, and every cell's outputs the same under the corpus's r
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from support.modes import Seen
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
+traitlets_config = pytest.importorskip("traitlets.config")
 
 #: The richest form first: the one a page shows (compared as the corpus compares rpc's item).
 _SHOWN = ("image/png", "image/svg+xml", "image/jpeg", "text/html", "application/json",
@@ -66,10 +68,21 @@ class NotebookRuns:
             nbformat.v4.new_code_cell(cell.source, id=cell.name.replace("_", "-"))
             for cell in book.cells])
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYRELUNE_")}
+        # Sockets as files (the ipc transport), in a folder of their own: the five TCP ports
+        # jupyter_client picks can be taken by another test's process before the kernel
+        # binds them, and the kernel then dies before it answers.
+        sockets = Path(tempfile.mkdtemp(prefix="ipc-", dir=self.root))
+        config = traitlets_config.Config(
+            {"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}})
         client = nbclient.NotebookClient(
-            notebook, kernel_name=kernel, timeout=120, startup_timeout=120,
+            notebook, kernel_name=kernel, timeout=120, startup_timeout=120, config=config,
             allow_errors=True, resources={"metadata": {"path": str(folder)}})
-        client.execute(env=env)
+        log = folder.with_name(f"{folder.name}-stderr")
+        with open(log, "wb") as errors:  # the kernel's stderr, on the failing test's
+            try:
+                client.execute(env=env, stderr=errors)
+            finally:
+                sys.stderr.write(log.read_text(errors="replace"))
         return {cell.name: list(run.outputs)
                 for cell, run in zip(book.cells, notebook.cells, strict=True)}
 
