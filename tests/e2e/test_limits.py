@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from support.launch import SCRIPT
 from support.processes import gone_soon, running
-from support.vixhost import ROOMY, VixHost, encode_request
+from support.vixhost import DEADLINE, ROOMY, VixHost, encode_request
 
-FAST = {"PYRELUNE_TIMEOUT": "1"}
+FAST = {"PYRELUNE_TIMEOUT": str(DEADLINE)}
 
 
 def request(source: str) -> bytes:
@@ -51,7 +51,7 @@ def test_deadline(source: str) -> None:
     result = VixHost().run(request("print('so far')\n" + source), env=FAST)
     assert result.error["code"] == "timeout"
     assert result.failure is not None
-    assert result.failure.startswith("Cell timed out after 1 s")
+    assert result.failure.startswith(f"Cell timed out after {DEADLINE} s")
     assert result.response["stdout"].startswith("so far\n")
 
 

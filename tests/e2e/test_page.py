@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.launch import SCRIPT
-from support.vixhost import VixHost, encode_request, project_folder
+from support.vixhost import DEADLINE, VixHost, encode_request, project_folder
 
 ESC = "\x1b"
 
@@ -181,9 +181,10 @@ def test_the_whole_exception_message_is_shown(host: VixHost) -> None:
 @pytest.mark.slow  # waits out the runtime's deadline
 def test_a_timeout_shows_the_progress_printed(host: VixHost) -> None:
     result = host.run_cell("print('progress 1', flush=True)\nwhile True: pass",
-                           env={"PYRELUNE_TIMEOUT": "1"})
+                           env={"PYRELUNE_TIMEOUT": str(DEADLINE)})
     assert result.error["code"] == "timeout"
-    assert result.failure is not None and result.failure.startswith("Cell timed out after 1 s")
+    assert result.failure is not None
+    assert result.failure.startswith(f"Cell timed out after {DEADLINE} s")
     assert "\nprogress 1\n" in result.failure
 
 
@@ -351,10 +352,11 @@ def test_a_prefix_outside_home_leaves_home_as_sent(host: VixHost, vix_home: Path
 
 @pytest.mark.slow  # waits out the runtime's deadline
 def test_a_timeout_says_how_to_allow_more(host: VixHost) -> None:
-    result = host.run_cell("import time\ntime.sleep(60)", env={"PYRELUNE_TIMEOUT": "1"})
+    result = host.run_cell("import time\ntime.sleep(60)",
+                           env={"PYRELUNE_TIMEOUT": str(DEADLINE)})
     assert result.failure is not None
     head, _, advice = result.failure.partition("\n\n")
-    assert head == "Cell timed out after 1 s (line 2)"
+    assert head == f"Cell timed out after {DEADLINE} s (line 2)"
     assert advice.startswith("To allow a cell more time, set PYRELUNE_TIMEOUT (seconds; 0: no "
                              "limit) where `vix note` is started. Vix Note itself stops every "
                              "cell after 10 s"), advice
