@@ -15,7 +15,7 @@ import pytest
 from corpus.cells import NOTEBOOKS, Notebook, cells
 from corpus.compare import Expected, attempt, differences, outcome_of
 from corpus.known import KNOWN
-from support import jupyter_host
+from support import jupyter_host, warmhost
 from support.modes import Seen
 
 nbformat = pytest.importorskip("nbformat")
@@ -68,10 +68,10 @@ class NotebookRuns:
             nbformat.v4.new_code_cell(cell.source, id=cell.name.replace("_", "-"))
             for cell in book.cells])
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYRELUNE_")}
-        # Sockets as files (the ipc transport), in a folder of their own: the five TCP ports
-        # jupyter_client picks can be taken by another test's process before the kernel
-        # binds them, and the kernel then dies before it answers.
-        sockets = Path(tempfile.mkdtemp(prefix="ipc-", dir=self.root))
+        # Sockets as files (the ipc transport), in a short folder of their own (AF_UNIX's
+        # 107 bytes): the five TCP ports jupyter_client picks can be taken by another test's
+        # process before the kernel binds them, and the kernel then dies before it answers.
+        sockets = warmhost.runtime_folder()
         config = traitlets_config.Config(
             {"KernelManager": {"transport": "ipc", "ip": str(sockets / "kernel")}})
         client = nbclient.NotebookClient(
