@@ -2,13 +2,13 @@
 
 Configured as fully as the kernel allows: execution, streams, errors,
 results, display data, clear_output, completion, is_complete, history (tail,
-range, search) and inspection. The suite finds the kernel by its kernelspec
-name; the kernelspec is written into a temporary Jupyter data folder.
+range, search) and inspection. The kernel is started as every Jupyter test here
+starts it (`jupyter_host.started`: a kernelspec in a temporary Jupyter data folder).
 """
 
 from __future__ import annotations
 
-import os
+import contextlib
 import tempfile
 from pathlib import Path
 from typing import Any, ClassVar
@@ -18,7 +18,6 @@ from support import jupyter_host
 
 
 class PyreluneKernelTests(jupyter_kernel_test.KernelTests):  # type: ignore[misc]
-    kernel_name = jupyter_host.KERNEL_NAME
     language_name = "python"
     file_extension = ".py"
 
@@ -49,24 +48,17 @@ class PyreluneKernelTests(jupyter_kernel_test.KernelTests):  # type: ignore[misc
     code_inspect_sample = "zip"
     code_page_something = "zip?"
 
-    _saved: ClassVar[str | None] = None
-    _folder: ClassVar[tempfile.TemporaryDirectory[str]]
+    _started: ClassVar[contextlib.ExitStack]
 
     @classmethod
     def setUpClass(cls) -> None:
-        cls._folder = tempfile.TemporaryDirectory()
-        jupyter_host.kernelspec(Path(cls._folder.name))
-        cls._saved = os.environ.get("JUPYTER_PATH")
-        os.environ["JUPYTER_PATH"] = cls._folder.name
-        super().setUpClass()
+        # jupyter_host's start, not the suite's own: a kernel whose port another process
+        # took before it bound it is started again, and its stderr is kept.
+        with contextlib.ExitStack() as stack:  # undone at once if the start fails
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            cls.km, cls.kc = stack.enter_context(jupyter_host.started(folder))
+            cls._started = stack.pop_all()
 
     @classmethod
     def tearDownClass(cls) -> None:
-        try:
-            super().tearDownClass()
-        finally:
-            if cls._saved is None:
-                os.environ.pop("JUPYTER_PATH", None)
-            else:
-                os.environ["JUPYTER_PATH"] = cls._saved
-            cls._folder.cleanup()
+        cls._started.close()
