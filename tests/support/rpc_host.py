@@ -265,13 +265,22 @@ class WebSocketHost(Host):
     """A WebSocket client of a listening kernel (websockets' sync client)."""
 
     def __init__(self, url: str, **connect: Any) -> None:
+        from websockets.exceptions import InvalidMessage
         from websockets.sync.client import connect as ws_connect
 
         super().__init__()
         self._kernel = _LISTENERS.get(url)
         self._stack = contextlib.ExitStack()
-        self.websocket = self._stack.enter_context(ws_connect(url, open_timeout=TIMEOUT,
-                                                              **connect))
+        try:
+            self.websocket = self._stack.enter_context(ws_connect(url, open_timeout=TIMEOUT,
+                                                                  **connect))
+        except (InvalidMessage, OSError) as error:  # no answer at all: what the kernel said
+            if self._kernel is None:
+                raise
+            raise AssertionError(
+                f"no WebSocket connection to {url}: {error!r}; the kernel "
+                f"{'is running' if self._kernel.process.poll() is None else 'has ended'}, "
+                f"its stderr so far: {bytes(self._kernel.errors)!r}") from error
 
     def _send_text(self, text: str) -> None:
         self.websocket.send(text)
