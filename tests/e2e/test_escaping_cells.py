@@ -15,7 +15,7 @@ import pytest
 from support.lines_host import Host as LinesHost
 from support.processes import gone_soon
 from support.rpc_host import PipeHost, stdout_of
-from support.vixhost import DEADLINE, VixHost, encode_request
+from support.vixhost import DEADLINE_ENV, VixHost, encode_request
 
 ESCAPE = "import os, time\nos.setpgid(0, os.getpgid(os.getppid()))\n"
 
@@ -25,8 +25,7 @@ def test_oneshot_answers_a_cell_that_left_its_group_by_the_deadline(tmp_path: Pa
     pid_file = tmp_path / "pid"
     source = (f"{ESCAPE}open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
               "print('escaped', flush=True)\ntime.sleep(60)")
-    host = VixHost(env={"PYRELUNE_TIMEOUT": str(DEADLINE)})
-    result = host.run(encode_request({"source": source}))
+    result = VixHost(env=DEADLINE_ENV).run(encode_request({"source": source}))
     result.assert_well_behaved()
     assert result.error["code"] == "timeout"
     assert result.response["stdout"] == "escaped\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from support.vixhost import DEADLINE, VixHost
+from support.vixhost import DEADLINE_ENV, VixHost
 
 LATE = "import threading, time\n"
 
@@ -42,7 +42,7 @@ def test_a_daemon_thread_is_not_waited_for(host: VixHost) -> None:
 
 @pytest.mark.slow  # waits out the runtime's deadline
 def test_a_thread_that_never_ends_cannot_make_the_runtime_miss_its_deadline() -> None:
-    host = VixHost(env={**os.environ, "PYRELUNE_TIMEOUT": str(DEADLINE)})
+    host = VixHost(env={**os.environ, **DEADLINE_ENV})
     result = host.run_cell(LATE + "def spin():\n    print('spinning', flush=True)\n"
                            "    while True:\n        time.sleep(0.01)\n"
                            "threading.Thread(target=spin, name='spinner').start()")

@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 from support.launch import SCRIPT
 from support.processes import gone_soon, running
-from support.vixhost import DEADLINE, ROOMY, VixHost, encode_request
-
-FAST = {"PYRELUNE_TIMEOUT": str(DEADLINE)}
+from support.vixhost import DEADLINE, DEADLINE_ENV, ROOMY, VixHost, encode_request
 
 
 def request(source: str) -> bytes:
@@ -48,7 +46,7 @@ def test_default_deadline_answers_before_the_host_kills() -> None:
     ],
 )
 def test_deadline(source: str) -> None:
-    result = VixHost().run(request("print('so far')\n" + source), env=FAST)
+    result = VixHost().run(request("print('so far')\n" + source), env=DEADLINE_ENV)
     assert result.error["code"] == "timeout"
     assert result.failure is not None
     assert result.failure.startswith(f"Cell timed out after {DEADLINE} s")
@@ -57,7 +55,7 @@ def test_deadline(source: str) -> None:
 
 @pytest.mark.slow  # waits out the runtime's deadline
 def test_deadline_points_at_the_interrupted_line() -> None:
-    result = VixHost().run(request("import time\n\ntime.sleep(60)"), env=FAST)
+    result = VixHost().run(request("import time\n\ntime.sleep(60)"), env=DEADLINE_ENV)
     assert result.error["code"] == "timeout"
     assert 'line 3' in result.error["details"] and "KeyboardInterrupt" in result.error["details"]
     assert result.response["diagnostics"][0]["line"] == 3
@@ -65,7 +63,7 @@ def test_deadline_points_at_the_interrupted_line() -> None:
 
 def test_deadline_kills_the_cells_children() -> None:
     source = "import subprocess\np = subprocess.Popen(['sleep', '60'])\nprint(p.pid)\nwhile 1: pass"
-    result = VixHost().run(request(source), env=FAST)
+    result = VixHost().run(request(source), env=DEADLINE_ENV)
     assert result.error["code"] == "timeout"
     assert gone_soon(int(result.response["stdout"]))
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from support.launch import SCRIPT
-from support.vixhost import DEADLINE, VixHost, encode_request, project_folder
+from support.vixhost import DEADLINE, DEADLINE_ENV, VixHost, encode_request, project_folder
 
 ESC = "\x1b"
 
@@ -181,7 +181,7 @@ def test_the_whole_exception_message_is_shown(host: VixHost) -> None:
 @pytest.mark.slow  # waits out the runtime's deadline
 def test_a_timeout_shows_the_progress_printed(host: VixHost) -> None:
     result = host.run_cell("print('progress 1', flush=True)\nwhile True: pass",
-                           env={"PYRELUNE_TIMEOUT": str(DEADLINE)})
+                           env=DEADLINE_ENV)
     assert result.error["code"] == "timeout"
     assert result.failure is not None
     assert result.failure.startswith(f"Cell timed out after {DEADLINE} s")
@@ -352,8 +352,7 @@ def test_a_prefix_outside_home_leaves_home_as_sent(host: VixHost, vix_home: Path
 
 @pytest.mark.slow  # waits out the runtime's deadline
 def test_a_timeout_says_how_to_allow_more(host: VixHost) -> None:
-    result = host.run_cell("import time\ntime.sleep(60)",
-                           env={"PYRELUNE_TIMEOUT": str(DEADLINE)})
+    result = host.run_cell("import time\ntime.sleep(60)", env=DEADLINE_ENV)
     assert result.failure is not None
     head, _, advice = result.failure.partition("\n\n")
     assert head == f"Cell timed out after {DEADLINE} s (line 2)"

@@ -12,7 +12,7 @@ import os
 import pytest
 from support.lines_host import Host
 from support.rpc_host import PipeHost
-from support.vixhost import DEADLINE, VixHost
+from support.vixhost import DEADLINE_ENV, VixHost
 
 SIGNAL_THE_RUNTIME = "import os, signal, time\nos.kill(os.getppid(), signal.{name})\n"
 
@@ -42,7 +42,7 @@ def test_oneshot_answers_any_signal_that_would_end_it(host: VixHost, name: str) 
 @pytest.mark.slow  # waits out the runtime's deadline
 def test_oneshot_answers_a_signal_sent_again_and_again() -> None:
     """The cell carries on after its KeyboardInterrupt: the deadline stops it, the signal said."""
-    host = VixHost(env={**os.environ, "PYRELUNE_TIMEOUT": str(DEADLINE)})
+    host = VixHost(env={**os.environ, **DEADLINE_ENV})
     source = SIGNAL_THE_RUNTIME.format(name="SIGINT").replace(
         "os.kill", "while True:\n    try:\n        time.sleep(0.001)\n        os.kill") + (
         "\n    except KeyboardInterrupt:\n        pass")

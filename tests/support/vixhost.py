@@ -29,7 +29,7 @@ from pyrelune.vix import host
 from pyrelune.vix.host import PROTOCOL, strict_loads
 from support.launch import SCRIPT
 
-__all__ = ["DEADLINE", "MAX_OUTPUT", "PROTOCOL", "ROOMY", "HostResult", "VixHost",
+__all__ = ["DEADLINE", "DEADLINE_ENV", "MAX_OUTPUT", "PROTOCOL", "ROOMY", "HostResult", "VixHost",
            "encode_request", "judge", "project_folder", "strict_loads"]
 
 #: Vix Note's limits.
@@ -46,6 +46,7 @@ ROOMY = 300.0
 #: first lines on a loaded machine, which 1 s was not always (two suites and two busy
 #: loops on 2 cores).
 DEADLINE = 3
+DEADLINE_ENV = {"PYRELUNE_TIMEOUT": str(DEADLINE)}
 #: What makes a folder a project to `vix note`: the nearest such parent of a
 #: note is its workingDirectory (`~/.vix` makes HOME one, once anything is
 #: installed globally).
