@@ -21,7 +21,7 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
-from support import jupyter_host
+from support import jupyter_host, warmhost
 from support.jupyter_host import TIMEOUT, collect, execute
 from support.launch import SCRIPT
 from support.poll import wait_until
@@ -382,13 +382,18 @@ def test_shutdown_ends_the_kernel_process(tmp_path: Path) -> None:
 
 
 def test_a_restart_gives_a_fresh_namespace(tmp_path: Path) -> None:
-    with jupyter_host.started(tmp_path) as (manager, client):
+    # A restart binds the same five endpoints again, and `started` retries only the first
+    # start: over TCP another test process could take a port in between, so this kernel
+    # listens on socket files of its own, in a folder short enough for AF_UNIX's limit.
+    sockets = warmhost.runtime_folder() / "kernel"
+    with jupyter_host.started(tmp_path, transport="ipc", ip=str(sockets)) as (manager, client):
         execute(client, "kept = 1")
         manager.restart_kernel(now=False)
         client.wait_for_ready(timeout=TIMEOUT)
         jupyter_host.drain_iopub(client)
         assert execute(client, "kept").content["ename"] == "NameError"
         assert execute(client, "1 + 1").of("execute_result")[0]["data"]["text/plain"] == "2"
+        assert list(sockets.parent.glob("kernel-*"))  # the restarted kernel's, as files
 
 
 # -- nothing of it on the oneshot path ------------------------------------------------------
