@@ -126,6 +126,20 @@ def mime_order(known: tuple[str, ...]) -> tuple[str, ...]:
     return types("PYRELUNE_MIME_ORDER", os.environ.get("PYRELUNE_MIME_ORDER", ""), known)
 
 
+#: What runs a worker's cells (`PYRELUNE_SHELL`): pyrelune's own, or IPython's shell.
+PLAIN, IPYTHON = "plain", "ipython"
+
+
+def shell(default: str) -> str:
+    """$PYRELUNE_SHELL: `PLAIN` or `IPYTHON`, or `default` when unset or empty."""
+    setting = os.environ.get("PYRELUNE_SHELL", "").strip()
+    if not setting:
+        return default
+    if setting not in (PLAIN, IPYTHON):
+        raise broken("PYRELUNE_SHELL", f"{IPYTHON!r} or {PLAIN!r}", setting)
+    return setting
+
+
 def token() -> str | None:
     """$PYRELUNE_TOKEN: the rpc kernel's WebSocket token, None when unset or empty."""
     return os.environ.get("PYRELUNE_TOKEN") or None

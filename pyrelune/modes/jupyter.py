@@ -35,6 +35,7 @@ from pyrelune.protocols.jupyterkernel import (
     RunCell,
     Shutdown,
 )
+from pyrelune.settings import IPYTHON, PLAIN
 from pyrelune.transports import prebound
 from pyrelune.transports.reactor import Reactor
 from pyrelune.transports.ticker import Ticker
@@ -124,9 +125,12 @@ class JupyterServer:
     """Connects the sockets, the state machine and the kernel."""
 
     def __init__(self, connection: Connection, sockets: ZmqSockets, loop: Reactor,
-                 cap: int | None = None, parent: int | None = None) -> None:
-        """`parent`: the process that started the kernel (see `_watch_parent`)."""
+                 cap: int | None = None, parent: int | None = None,
+                 shell: str = IPYTHON) -> None:
+        """`parent`: the process that started the kernel (see `_watch_parent`); `shell`,
+        what runs its cells (see `settings.shell`)."""
         self.loop = loop
+        self._shell = shell
         self.sockets = sockets
         self.signer = jupyter.Signer(connection.key, connection.signature_scheme)
         builder = jupyter.Builder(os.urandom(16).hex(), _username())
@@ -171,7 +175,7 @@ class JupyterServer:
             _line_buffered_c_stdout()
             # Its workers' widgets talk to the front end (comms: see `worker.comms`).
             self.kernel = EventedKernel(self.loop, self._on_event, self._cap, comms=True,
-                                        shown=SHOWN)
+                                        shown=SHOWN, shell=self._shell)
         return self.kernel
 
     def _look_again(self) -> None:
@@ -209,7 +213,8 @@ class JupyterServer:
         if self.stopping is not None:
             return
         if isinstance(command, RunCell):
-            self._worker().execute(command.source, command.filename, origin=command.origin)
+            self._worker().execute(command.source, command.filename, origin=command.origin,
+                                   count=command.count, silent=command.silent)
         else:
             self._worker().query(command.kind, command.args)
 
@@ -245,9 +250,9 @@ def _username() -> str:
         return "pyrelune"
 
 
-def serve(connection: Connection, cap: int | None = None) -> None:
+def serve(connection: Connection, cap: int | None = None, shell: str = IPYTHON) -> None:
     """Bind the sockets and serve until a shutdown_request, SIGTERM, or the end of the
-    process that started the kernel."""
+    process that started the kernel. `shell`: what runs the cells (see `settings.shell`)."""
     parent = os.getppid()  # before the connection file says the kernel is there
     from pyrelune.transports.zmqsockets import ZmqSockets
 
@@ -260,7 +265,7 @@ def serve(connection: Connection, cap: int | None = None) -> None:
     try:
         if sockets.ports != connection.ports:
             _write_ports(connection.path, sockets.ports)
-        server = JupyterServer(connection, sockets, reactor, cap, parent)
+        server = JupyterServer(connection, sockets, reactor, cap, parent, shell)
         reactor.add_signal_handler(_signal.SIGTERM, reactor.stop)
         reactor.add_signal_handler(_signal.SIGINT, server.interrupt)
         reactor.run()
@@ -269,6 +274,20 @@ def serve(connection: Connection, cap: int | None = None) -> None:
             server.close()
         reactor.close()
         sockets.close()
+
+
+def _shell(chosen: str) -> str:
+    """`chosen`, unless it is IPython's shell and IPython is not installed: then pyrelune's
+    own, said on stderr (the kernel runs; what needs `get_ipython()` does not)."""
+    if chosen != IPYTHON:
+        return chosen
+    from importlib.util import find_spec
+
+    if find_spec("IPython") is not None:
+        return chosen
+    sys.stderr.write("pyrelune: IPython is not installed, so cells run in pyrelune's plain "
+                     "shell (pip install 'pyrelune[jupyter]' adds it)\n")
+    return PLAIN
 
 
 def _write_ports(path: str, ports: dict[str, int]) -> None:
@@ -329,7 +348,7 @@ def _run(connection_file: str) -> int:
 
     try:
         cap = settings.max_output(None)
-        serve(connection, cap)
+        serve(connection, cap, _shell(settings.shell(IPYTHON)))
     except settings.SettingError as exc:
         sys.stderr.write(f"pyrelune: {exc}\n")
         return 2

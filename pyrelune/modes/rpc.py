@@ -35,7 +35,7 @@ from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.transports.reactor import Reactor
 from pyrelune.transports.stdio import closed, hold_stderr, say
 from pyrelune.transports.ticker import Ticker
-from pyrelune.wire.events import Clear, Comm, Display, InputRequest, Reply, Stream
+from pyrelune.wire.events import Clear, Comm, Display, InputRequest, Payload, Reply, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -298,8 +298,8 @@ class RpcServer:
             return
         if isinstance(event, Comm):
             return  # this protocol has no comms (its workers make none: see `worker.comms`)
-        if isinstance(event, Reply):
-            return  # the answer to a Query, which this protocol never asks
+        if isinstance(event, (Reply, Payload)):
+            return  # the answer to a Query, which this protocol never asks; an IPython note
         if isinstance(event, InputRequest) and self._input_ended:
             self.kernel.cancel_input()
         self._screen.flush()  # the lines held back go first, as `Presenter.add` has a display

@@ -8,12 +8,19 @@ red, files and line numbers in green, function names in cyan.
 
 from __future__ import annotations
 
+from pyrelune.wire.events import TRACEBACK_PARTS
+
 RED, GREEN, CYAN, BOLD, RESET = "\x1b[31m", "\x1b[32m", "\x1b[36m", "\x1b[1m", "\x1b[0m"
 _FILE = '  File "'
 
 
 def coloured(traceback: str, ename: str, evalue: str) -> list[str]:
-    """The lines of `traceback` (or `ename: evalue` without one), coloured."""
+    """The lines of `traceback` (or `ename: evalue` without one), coloured.
+
+    One the worker formatted already (IPython's shell: `TRACEBACK_PARTS`) is its parts.
+    """
+    if traceback.startswith(TRACEBACK_PARTS):
+        return traceback[1:].split(TRACEBACK_PARTS)
     text = traceback.rstrip("\n") or (f"{ename}: {evalue}" if ename else evalue)
     return [_line(line, ename) for line in text.split("\n")]
 

@@ -34,6 +34,7 @@ from pyrelune.wire.events import (
     Display,
     Done,
     InputRequest,
+    Payload,
     Reply,
     Stream,
 )
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
     from pyrelune.protocols.jupyter import Signer
-    from pyrelune.wire.events import CellError
+    from pyrelune.wire.events import CellError, Event
 
     Command: TypeAlias = "RunCell | AskWorker | Interrupt | AnswerInput | RefuseInput | Shutdown"
 
@@ -70,15 +71,20 @@ class RunCell:
     """Run `source` in the worker; its events follow, ending with a Done.
 
     `origin` names the cell on what its threads and tasks write later: its request's
-    header, as JSON.
+    header, as JSON. `count`: its execution count, None for a cell kept out of the
+    history; `silent`: it shows no result and leaves no trace (an IPython shell's
+    worker numbers `Out` and `In` by them).
     """
 
-    __slots__ = ("filename", "origin", "source")
+    __slots__ = ("count", "filename", "origin", "silent", "source")
 
-    def __init__(self, source: str, filename: str, origin: str | None = None) -> None:
+    def __init__(self, source: str, filename: str, origin: str | None = None,
+                 count: int | None = None, silent: bool = False) -> None:
         self.source = source
         self.filename = filename
         self.origin = origin
+        self.count = count
+        self.silent = silent
 
 
 class AskWorker:
@@ -245,7 +251,8 @@ class JupyterCodec:
                 "ValueError", "execute_request without code", self.execution_count))
             return True
         silent = bool(content.get("silent", False))
-        if bool(content.get("store_history", True)) and not silent:
+        stored = bool(content.get("store_history", True)) and not silent
+        if stored:
             self.execution_count += 1
             self.history.append((self.execution_count, code))
             filename = f"<In[{self.execution_count}]>"
@@ -258,7 +265,8 @@ class JupyterCodec:
                                                      "execution_count": cell.count}, request)
         self._cap.begin()
         self._displays.begin()
-        outcome.commands.append(RunCell(code, filename, cell.origin))
+        outcome.commands.append(RunCell(code, filename, cell.origin,
+                                        cell.count if stored else None, silent))
         return False
 
     def _on_complete(self, channel: str, request: Message, outcome: Outcome) -> bool:
@@ -342,8 +350,7 @@ class JupyterCodec:
 
     # -- the engine's events ---------------------------------------------------------------
 
-    def output(self, item: Stream | Display | Clear | InputRequest | Reply | Done | Comm,
-               now: float) -> Outcome:
+    def output(self, item: Event, now: float) -> Outcome:
         """One engine event of the request the worker serves (or a late one of a past cell's)."""
         outcome = Outcome()
         parent = self._parent_of(item)
@@ -360,6 +367,10 @@ class JupyterCodec:
                 not aside):
             self._cell.payload.append({"source": "page", "data": item.data, "start": 0})
             return outcome  # shown by the front end's pager, from the execute_reply
+        if isinstance(item, Payload):
+            if self._cell is not None and not aside:
+                self._cell.payload.append(item.content)
+            return outcome  # what no cell waits on has no reply to go in
         self._flush(outcome)
         if isinstance(item, Display):
             if item.is_result or self._cell is None or aside or self._displays.admit():
@@ -404,8 +415,7 @@ class JupyterCodec:
             return self._current
         return self._last_cell
 
-    def _parent_of(self, item: Stream | Display | Clear | InputRequest | Reply | Done | Comm
-                   ) -> Message | None:
+    def _parent_of(self, item: Event) -> Message | None:
         """What `item` goes under: the cell it names (a thread's or a task's of a cell that
         is not running), else `_parent()`."""
         origin = item.origin if isinstance(item, (Stream, Display, Clear)) else None

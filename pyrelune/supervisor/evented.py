@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 
 from pyrelune import spin
+from pyrelune.settings import PLAIN
 from pyrelune.supervisor.kernel import Kernel
 from pyrelune.supervisor.session import COALESCE, Kill
 from pyrelune.wire.events import Done, Stream
@@ -46,8 +47,8 @@ class EventedKernel:
 
     def __init__(self, loop: Loop, on_event: Callable[[Event], None],
                  cap: int, interactive: bool = True, comms: bool = False,
-                 shown: tuple[str, ...] | None = None) -> None:
-        """`comms` and `shown`: see `Kernel`."""
+                 shown: tuple[str, ...] | None = None, shell: str = PLAIN) -> None:
+        """`comms`, `shown` and `shell`: see `Kernel`."""
         self.loop = loop
         self._on_event = on_event
         self._watched: set[int] = set()
@@ -59,12 +60,13 @@ class EventedKernel:
         self._ring_wait = _RING_SOON
         # Whenever the kernel replaces its worker, the old one's descriptors are let go first.
         self._kernel = Kernel(interactive, cap, before_replace=self._unwatch, comms=comms,
-                              shown=shown)
+                              shown=shown, shell=shell)
         self._watch()
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None,
-                origin: str | None = None) -> None:
-        self._kernel.execute(source, filename, inputs, origin)
+                origin: str | None = None, count: int | None = None,
+                silent: bool = False) -> None:
+        self._kernel.execute(source, filename, inputs, origin, count, silent)
         self._tell()
         self._catch_quick_end(self._watch())
 

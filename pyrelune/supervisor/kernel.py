@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
+from pyrelune.settings import PLAIN
 from pyrelune.supervisor import blocking
 from pyrelune.supervisor.link import WorkerLink
 from pyrelune.supervisor.process import WorkerProcess, describe_exit
@@ -62,11 +63,11 @@ def buffers_stdout(interactive: bool) -> bool:
 
 
 def _serve(fds: WorkerFds, interactive: bool, cap: int, comms: bool,
-           shown: tuple[str, ...] | None) -> NoReturn:
+           shown: tuple[str, ...] | None, shell: str) -> NoReturn:
     """The fork target: the worker's command loop, imported in the child only."""
     from pyrelune.worker.kernelloop import serve
 
-    serve(fds, interactive, buffers_stdout(interactive), cap, comms, shown)
+    serve(fds, interactive, buffers_stdout(interactive), cap, comms, shown, shell)
 
 
 class Kernel:
@@ -82,15 +83,17 @@ class Kernel:
 
     def __init__(self, interactive: bool = False, cap: int = DEFAULT_CAP,
                  before_replace: Callable[[], None] | None = None, comms: bool = False,
-                 shown: tuple[str, ...] | None = None) -> None:
+                 shown: tuple[str, ...] | None = None, shell: str = PLAIN) -> None:
         """`before_replace()` is called whenever the worker is about to be replaced, before
         its descriptors close: a driver watching them stops then (new pipes may reuse their
         numbers). `comms`: the host is a Jupyter front end, which widgets talk to (see
         `worker.comms`). `shown`: the MIME types the host shows, the only ones its workers
-        build (see `display.host_shows`); None, every type."""
+        build (see `display.host_shows`); None, every type. `shell`: what runs the cells,
+        `PLAIN` or `IPYTHON` (see `settings.shell`)."""
         self._interactive = interactive
         self._comms = comms
         self._shown = shown
+        self._shell = shell
         self._cap = cap
         self._before_replace = before_replace
         self.link = self._spawn()
@@ -99,9 +102,10 @@ class Kernel:
 
     def _spawn(self) -> WorkerLink:
         interactive, cap, comms, shown = self._interactive, self._cap, self._comms, self._shown
+        shell = self._shell
         # A live host's stdout goes through shared memory (see `wire.ring`).
         ring = OutputRing() if interactive else None
-        worker = WorkerProcess(lambda fds: _serve(fds, interactive, cap, comms, shown),
+        worker = WorkerProcess(lambda fds: _serve(fds, interactive, cap, comms, shown, shell),
                                Interrupts(), ring)
         worker.widen_capture(CAPTURE_PIPE_SIZE)
         return WorkerLink(worker, cap)
@@ -111,22 +115,24 @@ class Kernel:
         return self.link.worker
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None,
-                origin: str | None = None) -> None:
+                origin: str | None = None, count: int | None = None,
+                silent: bool = False) -> None:
         """Start a cell; its events come from `events()` (or an event-loop driver).
 
         `origin`: what the host knows the cell by, on what its threads and tasks write
-        while another cell runs (see `worker.origin`).
+        while another cell runs (see `worker.origin`). `count`, `silent`: see `Execute`.
         """
         if (status := self.link.worker.reap(block=False)) is not None:
             self.replace_lost(status)
-        self._send(source, filename, inputs, origin)
+        self._send(Execute(source, filename, 0, inputs, origin, count, silent))
 
-    def _send(self, source: str, filename: str, inputs: dict[str, Any] | None,
-              origin: str | None) -> None:
+    def _send(self, execute: Execute) -> None:
+        """Send `execute` as the link's next cell (numbered by its session)."""
         self.link.fresh_ring()
         self.link.begin()
-        self._sent = Execute(source, filename, self.link.session.cell, inputs, origin)
-        self._command(self._sent)
+        execute.cell = self.link.session.cell
+        self._sent = execute
+        self._command(execute)
 
     def replace_lost(self, status: int) -> None:
         """The idle worker died (wait `status`): start another, told with the next cell."""
@@ -212,7 +218,7 @@ class Kernel:
         if (sent is not None and interrupts is not None and not self.link.session.stopped
                 and not interrupts.started(sent.cell)):
             self.replace_lost(status)
-            self._send(sent.source, sent.filename, sent.inputs, sent.origin)
+            self._send(sent)
             self._sent = None  # once: a second death is the cell's own
             return None
         self.restart()

@@ -34,6 +34,7 @@ from pyrelune.wire.events import (
     WORKER_DIED,
     CellError,
     Clear,
+    Comm,
     Display,
     Done,
     from_wire,
@@ -222,7 +223,8 @@ class Session:
                     return [*steps, self._foreign("a done with no cell running")]
                 event = self.end(event.error)
             steps.append(event)
-            if (isinstance(event, Clear) or (isinstance(event, Display) and not event.is_result)
+            if (isinstance(event, (Clear, Comm)) or (isinstance(event, Display)
+                                                     and not event.is_result)
                     ) and message.get("wait", True):
                 steps.append(_SEND_CONTINUE)  # the worker waits for it (Channel.ask)
         if lines.held >= self.limit:  # a line that does not end, or not before it is too long

@@ -19,18 +19,23 @@ class Execute:
 
     `origin`: what the host knows the cell by (an rpc cell_id, a Jupyter request's header),
     given back with what its threads and tasks write once another cell runs (see
-    `worker.origin`).
+    `worker.origin`). `count` and `silent`: a Jupyter cell's execution count (None: kept
+    out of the history) and whether it leaves no trace, which an IPython shell numbers
+    its `In` and `Out` by (see `worker.ipyshell`).
     """
 
-    __slots__ = ("cell", "filename", "inputs", "origin", "source")
+    __slots__ = ("cell", "count", "filename", "inputs", "origin", "silent", "source")
 
     def __init__(self, source: str, filename: str, cell: int = 0,
-                 inputs: dict[str, Any] | None = None, origin: str | None = None) -> None:
+                 inputs: dict[str, Any] | None = None, origin: str | None = None,
+                 count: int | None = None, silent: bool = False) -> None:
         self.source = source
         self.filename = filename
         self.cell = cell
         self.inputs = inputs
         self.origin = origin
+        self.count = count
+        self.silent = silent
 
 
 class Reset:
@@ -105,6 +110,10 @@ def to_wire(command: Command) -> bytes:
             message["inputs"] = command.inputs
         if command.origin is not None:
             message["origin"] = command.origin
+        if command.count is not None:
+            message["count"] = command.count
+        if command.silent:
+            message["silent"] = True
     elif isinstance(command, InputReply):
         message = {"op": "input", "value": command.value}
     elif isinstance(command, Query):
@@ -123,7 +132,8 @@ def from_wire(line: bytes) -> Command:
     op = message["op"]
     if op == "execute":
         return Execute(message["source"], message["filename"], message["cell"],
-                       message.get("inputs"), message.get("origin"))
+                       message.get("inputs"), message.get("origin"), message.get("count"),
+                       message.get("silent", False))
     if op == "input":
         return InputReply(message["value"])
     if op == "query":

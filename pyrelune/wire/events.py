@@ -222,16 +222,37 @@ class Comm:
         return f"Comm({self.msg_type!r}, {self.content.get('comm_id')!r})"
 
 
+class Payload:
+    """A note for the reply to the running cell, as IPython's shell writes them: a page to
+    show (`obj?`), the next cell's text (`%load`, `set_next_input`) or exit (`exit`).
+
+    `content` holds at least `source`, the payload's kind, as Jupyter's execute_reply
+    carries it. Only an IPython shell's worker sends one (see `worker.ipyshell`).
+    """
+
+    __slots__ = ("content",)
+
+    def __init__(self, content: dict[str, Any]) -> None:
+        self.content = content
+
+    def __repr__(self) -> str:
+        return f"Payload({self.content.get('source')!r})"
+
+
+#: A traceback formatted already (IPython's, coloured) is its parts, each after this
+#: character, which no traceback holds; a Jupyter front end gets them as its list.
+TRACEBACK_PARTS = "\x1e"
+
+
 #: The comm messages a kernel sends and receives (the messaging spec's "custom messages").
 COMM_TYPES = ("comm_open", "comm_msg", "comm_close")
 
 
 if TYPE_CHECKING:
-    Event: TypeAlias = Stream | Display | Clear | InputRequest | Reply | Done | Comm
+    Event: TypeAlias = Stream | Display | Clear | InputRequest | Reply | Done | Comm | Payload
 
 
-def to_wire(event: Stream | Display | Clear | InputRequest | Reply | Done | Comm
-            ) -> dict[str, Any]:
+def to_wire(event: Event) -> dict[str, Any]:
     """The JSON-ready form the worker sends to its session."""
     if isinstance(event, (Stream, Display, Clear)):
         message = _shown(event)
@@ -240,6 +261,8 @@ def to_wire(event: Stream | Display | Clear | InputRequest | Reply | Done | Comm
         return message
     if isinstance(event, Reply):
         return {"t": "reply", "content": event.content}
+    if isinstance(event, Payload):
+        return {"t": "payload", "content": event.content}
     if isinstance(event, Comm):
         from base64 import b64encode
 
@@ -267,7 +290,7 @@ def _shown(event: Stream | Display | Clear) -> dict[str, Any]:
     return message
 
 
-def from_wire(message: Any) -> Stream | Display | Clear | InputRequest | Reply | Done | Comm:
+def from_wire(message: Any) -> Event:
     """Inverse of `to_wire`; ValueError for anything it cannot have made.
 
     The worker's own messages always pass, but a cell can write to the event
@@ -304,6 +327,10 @@ def from_wire(message: Any) -> Stream | Display | Clear | InputRequest | Reply |
         content = message.get("content")
         if isinstance(content, dict):
             return Reply(content)
+    elif kind == "payload":
+        content = message.get("content")
+        if isinstance(content, dict) and isinstance(content.get("source"), str):
+            return Payload(content)
     elif kind == "comm":
         comm = _comm(message)
         if comm is not None:

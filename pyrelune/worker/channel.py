@@ -16,9 +16,11 @@ from pyrelune.wire import LineBuffer, write_all  # loaded before the fork, alway
 from pyrelune.wire.events import (
     SYNC,
     Clear,
+    Comm,
     Display,
     Done,
     InputRequest,
+    Payload,
     Reply,
     message_limit,
     to_wire,
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from pyrelune.wire.commands import Command
-    from pyrelune.wire.events import Comm, Stream
+    from pyrelune.wire.events import Event, Stream
 
 
 class Channel:
@@ -91,7 +93,7 @@ class Channel:
         """Whether the session's next command has begun to arrive (`receive` will not wait long)."""
         return self._commands.pending()
 
-    def send(self, event: Display | Clear | InputRequest | Reply | Done) -> None:
+    def send(self, event: Display | Clear | InputRequest | Reply | Done | Payload) -> None:
         """Report `event` (and any posted before it) after everything the cell wrote."""
         flush_output()
         if self.before_done is not None and type(event) is Done:
@@ -100,18 +102,24 @@ class Channel:
         self._queued = b""
 
     def notify(self, event: Comm | Stream) -> None:
-        """Report `event`, from any thread, waiting for nothing; ValueError if it is too big.
+        """Report `event`, from any thread; ValueError if it is too big.
 
         A comm message is not cut to fit as a display is: half a widget's state is none.
         Stream text comes here only from another cell's thread or task, in small
-        pieces (`worker.origin`).
+        pieces (`worker.origin`). A comm message from the thread that runs the cell
+        waits, as a display does (see `ask`), until the session has read what the cell
+        wrote before it: what the cell prints next comes after it (ipywidgets' `Output`
+        names the request its output goes under in one).
         """
         flush_output()
-        line = self._signed(event, wait=False)
+        wait = isinstance(event, Comm) and self.waits_here()
+        line = self._signed(event, wait=wait)
         if len(line) > self._limit:
             raise ValueError(f"a message of {len(line):,} bytes: more than the kernel "
                              f"sends in one ({self._limit:,})")
         self._write(line)
+        if wait:
+            self.receive()
 
     def sync(self) -> None:
         """Wait until the session has read all output written so far (see `_StreamOrder`)."""
@@ -176,14 +184,15 @@ class Channel:
             flush_output()
             self._write(self._line(event, wait=False))
 
-    def _line(self, event: Display | Clear | InputRequest | Reply | Done,
+    def _line(self, event: Display | Clear | InputRequest | Reply | Done | Payload,
               wait: bool = True) -> bytes:
         """One message to the session: a JSON line, signed, within the event limit.
 
         Text far over it is cut before it is encoded: a 300 MB display is
         not copied into a 300 MB line first.
         """
-        small = (InputRequest, Clear, Reply)  # a Reply is kept small (`introspect`)
+        # A Reply and a Payload are kept small (`introspect`, `ipyshell`).
+        small = (InputRequest, Clear, Reply, Payload)
         if isinstance(event, small) or _text_size(event) <= self._limit:
             line = self._signed(event, wait)
             if len(line) <= self._limit or isinstance(event, small):
@@ -195,8 +204,7 @@ class Channel:
             return line
         return self._signed(bounds.plain(bounded, self._cap), wait)
 
-    def _signed(self, event: Stream | Display | Clear | InputRequest | Reply | Done | Comm,
-                wait: bool) -> bytes:
+    def _signed(self, event: Event, wait: bool) -> bytes:
         message = to_wire(event)
         message["k"] = self._key
         if not wait:

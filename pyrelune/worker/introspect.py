@@ -26,10 +26,13 @@ from pyrelune.worker.runtime import interrupt_guard
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, TypeAlias
 
     from pyrelune.wire.commands import Query
     from pyrelune.worker.channel import Channel
+
+    #: A question's answer: its args and the namespace in, the Reply's content out.
+    Answers: TypeAlias = dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]]
 
 #: The most matches a completion offers, and the most characters of any text answered.
 MAX_MATCHES = 2000
@@ -38,9 +41,12 @@ _IDENTIFIER = "_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _RED, _RESET = "\x1b[31m", "\x1b[0m"
 
 
-def answer(query: Query, namespace: dict[str, Any], channel: Channel) -> None:
-    """Answer `query` with a Reply, then a Done; interruptible, as a cell is."""
-    handler = _ANSWERS.get(query.kind)
+def answer(query: Query, namespace: dict[str, Any], channel: Channel,
+           answers: Answers | None = None) -> None:
+    """Answer `query` with a Reply, then a Done; interruptible, as a cell is.
+
+    `answers`: each kind's answer, if not pyrelune's own (an IPython shell's)."""
+    handler = (_ANSWERS if answers is None else answers).get(query.kind)
     try:
         interrupt_guard.start(query.cell)
         content = handler(query.args, namespace) if handler is not None else {}
@@ -329,7 +335,7 @@ def _is_complete(args: dict[str, Any], namespace: dict[str, Any]) -> dict[str, A
     return is_complete(args, namespace)
 
 
-_ANSWERS: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]] = {
+_ANSWERS: Answers = {
     "complete": complete, "inspect": inspect_object, "expressions": expressions,
     "is_complete": _is_complete}
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from pyrelune.wire import WorkerFds
     from pyrelune.wire.commands import Command
     from pyrelune.wire.ring import RingWriter
+    from pyrelune.worker.ipyshell.shell import ZMQInteractiveShell
     from pyrelune.worker.liveprint import LivePrint
     from pyrelune.worker.origin import Origins
 
@@ -215,7 +216,8 @@ class Prompter:
 
 
 def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
-          comms: bool = False, shown: tuple[str, ...] | None = None) -> NoReturn:
+          comms: bool = False, shown: tuple[str, ...] | None = None,
+          shell: str = "plain") -> NoReturn:
     """A kernel's worker: run cells from the control pipe in one namespace.
 
     `interactive` is for a host that shows the cell while it runs and can
@@ -224,7 +226,9 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
     is block-buffered (see `flushfirst`), for a host that sees output only
     when the cell ends. `cap`: the mode's output cap, which no event exceeds. `comms`: a
     Jupyter front end's, whose widgets talk to it (see `worker.comms`). `shown`: the MIME
-    types the host shows (see `display.host_shows`); None, every type.
+    types the host shows (see `display.host_shows`); None, every type. `shell`: "ipython"
+    runs the cells through IPython's own shell (see `worker.ipyshell`), "plain" through
+    pyrelune's.
 
     `Execute` and `Reset` (see `wire.commands`) are each answered by a Done event.
     """
@@ -258,7 +262,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
             builtins.input = Prompter(channel)
             importhooks.after_import("getpass", lambda getpass: setattr(
                 getpass, "getpass", Prompter(channel, password=True)))
-            show.install()
+            if shell != "ipython":  # pyrelune's own builtins: IPython's shell has none
+                show.install()
             assert fds.ring is not None  # an interactive kernel's worker has one
             writer = RingWriter(fds.ring)
             channel.before_done = writer.settle
@@ -282,7 +287,14 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
 
             std.use(lambda fd: _buffered_text_stream(fd) if fd == 1 else text_stream(fd))
             flush_first(flush_stdout)
-        namespace = fresh_namespace()
+        ipython: ZMQInteractiveShell | None = None
+        if shell == "ipython":
+            from pyrelune.worker.ipyshell.shell import make_shell
+
+            ipython = make_shell(channel)
+            namespace = ipython.user_ns
+        else:
+            namespace = fresh_namespace()
         while True:
             if origins is not None:
                 origins.end()  # what a cell's thread or task writes while idle is its own
@@ -291,7 +303,10 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
                 cells_loop = sys.modules.get("pyrelune.worker.eventloop")
                 if cells_loop is not None:
                     cells_loop.discard()
-                namespace = fresh_namespace()
+                if ipython is not None:
+                    ipython.fresh_namespace()
+                else:
+                    namespace = fresh_namespace()
                 sources.forget_all()
                 channel.send(Done())
             elif isinstance(command, Execute):
@@ -300,18 +315,28 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
                     between.before_cell()
                     origins.begin(command.origin)
                 namespace.update(command.inputs or {})
-                run(Cell(command.source, command.filename, command.cell), namespace, channel)
+                if ipython is not None:
+                    ipython.run_command(command)
+                else:
+                    run(Cell(command.source, command.filename, command.cell), namespace, channel)
             elif isinstance(command, Query):
                 if origins is not None:
                     origins.begin(None)  # what it writes goes under the question
                 if command.kind == "comm":
                     from pyrelune.worker.comms import receive as to_comm
 
+                    if ipython is not None:  # what its handlers show goes under the message
+                        ipython.kernel.serve(command.args.get("header"))
                     to_comm(command, channel)
                 else:
                     from pyrelune.worker.introspect import answer
 
-                    answer(command, namespace, channel)
+                    if ipython is not None:
+                        from pyrelune.worker.ipyshell.answers import answers
+
+                        answer(command, namespace, channel, answers(ipython))
+                    else:
+                        answer(command, namespace, channel)
             elif isinstance(command, FreshRing) and fds.ring is not None:
                 writer.restart(command.lap)
             # Anything else answered an input() that an interrupt ended first: nothing waits for it.

@@ -236,8 +236,14 @@ def run(cell: Cell, namespace: dict[str, Any], channel: Channel, script: bool = 
             interrupt_guard.running = False
     except KeyboardInterrupt as exc:  # a second interrupt, while the first was being reported
         error = exception_error(exc, cell.filename)
+    report(channel, error)
+
+
+def report(channel: Channel, error: CellError | None) -> None:
+    """The cell is over: its Done, unless this is a child the cell forked, which ends here
+    quietly (it returned into the runtime)."""
     if os.getpid() != _worker_pid:
-        os._exit(0)  # a forked child that returned into the runtime: end it quietly
+        os._exit(0)
     channel.send(Done(error))
 
 

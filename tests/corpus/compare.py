@@ -52,7 +52,8 @@ if TYPE_CHECKING:
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
-_CELL_FILE = re.compile(r"/tmp/ipykernel_\d+/\d+\.py|<cell[^>]*>|\"<cell[^\"]*\"|<In\[\d+\][^>]*>")
+_CELL_FILE = re.compile(r"/tmp/(?:ipykernel|pyrelune)_\d+/\d+\.py|<cell[^>]*>|\"<cell[^\"]*\""
+                        r"|<In\[\d+\][^>]*>")
 _TIMINGS = (
     (re.compile(r"CPU times: user [^\n]*"), "<cpu times>"),
     (re.compile(r"Wall time: [^\n]*"), "<wall time>"),

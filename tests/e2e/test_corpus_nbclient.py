@@ -27,15 +27,16 @@ _SHOWN = ("image/png", "image/svg+xml", "image/jpeg", "text/html", "application/
           "text/markdown", "text/latex")
 
 
-#: The rpc kernel's known differences the Jupyter kernel does not have: `obj?` goes to the
-#: pager (a payload of the reply, as ipykernel sends it), which nbclient keeps from neither.
-_NOT_IN_JUPYTER = {"m_help_mark"}
+#: The rpc kernel's known differences the Jupyter kernel does not have, as IPython's own shell
+#: runs its cells: `obj?` goes to the pager (a payload of the reply, as ipykernel sends it),
+#: which nbclient keeps from neither; `_` is IPython's.
+_NOT_IN_JUPYTER = {"m_help_mark", "g_install"}
 
 
 def _cases() -> list[object]:
     cases: list[object] = []
     for book, cell in cells():
-        # The rpc kernel's known differences are the Jupyter kernel's: the same worker runs both.
+        # The rpc kernel's known differences are the Jupyter kernel's, but for those above.
         reason = None if cell.name in _NOT_IN_JUPYTER else KNOWN.get(cell.name, {}).get("rpc")
         # One xdist worker runs a notebook's cells: it runs the notebook once per kernel.
         marks = [pytest.mark.xdist_group(f"nbclient-{book.name}")]

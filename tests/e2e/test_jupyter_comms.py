@@ -3,7 +3,6 @@ package's Comm and CommManager in the worker, so that ipywidgets 8 and anywidget
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,17 +16,7 @@ pytest.importorskip("ipywidgets", reason="the widgets a notebook shows are the t
 Kernel = tuple[KernelManager, BlockingKernelClient]
 
 
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    with jupyter_host.started(tmp_path_factory.mktemp("jupyter"),
-                              interrupt_mode="message") as started:
-        yield started
-
-
-@pytest.fixture
-def client(kernel: Kernel) -> BlockingKernelClient:
-    jupyter_host.drain_iopub(kernel[1])
-    return kernel[1]
+kernel, client = jupyter_host.module_kernel("message")
 
 
 def send(client: BlockingKernelClient, msg_type: str, content: dict[str, Any]) -> Run:

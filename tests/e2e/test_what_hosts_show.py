@@ -91,7 +91,12 @@ def test_the_rpc_kernel_gets_a_figure_drawn_once_as_svg(rpc_kernel: PipeHost) ->
 
 
 def test_jupyter_gets_a_figure_as_ipykernel_draws_it(jupyter: BlockingKernelClient) -> None:
-    run = jupyter_host.execute(jupyter, FIGURE)
+    # IPython's shell draws it (matplotlib-inline, once the inline backend is on): once, as PNG.
+    drawing = FIGURE.replace("from matplotlib.figure import Figure\n", (
+        "%matplotlib inline\nfrom matplotlib.figure import Figure\n"
+        "from matplotlib.backend_bases import FigureCanvasBase as Figure_\n")
+    ).replace("Figure.savefig", "Figure_.print_figure")
+    run = jupyter_host.execute(jupyter, drawing)
     (shown,) = run.of("display_data")
     assert sorted(shown["data"]) == ["image/png", "text/plain"]
     assert _printed(run.stdout()) == ["png"]

@@ -20,6 +20,7 @@ from pathlib import Path
 from queue import Empty
 from typing import IO, Any
 
+import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 from jupyter_kernel_test.msgspec_v5 import validate_message
@@ -111,6 +112,27 @@ def execute(client: BlockingKernelClient, code: str, timeout: float = TIMEOUT,
             **options: Any) -> Run:
     """Run `code` and collect what it produced (stdin requests are not answered)."""
     return collect(client, client.execute(code, **options), timeout=timeout)
+
+
+def module_kernel(interrupt_mode: str = "signal") -> tuple[Any, Any]:
+    """A test module's `kernel` fixture (one kernel for the module, started as `started` does)
+    and its `client` fixture (that kernel's client, IOPub drained of earlier tests' messages).
+
+    In the module: `kernel, client = jupyter_host.module_kernel("message")`.
+    """
+
+    @pytest.fixture(scope="module")
+    def kernel(tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
+        with started(tmp_path_factory.mktemp("jupyter"), interrupt_mode=interrupt_mode) as pair:
+            yield pair
+
+    @pytest.fixture
+    def client(kernel: tuple[KernelManager, BlockingKernelClient]) -> BlockingKernelClient:
+        drain_iopub(kernel[1])
+        return kernel[1]
+
+    return kernel, client
 
 
 def drain_iopub(client: BlockingKernelClient) -> None:

@@ -27,6 +27,18 @@ def test_execute_carries_what_the_host_knows_the_cell_by() -> None:
     assert isinstance(back, Execute) and back.origin == origin
 
 
+def test_execute_carries_a_jupyter_cells_count_and_silence() -> None:
+    """What an IPython shell numbers `In` and `Out` by (see `worker.ipyshell`)."""
+    plain = commands.to_wire(Execute("1", "<cell>", 1))
+    assert b"count" not in plain and b"silent" not in plain  # nothing more for other modes
+    back = commands.from_wire(plain)
+    assert isinstance(back, Execute) and (back.count, back.silent) == (None, False)
+    back = commands.from_wire(commands.to_wire(Execute("1", "<In[4]>", 1, count=4)))
+    assert isinstance(back, Execute) and (back.count, back.silent) == (4, False)
+    back = commands.from_wire(commands.to_wire(Execute("1", "<In[4]>", 1, silent=True)))
+    assert isinstance(back, Execute) and (back.count, back.silent) == (None, True)
+
+
 def test_an_input_reply_keeps_its_text() -> None:
     back = commands.from_wire(commands.to_wire(InputReply("a\nb\u2028\ud800")))
     assert isinstance(back, InputReply) and back.value == "a\nb\u2028\ud800"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pyrelune.wire.events import Clear, Display, Stream, from_wire, to_wire
+from pyrelune.wire.events import Clear, Display, Payload, Stream, from_wire, to_wire
 
 
 @pytest.mark.parametrize("message", [
@@ -30,6 +30,8 @@ from pyrelune.wire.events import Clear, Display, Stream, from_wire, to_wire
     {"t": "clear", "later": False, "o": ["c"]},
     {"t": "input", "prompt": 3, "password": False},
     {"t": "input", "prompt": "?"},
+    {"t": "payload"}, {"t": "payload", "content": {"text": "x"}},
+    {"t": "payload", "content": {"source": 1}}, {"t": "payload", "content": ["page"]},
     {"t": "done", "error": "it failed"},
     {"t": "done", "error": {"code": "timeout"}},
     {"t": "done", "error": {"code": "timeout", "ename": "", "evalue": "", "traceback": "",
@@ -64,3 +66,10 @@ def test_another_cells_output_names_its_cell_and_the_running_ones_says_nothing_m
         assert "o" not in message  # nothing more on the common path
         back = from_wire(message)
         assert isinstance(back, type(event)) and back.origin is None
+
+
+def test_a_payload_travels_whole() -> None:
+    """An IPython shell's note for the cell's reply (`worker.ipyshell`)."""
+    page = {"source": "page", "data": {"text/plain": "help"}, "start": 0}
+    back = from_wire(to_wire(Payload(page)))
+    assert isinstance(back, Payload) and back.content == page

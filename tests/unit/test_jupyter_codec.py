@@ -24,12 +24,14 @@ from pyrelune.protocols.jupyterkernel import (
     history,
 )
 from pyrelune.wire.events import (
+    TRACEBACK_PARTS,
     WORKER_DIED,
     CellError,
     Clear,
     Display,
     Done,
     InputRequest,
+    Payload,
     Reply,
     Stream,
 )
@@ -401,6 +403,38 @@ def test_a_traceback_is_coloured_line_by_line() -> None:
     assert lines[2] == "    1/0"
     assert lines[3].startswith("\x1b[31m\x1b[1mZeroDivisionError\x1b[0m:")
     assert coloured("", "WorkerDied", "gone") == ["\x1b[31m\x1b[1mWorkerDied\x1b[0m: gone"]
+
+
+def test_a_traceback_ipython_formatted_is_sent_as_its_parts() -> None:
+    parts = ["\x1b[31m-----\x1b[39m", "Cell In[1], line 1\n----> 1 1/0\n", "ZeroDivisionError"]
+    assert coloured("".join(TRACEBACK_PARTS + part for part in parts), "", "") == parts
+    assert coloured(TRACEBACK_PARTS + "only", "E", "v") == ["only"]
+
+
+def test_a_cell_is_numbered_for_the_shell_unless_kept_out_of_the_history() -> None:
+    kernel = codec()
+    (stored,) = execute(kernel, "1")[0].commands
+    assert isinstance(stored, RunCell) and (stored.count, stored.silent) == (1, False)
+    kernel.output(Done(), 0.0)
+    (unstored,) = execute(kernel, "2", store_history=False)[0].commands
+    assert isinstance(unstored, RunCell) and (unstored.count, unstored.silent) == (None, False)
+    kernel.output(Done(), 0.0)
+    (silent,) = execute(kernel, "3", silent=True)[0].commands
+    assert isinstance(silent, RunCell) and (silent.count, silent.silent) == (None, True)
+
+
+def test_payloads_go_in_the_cells_reply_in_order() -> None:
+    kernel = codec()
+    execute(kernel, "exit")
+    page = {"source": "page", "data": {"text/plain": "help"}, "start": 0}
+    leave = {"source": "ask_exit", "keepkernel": False}
+    assert kernel.output(Payload(page), 0.0).messages == []  # nothing on IOPub
+    kernel.output(Payload(leave), 0.0)
+    done = kernel.output(Done(), 0.0)
+    reply = next(m for channel, m in done.messages if channel == "shell")
+    assert reply.content["payload"] == [page, leave]
+    # One that comes between cells (a thread's) has no reply to go in: it is dropped.
+    assert kernel.output(Payload(page), 0.0).messages == []
 
 
 @pytest.mark.parametrize(("args", "expected"), [

@@ -85,3 +85,15 @@ def test_any_text_is_a_value_or_a_setting_error(text: str) -> None:
             parse()
         except SettingError:
             pass
+
+
+def test_the_shell_is_ipython_or_plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYRELUNE_SHELL", raising=False)
+    assert settings.shell(settings.IPYTHON) == "ipython"
+    for value in ("plain", " plain ", "ipython"):
+        monkeypatch.setenv("PYRELUNE_SHELL", value)
+        assert settings.shell(settings.PLAIN) == value.strip()
+    monkeypatch.setenv("PYRELUNE_SHELL", "IPython")
+    with pytest.raises(settings.SettingError,
+                       match="PYRELUNE_SHELL must be 'ipython' or 'plain', not 'IPython'"):
+        settings.shell(settings.PLAIN)

@@ -1,0 +1,226 @@
+"""The Jupyter kernel's cells run in IPython's own shell: what libraries reach through
+`get_ipython()` works as under ipykernel, seen from jupyter_client as a front end sees it.
+
+ipywidgets' `Output` and `interact` (the front end captures the messages whose parent is the
+msg_id the widget names), payloads (`obj?`, `exit`, `%load`), `Out` and `_N`, extensions with
+events (autoreload), sympy's printing, IPython's completion; and pyrelune's promises kept under
+it: a crash costs only the cell (tests/e2e/test_jupyter_promises.py runs the rest of them on
+this shell).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager
+from support import jupyter_host
+from support.jupyter_host import TIMEOUT, Run, collect, execute, until_idle
+from support.launch import runtime
+
+Kernel = tuple[KernelManager, BlockingKernelClient]
+
+
+kernel, client = jupyter_host.module_kernel("message")
+
+
+def ok(run: Run) -> Run:
+    assert run.content["status"] == "ok", run.content
+    return run
+
+
+def result(run: Run) -> str:
+    (value,) = ok(run).of("execute_result")
+    text: str = value["data"]["text/plain"]
+    return text
+
+
+def test_get_ipython_is_a_kernel_shell_serving_the_request(client: BlockingKernelClient) -> None:
+    assert result(execute(client, "type(get_ipython()).__name__")) == "'ZMQInteractiveShell'"
+    # IPython's own function answers it too, as libraries call it.
+    assert result(execute(client, "import IPython\nIPython.get_ipython() is get_ipython()")
+                  ) == "True"
+    message = client.session.msg("execute_request", {
+        "code": "get_ipython().kernel.get_parent()['header']['msg_id']", "silent": False,
+        "store_history": True, "user_expressions": {}, "allow_stdin": False})
+    client.shell_channel.send(message)
+    run = collect(client, message["header"]["msg_id"])
+    assert result(run) == repr(message["header"]["msg_id"])
+
+
+def test_results_are_numbered_into_out_and_underscores(client: BlockingKernelClient) -> None:
+    first = execute(client, "6 * 7")
+    count = first.content["execution_count"]
+    assert first.of("execute_result")[0]["execution_count"] == count
+    assert result(execute(client, f"Out[{count}], _{count}, _")) == "(42, 42, 42)"
+    hidden = execute(client, "1 + 1;")  # a trailing semicolon shows nothing
+    assert ok(hidden).of("execute_result") == []
+
+
+def test_an_output_widget_names_the_request_before_what_it_captures(
+        client: BlockingKernelClient) -> None:
+    code = textwrap.dedent("""\
+        import ipywidgets
+        out = ipywidgets.Output()
+        display(out)
+        with out:
+            print("inside")
+            display("shown inside")
+        print("outside")
+        """)
+    message = client.session.msg("execute_request", {
+        "code": code, "silent": False, "store_history": True, "user_expressions": {},
+        "allow_stdin": False})
+    client.shell_channel.send(message)
+    run = collect(client, message["header"]["msg_id"])
+    ok(run)
+    order = []
+    for item in run.iopub:
+        content = item["content"]
+        if item["msg_type"] == "comm_msg" and "msg_id" in content["data"].get("state", {}):
+            order.append(("capture", content["data"]["state"]["msg_id"]))
+        elif item["msg_type"] == "stream":
+            order.append(("stream", content["text"]))
+        elif item["msg_type"] == "display_data" and "text/plain" in content["data"]:
+            order.append(("display", content["data"]["text/plain"]))
+    request = message["header"]["msg_id"]
+    assert order == [("display", "Output()"), ("capture", request), ("stream", "inside\n"),
+                     ("display", "'shown inside'"), ("capture", ""), ("stream", "outside\n")]
+
+
+def test_interact_shows_its_result_under_the_slider_that_moves(
+        client: BlockingKernelClient) -> None:
+    run = ok(execute(client, "from ipywidgets import interact\n"
+                             "shown = interact(lambda x: x * 2, x=5)"))
+    sliders = [c["comm_id"] for c in run.of("comm_open")
+               if c["data"]["state"].get("_model_name") == "IntSliderModel"]
+    outputs = [c["comm_id"] for c in run.of("comm_open")
+               if c["data"]["state"].get("_model_name") == "OutputModel"]
+    assert len(sliders) == 1 and len(outputs) == 1, run.kinds
+    # The first result went into the Output widget: under the cell, named by it.
+    assert any(r["data"]["text/plain"] == "10" for r in run.of("display_data"))
+    assert run.stdout() == ""
+
+    moved = client.session.msg("comm_msg", {"comm_id": sliders[0], "data": {
+        "method": "update", "state": {"value": 8}, "buffer_paths": []}})
+    client.shell_channel.send(moved)
+    callback = Run({}, until_idle(client, moved["header"]["msg_id"]))
+    captured = [c["data"]["state"]["msg_id"] for c in callback.of("comm_msg")
+                if c["comm_id"] == outputs[0] and "msg_id" in c["data"].get("state", {})]
+    assert captured[0] == moved["header"]["msg_id"], callback.kinds
+    assert callback.of("clear_output") and [d["data"]["text/plain"] for d in
+                                            callback.of("display_data")] == ["16"]
+
+
+def test_payloads_reach_the_reply(client: BlockingKernelClient) -> None:
+    page = ok(execute(client, "len?")).content["payload"]
+    assert [p["source"] for p in page] == ["page"] and "Return the number of items" in (
+        page[0]["data"]["text/plain"]) and page[0]["start"] == 0
+    assert ok(execute(client, "get_ipython().set_next_input('x = 1')")).content["payload"] == [
+        {"source": "set_next_input", "text": "x = 1", "replace": False}]
+    assert ok(execute(client, "exit")).content["payload"] == [
+        {"source": "ask_exit", "keepkernel": False}]
+    assert ok(execute(client, "exit(keep_kernel=True)")).content["payload"] == [
+        {"source": "ask_exit", "keepkernel": True}]
+    # The kernel is still there: exit only asks the front end to go.
+    assert result(execute(client, "2 + 2")) == "4"
+
+
+def test_load_fills_the_next_cell(client: BlockingKernelClient, tmp_path: Path) -> None:
+    script = tmp_path / "snippet.py"
+    script.write_text("answer = 42\n", encoding="utf-8")
+    (payload,) = ok(execute(client, f"%load {script}")).content["payload"]
+    assert payload["source"] == "set_next_input" and payload["replace"] is True
+    assert payload["text"].endswith("answer = 42\n")
+
+
+def test_autoreload_runs_the_edited_module(client: BlockingKernelClient, tmp_path: Path) -> None:
+    module = tmp_path / "reloaded_here.py"
+    module.write_text("def f():\n    return 1\n", encoding="utf-8")
+    ok(execute(client, f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n"
+                       "%load_ext autoreload\n%autoreload 2\n"
+                       "from reloaded_here import f"))
+    assert result(execute(client, "f()")) == "1"
+    module.write_text("def f():\n    return 2\n", encoding="utf-8")
+    stat = module.stat()  # a newer time, however coarse the file system's clock
+    os.utime(module, (stat.st_atime, stat.st_mtime + 5))
+    assert result(execute(client, "f()")) == "2"
+
+
+def test_an_error_is_ipythons_traceback_of_the_users_frames(
+        client: BlockingKernelClient) -> None:
+    run = execute(client, "def inner():\n    return 1 / 0\ninner()")
+    content = run.content
+    assert content["status"] == "error" and content["ename"] == "ZeroDivisionError"
+    assert content["evalue"] == "division by zero"
+    coloured = "\n".join(content["traceback"])
+    text = re.sub(r"\x1b\[[0-9;]*m", "", coloured)
+    assert "\x1b[" in coloured and "Cell In[" in text and "return 1 / 0" in text  # IPython's
+    assert "inner()" in text and "pyrelune" not in text  # none of the runtime's frames
+    (error,) = run.of("error")
+    assert error["traceback"] == content["traceback"]
+
+
+def test_a_magic_that_is_not_there_is_a_usage_error(client: BlockingKernelClient) -> None:
+    content = execute(client, "%no_such_magic").content
+    assert content["status"] == "error" and content["ename"] == "UsageError"
+
+
+def test_sympy_prints_latex_through_the_shell(client: BlockingKernelClient) -> None:
+    pytest.importorskip("sympy")
+    ok(execute(client, "import sympy\nsympy.init_printing()\nx = sympy.Symbol('x')"))
+    (value,) = execute(client, "x**2 / 2").of("execute_result")
+    assert "text/latex" in value["data"] and "frac" in value["data"]["text/latex"]
+
+
+def test_completion_and_inspection_are_ipythons(client: BlockingKernelClient) -> None:
+    ok(execute(client, "import os\nrather_long_name = 3"))
+    code = "rather_lo"
+    reply = collect(client, client.complete(code, len(code))).content
+    assert reply["status"] == "ok" and "rather_long_name" in reply["matches"]
+    assert reply["cursor_start"] == 0 and reply["cursor_end"] == len(code)
+    types = reply["metadata"]["_jupyter_types_experimental"]
+    assert any(t["text"] == "rather_long_name" and t["type"] == "instance" for t in types)
+    inspected = collect(client, client.inspect("os.path.join", 12)).content
+    assert inspected["found"] is True and "join" in inspected["data"]["text/plain"]
+    assert collect(client, client.inspect("no_such_thing", 3)).content["found"] is False
+    assert collect(client, client.is_complete("for i in x:")).content == {
+        "status": "incomplete", "indent": "    "}
+
+
+def test_a_crash_costs_the_cell_and_the_next_worker_has_the_shell(
+        client: BlockingKernelClient) -> None:
+    content = execute(client, "import os\nos._exit(3)").content
+    assert content["status"] == "error" and content["ename"] == "WorkerDied"
+    assert result(execute(client, "type(get_ipython()).__name__")) == "'ZMQInteractiveShell'"
+
+
+def _kernel_with(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """The kernel started by hand with `env` on a connection file, until it ends or 10 s."""
+    connection = tmp_path / "kernel.json"
+    connection.write_text('{"transport": "tcp", "ip": "127.0.0.1", "key": "k", '
+                          '"signature_scheme": "hmac-sha256", "shell_port": 0, '
+                          '"iopub_port": 0, "stdin_port": 0, "control_port": 0, '
+                          '"hb_port": 0}', encoding="utf-8")
+    return subprocess.run(runtime("--mode", "jupyter", "-f", str(connection)),
+                          env={**os.environ, **env}, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+
+
+def test_a_shell_setting_that_is_neither_is_refused(tmp_path: Path) -> None:
+    done = _kernel_with({"PYRELUNE_SHELL": "bash"}, tmp_path)
+    assert done.returncode == 2
+    assert "PYRELUNE_SHELL must be 'ipython' or 'plain', not 'bash'" in done.stderr
+
+
+def test_the_plain_shell_is_pyrelunes_own(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with jupyter_host.started(data, env={"PYRELUNE_SHELL": "plain"}) as (_, client):
+        run = execute(client, "get_ipython()")
+        assert run.content["ename"] == "NameError", run.content
+        assert "show(obj" in result(execute(client, "show"))  # pyrelune's own builtin
