@@ -48,6 +48,14 @@ FIRST = ("print('hello from pyrelune')\n"
 STUBBORN = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
             "print('ignoring SIGINT', flush=True)\nwhile True:\n    time.sleep(0.1)")
 AFTER = "print('the kernel goes on:', 6 * 7)"
+#: The widgets.ipynb notebook: what reaches the kernel through get_ipython() (IPython's shell).
+CAPTURED = ("import ipywidgets\nout = ipywidgets.Output()\ndisplay(out)\nwith out:\n"
+            "    print('captured in the widget')\n"
+            "    display(ipywidgets.HTML('<b>a widget in the widget</b>'))\n"
+            "print('below the widget')")
+INTERACT = ("from ipywidgets import interact\n"
+            "shown = interact(lambda x: print(f'doubled {x * 2}'), x=(0, 20))")
+UPDATED = "handle = display('first state', display_id=True)\nhandle.update('last state')"
 
 
 
@@ -70,14 +78,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def _served(root: Path, notebooks: Path) -> Iterator[str]:
     """JupyterLab serving `notebooks`, the check notebook written there; its URL."""
-    cells: list[dict[str, Any]] = [
-        {"cell_type": "code", "source": source, "metadata": {}, "outputs": [],
-         "execution_count": None, "id": f"cell-{n}"}
-        for n, source in enumerate((FIRST, STUBBORN, AFTER))]
-    (notebooks / "check.ipynb").write_text(json.dumps({
-        "cells": cells, "nbformat": 4, "nbformat_minor": 5,
-        "metadata": {"kernelspec": {"name": KERNEL, "display_name": "Python (pyrelune)",
-                                    "language": "python"}}}))
+    for name, sources in (("check", (FIRST, STUBBORN, AFTER)),
+                          ("widgets", (CAPTURED, INTERACT, UPDATED))):
+        cells: list[dict[str, Any]] = [
+            {"cell_type": "code", "source": source, "metadata": {}, "outputs": [],
+             "execution_count": None, "id": f"cell-{n}"} for n, source in enumerate(sources)]
+        (notebooks / f"{name}.ipynb").write_text(json.dumps({
+            "cells": cells, "nbformat": 4, "nbformat_minor": 5,
+            "metadata": {"kernelspec": {"name": KERNEL, "display_name": "Python (pyrelune)",
+                                        "language": "python"}}}))
     token = secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(root / "config"),
            "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
@@ -163,6 +172,23 @@ def run_cell(driver: WebDriver, index: int) -> None:
         Keys.SHIFT).perform()
 
 
+def run_cell_once_sent(driver: WebDriver, index: int) -> None:
+    """`run_cell`, pressed again if the page did not send the cell (its prompt stayed `[ ]`).
+
+    Right after a notebook opens, JupyterLab can take the keys before its kernel session is
+    wired to the page; the cell then stays unsent, with nothing to wait for.
+    """
+    for _ in range(3):
+        run_cell(driver, index)
+        try:
+            WebDriverWait(driver, 30, poll_frequency=0.25).until(
+                lambda d: cell(d, index).find_element(
+                    By.CSS_SELECTOR, ".jp-InputPrompt").text.strip() not in ("[ ]:", ""))
+            return
+        except WebDriverException:
+            continue  # not sent: press again
+
+
 def output_text(driver: WebDriver, index: int) -> str:
     return "\n".join(e.text for e in cell(driver, index).find_elements(
         By.CSS_SELECTOR, ".jp-OutputArea-output"))
@@ -208,3 +234,43 @@ def test_a_notebook_on_pyrelune_shows_text_a_plot_and_a_slider_and_interrupts(
     run_cell(browser, 2)
     wait_for(browser, lambda d: "the kernel goes on: 42" in output_text(d, 2),
              "the next cell's output")
+
+
+def widget_output(driver: WebDriver, index: int) -> str:
+    """The text inside the cell's Output widgets (what they captured), not the cell's own."""
+    return "\n".join(e.text for e in cell(driver, index).find_elements(
+        By.CSS_SELECTOR, ".widget-output"))
+
+
+def test_widgets_capture_what_the_cell_and_a_slider_show(lab: str, browser: WebDriver) -> None:
+    """ipywidgets' Output and interact reach the kernel through get_ipython(): what they
+    capture shows inside the widget, and moving interact's slider runs the function again."""
+    # A fresh workspace (`reset`): the other test's notebook is not open beside it.
+    browser.get(lab.replace("/check.ipynb", "/widgets.ipynb") + "&reset")
+    wait_for(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")) == 3,
+             "the notebook's three cells")
+    wait_for(browser, lambda d: "Python (pyrelune)" in d.find_element(
+        By.CSS_SELECTOR, ".jp-KernelName").text, "the kernel named Python (pyrelune)")
+    wait_for(browser, kernel_idle, "the kernel idle")
+
+    run_cell_once_sent(browser, 0)
+    wait_for(browser, lambda d: "below the widget" in output_text(d, 0), "the cell's own print")
+    wait_for(browser, lambda d: "captured in the widget" in widget_output(d, 0)
+             and "a widget in the widget" in widget_output(d, 0), "the Output widget's capture")
+    assert "below the widget" not in widget_output(browser, 0)
+    wait_for(browser, kernel_idle, "the kernel idle after the first cell")
+
+    run_cell_once_sent(browser, 1)
+    wait_for(browser, lambda d: "doubled 20" in widget_output(d, 1), "interact's first result")
+    handle = wait_for(browser, lambda d: cell(d, 1).find_elements(
+        By.CSS_SELECTOR, ".widget-slider .noUi-handle"), "interact's slider")
+    wait_for(browser, kernel_idle, "the kernel idle after interact")
+    handle[0].click()
+    handle[0].send_keys(Keys.ARROW_RIGHT)
+    wait_for(browser, lambda d: "doubled 22" in widget_output(d, 1),
+             "interact's result after the slider moved")
+    assert "doubled 20" not in widget_output(browser, 1)  # cleared, as interact clears
+
+    run_cell_once_sent(browser, 2)
+    wait_for(browser, lambda d: "last state" in output_text(d, 2), "the updated display")
+    assert "first state" not in output_text(browser, 2)
