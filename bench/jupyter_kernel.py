@@ -11,7 +11,12 @@ machine's drifting speed hits both alike; medians are reported.
 - start: `start_kernel()` to the first `kernel_info_reply` (target <= 0.25x), with
   the kernelspec `pyrelune jupyter install --sys-prefix` writes (it names pyrelune's
   provisioner); and, informational, with the one `--user` writes (it does not);
+- first `1+1`: the first cell's `execute_request`, right after the first
+  kernel_info, to its reply and idle status: the worker ready, IPython's shell
+  imported and made (target <= 0.5x);
 - `1+1`: `execute_request` to its reply and the idle status (target <= 0.5x);
+- restart: `restart_kernel()` until the new kernel answers kernel_info and its
+  first `1+1` is idle (target <= 0.5x);
 - a cell printing M MB (default 20: `print('x' * 99)` M * 10,000 times) until
   its idle status, every IOPub message read (target <= 0.5x);
 - idle memory: the proportional set size (PSS, /proc/PID/smaps_rollup) of the
@@ -39,7 +44,8 @@ from pyrelune.jupyter import kernelspec
 
 TIMEOUT = 120.0
 KERNELS = ("pyrelune", "ipykernel")
-TARGETS = {"start": 0.25, "1+1": 0.5, "flood": 0.5, "idle PSS": 1.0}
+TARGETS = {"start": 0.25, "first 1+1": 0.5, "1+1": 0.5, "restart": 0.5, "flood": 0.5,
+           "idle PSS": 1.0}
 
 
 def kernelspecs(data_dir: Path) -> None:
@@ -84,8 +90,11 @@ class Kernel:
             self.close()
             raise
 
-    def _iopub_connected(self) -> None:
-        """Until IOPub carries our messages: a subscription made late misses what was before."""
+    def _iopub_connected(self, patience: float = 1.0) -> None:
+        """Until IOPub carries our messages: a subscription made late misses what was before.
+
+        `patience`: how long to wait for a kernel_info's IOPub messages before asking again.
+        """
         from queue import Empty
 
         deadline = time.monotonic() + TIMEOUT
@@ -94,7 +103,7 @@ class Kernel:
             self.client.get_shell_msg(timeout=TIMEOUT)
             try:
                 while True:
-                    message = self.client.get_iopub_msg(timeout=1.0)
+                    message = self.client.get_iopub_msg(timeout=patience)
                     if message["parent_header"].get("msg_id") == msg_id:
                         if not (message["msg_type"] == "status"
                                 and message["content"]["execution_state"] == "idle"):
@@ -126,6 +135,14 @@ class Kernel:
             pass
         chars = self._until_idle(msg_id)
         return time.perf_counter() - begin, chars
+
+    def restart(self) -> float:
+        """Seconds from `restart_kernel()` until the new kernel has run a `1+1`."""
+        begin = time.perf_counter()
+        self.manager.restart_kernel(now=False)
+        self._iopub_connected(patience=0.05)
+        self.run("1+1")
+        return time.perf_counter() - begin
 
     def pss_kib(self) -> int:
         """The PSS of the kernel's process and all its descendants."""
@@ -183,7 +200,7 @@ def main() -> int:
                 kernel = Kernel(name)
                 try:
                     rows.setdefault("start", []).append(kernel.started)
-                    kernel.run("1+1")  # the first cell: a worker, imports
+                    rows.setdefault("first 1+1", []).append(kernel.run("1+1")[0])
                     trips = [kernel.run("1+1")[0] for _ in range(options.round_trips)]
                     rows.setdefault("1+1", []).append(statistics.median(trips))
                     time.sleep(1.0)  # settle: memory is measured idle
@@ -193,6 +210,7 @@ def main() -> int:
                     rows.setdefault("flood chars", []).append(chars)
                     time.sleep(1.0)
                     rows.setdefault("PSS after flood", []).append(kernel.pss_kib())
+                    rows.setdefault("restart", []).append(kernel.restart())
                 finally:
                     kernel.close()
             user = Kernel("pyrelune-user")
@@ -200,8 +218,8 @@ def main() -> int:
             samples["pyrelune"].setdefault("start, user spec", []).append(user.started)
     samples["ipykernel"]["start, user spec"] = samples["ipykernel"]["start"]
     print(f"{'':18}{'pyrelune':>14}{'ipykernel':>14}{'ratio':>9}  target")
-    for row in ("start", "start, user spec", "1+1", "flood", "idle PSS", "PSS after flood",
-                "flood chars"):
+    for row in ("start", "start, user spec", "first 1+1", "1+1", "restart", "flood",
+                "idle PSS", "PSS after flood", "flood chars"):
         ours, theirs = (statistics.median(samples[n][row]) for n in KERNELS)
         unit = _unit(row)
         ratio = ours / theirs if theirs else float("nan")

@@ -177,6 +177,7 @@ def settings(values: dict[str, Any]) -> Settings:
         drain = rpc.DRAIN_TIMEOUT if drain_timeout is None else (
             rules.seconds("--drain-timeout", drain_timeout, minimum=0.1))
         max_output = rules.max_output(None)
+        shell = rules.shell(rules.PLAIN)
     except ConfigError as exc:
         raise Usage(str(exc), "--listen") from None
     except rules.SettingError as exc:
@@ -187,7 +188,7 @@ def settings(values: dict[str, Any]) -> Settings:
         listen=address, token=token, allow_origins=tuple(values["allow_origin"] or ()),
         certfile=str(certfile) if certfile else None, keyfile=str(keyfile) if keyfile else None,
         max_message=max_message, max_output=max_output, auth_timeout=wait,
-        drain_timeout=drain,
+        drain_timeout=drain, shell=shell,
     )
 
 

@@ -214,7 +214,8 @@ class JupyterServer:
             return
         if isinstance(command, RunCell):
             self._worker().execute(command.source, command.filename, origin=command.origin,
-                                   count=command.count, silent=command.silent)
+                                   count=command.count, history=command.history,
+                                   silent=command.silent)
         else:
             self._worker().query(command.kind, command.args)
 

@@ -26,6 +26,7 @@ import time
 
 from pyrelune import settings
 from pyrelune.protocols import lines
+from pyrelune.settings import PLAIN
 from pyrelune.shaping import OutputBudget
 from pyrelune.supervisor.blocking import drain
 from pyrelune.supervisor.kernel import DEFAULT_CAP, Kernel
@@ -35,7 +36,10 @@ from pyrelune.wire.recent import Recent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    Value = TypeVar("Value", int, str)
 
 #: A cell's output kept in one response (head and tail), unless
 #: $PYRELUNE_MAX_OUTPUT says otherwise: a line of many megabytes freezes a
@@ -57,9 +61,9 @@ class HostGone(Exception):
 class LinesServer:
     """The request loop's state: the kernel, whether a cell runs, cell names."""
 
-    def __init__(self, max_output: int, reader: stdio.LineReader) -> None:
+    def __init__(self, max_output: int, reader: stdio.LineReader, shell: str = PLAIN) -> None:
         self.max_output = max_output
-        self.kernel = Kernel(cap=max_output, shown=lines.SHOWN)
+        self.kernel = Kernel(cap=max_output, shown=lines.SHOWN, shell=shell)
         self.reader = reader
         self.busy = False
         # A SIGINT while no cell runs but a request is on its way (in the
@@ -177,12 +181,21 @@ def max_output() -> int:
     A bad value cannot be refused: the host would only see a kernel that
     never answered its ping.
     """
+    return _setting(settings.max_output, DEFAULT_MAX_OUTPUT)
+
+
+def shell() -> str:
+    """$PYRELUNE_SHELL, else pyrelune's plain shell, saying why on stderr (as `max_output`)."""
+    return _setting(settings.shell, PLAIN)
+
+
+def _setting(read: Callable[[Value], Value], default: Value) -> Value:
     try:
-        return settings.max_output(DEFAULT_MAX_OUTPUT)
+        return read(default)
     except settings.SettingError as exc:
-        warning = f"pyrelune: {exc}; using {DEFAULT_MAX_OUTPUT}\n"
+        warning = f"pyrelune: {exc}; using {default}\n"
         stdio.write_all(warning.encode(errors="replace"), 2)
-        return DEFAULT_MAX_OUTPUT
+        return default
 
 
 def main() -> int:
@@ -203,7 +216,7 @@ def main() -> int:
     status = 0
     try:
         reader = stdio.LineReader(0)
-        state = LinesServer(max_output(), reader)
+        state = LinesServer(max_output(), reader, shell())
         state.listen()
         for line in reader:
             answer = state.handle(line) if line.strip() else b""

@@ -28,6 +28,7 @@ import time
 
 from pyrelune.modes import ConfigError
 from pyrelune.protocols import rpc, rpcmessages
+from pyrelune.settings import PLAIN
 from pyrelune.shaping.streaming import DEFAULT_LIMIT
 from pyrelune.shaping.terminal import Presenter
 from pyrelune.supervisor.evented import EventedKernel
@@ -79,6 +80,7 @@ class Settings:
         max_output: int | None = None,
         auth_timeout: float = AUTH_TIMEOUT,
         drain_timeout: float = DRAIN_TIMEOUT,
+        shell: str = PLAIN,
     ) -> None:
         self.listen = listen
         self.token = token
@@ -89,6 +91,7 @@ class Settings:
         self.max_output = max_output
         self.auth_timeout = auth_timeout
         self.drain_timeout = drain_timeout
+        self.shell = shell  # what runs the cells (PYRELUNE_SHELL: see `settings.shell`)
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -123,7 +126,8 @@ class RpcServer:
         self.loop = loop
         self.protocol = rpc.RpcCodec(settings.token, settings.max_output)
         cap = DEFAULT_LIMIT if settings.max_output is None else settings.max_output
-        self.kernel = EventedKernel(loop, self._on_event, cap, shown=rpcmessages.SHOWN)
+        self.kernel = EventedKernel(loop, self._on_event, cap, shown=rpcmessages.SHOWN,
+                                    shell=settings.shell)
         self.client: Connection | None = None  # the one served: it may see the cells
         self._guests: dict[WebSocketConnection, rpc.Guest] = {}  # oldest first
         self._when_settled: Callable[[], None] | None = None  # once no cell runs, no reset

@@ -71,19 +71,20 @@ class RunCell:
     """Run `source` in the worker; its events follow, ending with a Done.
 
     `origin` names the cell on what its threads and tasks write later: its request's
-    header, as JSON. `count`: its execution count, None for a cell kept out of the
-    history; `silent`: it shows no result and leaves no trace (an IPython shell's
-    worker numbers `Out` and `In` by them).
+    header, as JSON. `count`, `history` and `silent`: its execution count, whether it is
+    kept in the history, and whether it leaves no trace at all (see `wire.commands.Execute`).
     """
 
-    __slots__ = ("count", "filename", "origin", "silent", "source")
+    __slots__ = ("count", "filename", "history", "origin", "silent", "source")
 
     def __init__(self, source: str, filename: str, origin: str | None = None,
-                 count: int | None = None, silent: bool = False) -> None:
+                 count: int | None = None, history: bool = True,
+                 silent: bool = False) -> None:
         self.source = source
         self.filename = filename
         self.origin = origin
         self.count = count
+        self.history = history
         self.silent = silent
 
 
@@ -265,8 +266,8 @@ class JupyterCodec:
                                                      "execution_count": cell.count}, request)
         self._cap.begin()
         self._displays.begin()
-        outcome.commands.append(RunCell(code, filename, cell.origin,
-                                        cell.count if stored else None, silent))
+        outcome.commands.append(RunCell(code, filename, cell.origin, cell.count, stored,
+                                        silent))
         return False
 
     def _on_complete(self, channel: str, request: Message, outcome: Outcome) -> bool:

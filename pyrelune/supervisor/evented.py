@@ -64,9 +64,9 @@ class EventedKernel:
         self._watch()
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None,
-                origin: str | None = None, count: int | None = None,
+                origin: str | None = None, count: int | None = None, history: bool = True,
                 silent: bool = False) -> None:
-        self._kernel.execute(source, filename, inputs, origin, count, silent)
+        self._kernel.execute(source, filename, inputs, origin, count, history, silent)
         self._tell()
         self._catch_quick_end(self._watch())
 

@@ -115,16 +115,17 @@ class Kernel:
         return self.link.worker
 
     def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None,
-                origin: str | None = None, count: int | None = None,
+                origin: str | None = None, count: int | None = None, history: bool = True,
                 silent: bool = False) -> None:
         """Start a cell; its events come from `events()` (or an event-loop driver).
 
         `origin`: what the host knows the cell by, on what its threads and tasks write
-        while another cell runs (see `worker.origin`). `count`, `silent`: see `Execute`.
+        while another cell runs (see `worker.origin`). `count`, `history`, `silent`: see
+        `Execute`.
         """
         if (status := self.link.worker.reap(block=False)) is not None:
             self.replace_lost(status)
-        self._send(Execute(source, filename, 0, inputs, origin, count, silent))
+        self._send(Execute(source, filename, 0, inputs, origin, count, history, silent))
 
     def _send(self, execute: Execute) -> None:
         """Send `execute` as the link's next cell (numbered by its session)."""

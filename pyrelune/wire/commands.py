@@ -19,22 +19,26 @@ class Execute:
 
     `origin`: what the host knows the cell by (an rpc cell_id, a Jupyter request's header),
     given back with what its threads and tasks write once another cell runs (see
-    `worker.origin`). `count` and `silent`: a Jupyter cell's execution count (None: kept
-    out of the history) and whether it leaves no trace, which an IPython shell numbers
-    its `In` and `Out` by (see `worker.ipyshell`).
+    `worker.origin`). For an IPython shell (see `worker.ipyshell`): `count`, the cell's
+    execution count, if the host numbers its cells (Jupyter; None: the shell numbers them);
+    `history`, whether the cell is kept in `In` and `Out`; `silent`, whether it leaves
+    no trace at all.
     """
 
-    __slots__ = ("cell", "count", "filename", "inputs", "origin", "silent", "source")
+    __slots__ = ("cell", "count", "filename", "history", "inputs", "origin", "silent",
+                 "source")
 
     def __init__(self, source: str, filename: str, cell: int = 0,
                  inputs: dict[str, Any] | None = None, origin: str | None = None,
-                 count: int | None = None, silent: bool = False) -> None:
+                 count: int | None = None, history: bool = True,
+                 silent: bool = False) -> None:
         self.source = source
         self.filename = filename
         self.cell = cell
         self.inputs = inputs
         self.origin = origin
         self.count = count
+        self.history = history
         self.silent = silent
 
 
@@ -112,6 +116,8 @@ def to_wire(command: Command) -> bytes:
             message["origin"] = command.origin
         if command.count is not None:
             message["count"] = command.count
+        if not command.history:
+            message["history"] = False
         if command.silent:
             message["silent"] = True
     elif isinstance(command, InputReply):
@@ -133,7 +139,7 @@ def from_wire(line: bytes) -> Command:
     if op == "execute":
         return Execute(message["source"], message["filename"], message["cell"],
                        message.get("inputs"), message.get("origin"), message.get("count"),
-                       message.get("silent", False))
+                       message.get("history", True), message.get("silent", False))
     if op == "input":
         return InputReply(message["value"])
     if op == "query":

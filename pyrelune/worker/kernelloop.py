@@ -262,7 +262,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
             builtins.input = Prompter(channel)
             importhooks.after_import("getpass", lambda getpass: setattr(
                 getpass, "getpass", Prompter(channel, password=True)))
-            if shell != "ipython":  # pyrelune's own builtins: IPython's shell has none
+            if not (comms and shell == "ipython"):  # the rpc kernel's show() and plot()
                 show.install()
             assert fds.ring is not None  # an interactive kernel's worker has one
             writer = RingWriter(fds.ring)
@@ -291,7 +291,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
         if shell == "ipython":
             from pyrelune.worker.ipyshell.shell import make_shell
 
-            ipython = make_shell(channel)
+            ipython = make_shell(channel, as_parts=comms)
             namespace = ipython.user_ns
         else:
             namespace = fresh_namespace()

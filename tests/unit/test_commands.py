@@ -30,13 +30,15 @@ def test_execute_carries_what_the_host_knows_the_cell_by() -> None:
 def test_execute_carries_a_jupyter_cells_count_and_silence() -> None:
     """What an IPython shell numbers `In` and `Out` by (see `worker.ipyshell`)."""
     plain = commands.to_wire(Execute("1", "<cell>", 1))
-    assert b"count" not in plain and b"silent" not in plain  # nothing more for other modes
+    assert b"count" not in plain and b"silent" not in plain and b"history" not in plain
     back = commands.from_wire(plain)
-    assert isinstance(back, Execute) and (back.count, back.silent) == (None, False)
-    back = commands.from_wire(commands.to_wire(Execute("1", "<In[4]>", 1, count=4)))
-    assert isinstance(back, Execute) and (back.count, back.silent) == (4, False)
-    back = commands.from_wire(commands.to_wire(Execute("1", "<In[4]>", 1, silent=True)))
-    assert isinstance(back, Execute) and (back.count, back.silent) == (None, True)
+    assert isinstance(back, Execute) and (back.count, back.history, back.silent) == (
+        None, True, False)
+    for count, history, silent in ((4, True, False), (4, False, False), (4, False, True)):
+        back = commands.from_wire(commands.to_wire(Execute("1", "<In[4]>", 1, count=count,
+                                                           history=history, silent=silent)))
+        assert isinstance(back, Execute) and (back.count, back.history, back.silent) == (
+            count, history, silent)
 
 
 def test_an_input_reply_keeps_its_text() -> None:

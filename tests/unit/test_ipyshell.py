@@ -50,6 +50,13 @@ def test_each_failure_has_its_code(error: BaseException, code: str) -> None:
     assert found.traceback.split(TRACEBACK_PARTS) == ["", "head", "body\nlines", "Name: value"]
 
 
+def test_for_a_text_host_the_traceback_is_plain_text() -> None:
+    parts = ["\x1b[31m-----\x1b[39m", "Cell In[1], line 1\n", "ValueError: bad"]
+    shown = ("ValueError", "bad", parts)
+    found = cell_error(failed(ValueError("bad")), shown, frozenset(), as_parts=False)
+    assert found is not None and found.traceback == "-----\nCell In[1], line 1\n\nValueError: bad"
+
+
 def test_a_failure_ipython_did_not_show_is_named_by_its_exception() -> None:
     found = cell_error(failed(NameError("name 'y' is not defined")), None, frozenset())
     assert found is not None and (found.ename, found.evalue) == (

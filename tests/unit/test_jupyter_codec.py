@@ -414,13 +414,16 @@ def test_a_traceback_ipython_formatted_is_sent_as_its_parts() -> None:
 def test_a_cell_is_numbered_for_the_shell_unless_kept_out_of_the_history() -> None:
     kernel = codec()
     (stored,) = execute(kernel, "1")[0].commands
-    assert isinstance(stored, RunCell) and (stored.count, stored.silent) == (1, False)
+    assert isinstance(stored, RunCell)
+    assert (stored.count, stored.history, stored.silent) == (1, True, False)
     kernel.output(Done(), 0.0)
     (unstored,) = execute(kernel, "2", store_history=False)[0].commands
-    assert isinstance(unstored, RunCell) and (unstored.count, unstored.silent) == (None, False)
+    assert isinstance(unstored, RunCell)
+    assert (unstored.count, unstored.history, unstored.silent) == (1, False, False)
     kernel.output(Done(), 0.0)
     (silent,) = execute(kernel, "3", silent=True)[0].commands
-    assert isinstance(silent, RunCell) and (silent.count, silent.silent) == (None, True)
+    assert isinstance(silent, RunCell)
+    assert (silent.count, silent.history, silent.silent) == (1, False, True)
 
 
 def test_payloads_go_in_the_cells_reply_in_order() -> None:

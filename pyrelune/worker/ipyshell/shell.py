@@ -9,6 +9,7 @@ and `IPython.get_ipython()` answer it. Its cells run in the worker's
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from IPython.core import page
@@ -81,6 +82,8 @@ class ZMQInteractiveShell(InteractiveShell):
     channel: Channel
     #: The last traceback shown: (ename, evalue, IPython's formatted parts).
     shown: tuple[str, str, list[str]] | None = None
+    #: Whether a cell's traceback goes as IPython's parts (see `make_shell`).
+    as_parts = True
 
     @default("exiter")
     def _default_exiter(self) -> _Exit:
@@ -155,11 +158,12 @@ class ZMQInteractiveShell(InteractiveShell):
         try:
             interrupt_guard.start(command.cell)
             try:
-                result = self.run_cell(command.source, store_history=command.count is not None,
+                result = self.run_cell(command.source, store_history=command.history,
                                        silent=command.silent)
             finally:
                 interrupt_guard.running = False
-            error = cell_error(result, self.shown, _cell_files(self, command.count))
+            error = cell_error(result, self.shown, _cell_files(self, result.execution_count),
+                               self.as_parts)
         except KeyboardInterrupt:  # outside the cell's code: a second interrupt, a hook's
             error = CellError(INTERRUPTED, "KeyboardInterrupt", "Execution interrupted")
         for payload in self._payloads.read_payload():
@@ -174,8 +178,11 @@ class ZMQInteractiveShell(InteractiveShell):
         self.shown = (etype.__name__, _text(evalue), list(stb))
 
 
-def make_shell(channel: Channel) -> ZMQInteractiveShell:
-    """The worker's shell, answering `get_ipython()` from now on."""
+def make_shell(channel: Channel, as_parts: bool = True) -> ZMQInteractiveShell:
+    """The worker's shell, answering `get_ipython()` from now on.
+
+    `as_parts`: tracebacks go as IPython's coloured parts, for a Jupyter front end;
+    else as plain text, for the hosts that show text (lines, rpc)."""
     config = Config()
     # The history of this session's cells, in memory: no database, no thread saving it.
     config.HistoryManager.hist_file = ":memory:"
@@ -191,6 +198,7 @@ def make_shell(channel: Channel) -> ZMQInteractiveShell:
     shell: ZMQInteractiveShell = ZMQInteractiveShell.instance(
         config=config, user_module=sys.modules["__main__"])
     shell.channel = channel
+    shell.as_parts = as_parts
     shell.kernel = Kernel(shell, channel)
     importhooks.after_import("ipykernel.comm",
                              lambda module: stand_in_for_ipykernel(shell.kernel))
@@ -207,11 +215,13 @@ def _on_cells_loop(coroutine: Any) -> Any:
 
 
 def cell_error(result: ExecutionResult, shown: tuple[str, str, list[str]] | None,
-               files: frozenset[str]) -> CellError | None:
+               files: frozenset[str], as_parts: bool = True) -> CellError | None:
     """What the cell's error says to the session, None if it succeeded.
 
     `shown` is the traceback IPython showed for it (ename, evalue, parts);
-    `files` the names the cell's code was compiled under, for its line.
+    `files` the names the cell's code was compiled under, for its line;
+    `as_parts`: the traceback keeps IPython's parts and colours (`TRACEBACK_PARTS`),
+    else it is their plain text.
     """
     exc: object = result.error_before_exec or result.error_in_exec
     if not isinstance(exc, BaseException):
@@ -225,11 +235,18 @@ def cell_error(result: ExecutionResult, shown: tuple[str, str, list[str]] | None
         code = PYTHON_SYNTAX_ERROR
     else:
         code = PYTHON_RUNTIME_ERROR
-    traceback = "".join(TRACEBACK_PARTS + part for part in parts)
+    if as_parts:
+        traceback = "".join(TRACEBACK_PARTS + part for part in parts)
+    else:
+        traceback = _COLOUR.sub("", "\n".join(parts)).strip("\n")
     line = exc.lineno if isinstance(exc, SyntaxError) else _last_line(exc.__traceback__, files)
     return CellError(code, ename, evalue, traceback, _position(line, 1),
                      _position(getattr(exc, "offset", None), 0)
                      if isinstance(exc, SyntaxError) else None)
+
+
+#: An ANSI colour, as IPython's traceback has them.
+_COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _cell_files(shell: ZMQInteractiveShell, count: int | None) -> frozenset[str]:

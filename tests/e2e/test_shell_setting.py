@@ -1,0 +1,72 @@
+"""`PYRELUNE_SHELL=ipython` in the lines and rpc kernels: IPython's own shell runs their cells
+(for hosts that want a notebook's fidelity), each protocol as it is; a bad value is said.
+The Jupyter kernel's (its default) is tests/e2e/test_jupyter_ipython_shell.py's."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+from support.launch import runtime
+from support.lines_host import Host as LinesHost
+from support.lines_host import default_env
+from support.rpc_host import PipeHost
+
+IPYTHON = {"PYRELUNE_SHELL": "ipython"}
+FAILING = "def inner():\n    return 1 / 0\ninner()"
+
+
+def test_a_lines_kernel_runs_its_cells_in_ipythons_shell() -> None:
+    kernel = LinesHost(None, default_env(**IPYTHON))
+    try:
+        shell = kernel.execute("type(get_ipython()).__name__")
+        assert shell["stdout"] == "'ZMQInteractiveShell'\n" and shell["error"] is None
+        assert kernel.execute("6 * 7")["stdout"] == "42\n"
+        assert kernel.execute("_ + 1")["stdout"] == "43\n"  # IPython's `_`
+        timed = kernel.execute("%time sum(range(10))")
+        assert "Wall time" in timed["stdout"] and timed["stdout"].endswith("45\n")
+        error = kernel.execute(FAILING)["error"]
+        # IPython's traceback, as text: no colours, none of the runtime's frames.
+        assert error.startswith("-----") and error.endswith("ZeroDivisionError: division by zero")
+        assert "\x1b[" not in error and "\x1e" not in error and "pyrelune" not in error
+        assert "----> 2     return 1 / 0" in error
+    finally:
+        kernel.close()
+
+
+def test_a_lines_kernel_with_a_bad_shell_says_so_and_runs_plain() -> None:
+    kernel = LinesHost(None, default_env(PYRELUNE_SHELL="zsh"))
+    try:
+        assert kernel.execute("'get_ipython' in dir(__builtins__)")["stdout"] == "False\n"
+    finally:
+        kernel.close()
+        assert "PYRELUNE_SHELL must be 'ipython' or 'plain', not 'zsh'; using plain" in (
+            kernel.stderr.decode())
+
+
+def _outcome(events: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    out = "".join(e["data"]["text"] for e in events if e["event"] == "stream")
+    return out, events[-1]["data"]
+
+
+def test_an_rpc_kernel_runs_its_cells_in_ipythons_shell() -> None:
+    kernel = PipeHost(env=IPYTHON)
+    try:
+        assert kernel.receive()["event"] == "kernel.ready"
+        out, done = _outcome(kernel.run("print(type(get_ipython()).__name__)", cell_id="a"))
+        assert out == "ZMQInteractiveShell\n" and done["status"] == "ok"
+        # The rpc protocol's own builtins are still there.
+        out, _ = _outcome(kernel.run("print(callable(show), callable(plot))", cell_id="b"))
+        assert out == "True True\n"
+        _, done = _outcome(kernel.run(FAILING, cell_id="c"))
+        assert done["status"] == "error" and done["ename"] == "ZeroDivisionError"
+        assert done["evalue"] == "division by zero"
+    finally:
+        kernel.close()
+
+
+def test_an_rpc_kernel_refuses_a_bad_shell() -> None:
+    done = subprocess.run(runtime("--mode", "rpc"), input="", capture_output=True, text=True,
+                          env=default_env(PYRELUNE_SHELL="IPython"), timeout=60)
+    assert done.returncode == 2
+    assert "PYRELUNE_SHELL must be 'ipython' or 'plain', not 'IPython'" in done.stderr
