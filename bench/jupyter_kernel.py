@@ -11,9 +11,10 @@ machine's drifting speed hits both alike; medians are reported.
 - start: `start_kernel()` to the first `kernel_info_reply` (target <= 0.25x), with
   the kernelspec `pyrelune jupyter install --sys-prefix` writes (it names pyrelune's
   provisioner); and, informational, with the one `--user` writes (it does not);
-- first `1+1`: the first cell's `execute_request`, right after the first
-  kernel_info, to its reply and idle status: the worker ready, IPython's shell
-  imported and made (target <= 0.5x);
+- to first `1+1`: `start_kernel()` until the first cell's reply and idle status,
+  the cell sent as soon as kernel_info is answered: what a user waits for before
+  anything runs, the worker ready and IPython's shell imported and made (target
+  <= 0.5x); and, informational, that first cell alone;
 - `1+1`: `execute_request` to its reply and the idle status (target <= 0.5x);
 - restart: `restart_kernel()` until the new kernel answers kernel_info and its
   first `1+1` is idle (target <= 0.5x);
@@ -44,7 +45,7 @@ from pyrelune.jupyter import kernelspec
 
 TIMEOUT = 120.0
 KERNELS = ("pyrelune", "ipykernel")
-TARGETS = {"start": 0.25, "first 1+1": 0.5, "1+1": 0.5, "restart": 0.5, "flood": 0.5,
+TARGETS = {"start": 0.25, "to first 1+1": 0.5, "1+1": 0.5, "restart": 0.5, "flood": 0.5,
            "idle PSS": 1.0}
 
 
@@ -200,7 +201,9 @@ def main() -> int:
                 kernel = Kernel(name)
                 try:
                     rows.setdefault("start", []).append(kernel.started)
-                    rows.setdefault("first 1+1", []).append(kernel.run("1+1")[0])
+                    first = kernel.run("1+1")[0]
+                    rows.setdefault("first 1+1", []).append(first)
+                    rows.setdefault("to first 1+1", []).append(kernel.started + first)
                     trips = [kernel.run("1+1")[0] for _ in range(options.round_trips)]
                     rows.setdefault("1+1", []).append(statistics.median(trips))
                     time.sleep(1.0)  # settle: memory is measured idle
@@ -218,7 +221,8 @@ def main() -> int:
             samples["pyrelune"].setdefault("start, user spec", []).append(user.started)
     samples["ipykernel"]["start, user spec"] = samples["ipykernel"]["start"]
     print(f"{'':18}{'pyrelune':>14}{'ipykernel':>14}{'ratio':>9}  target")
-    for row in ("start", "start, user spec", "first 1+1", "1+1", "restart", "flood",
+    for row in ("start", "start, user spec", "to first 1+1", "first 1+1", "1+1", "restart",
+                "flood",
                 "idle PSS", "PSS after flood", "flood chars"):
         ours, theirs = (statistics.median(samples[n][row]) for n in KERNELS)
         unit = _unit(row)

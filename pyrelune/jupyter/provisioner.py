@@ -9,8 +9,11 @@ milliseconds before any Python process can listen; each refused connection is
 retried only 100 to 200 ms later (ZeroMQ's reconnect interval), so the first
 reply comes a retry late however fast the kernel is. The kernel listens on its
 ports first thing (`transports.prebound`), and this launch waits for that, so
-the front end's first connections succeed. Everything else is jupyter_client's
-own local provisioner.
+the front end's first connections succeed. Likewise at the end: once a
+shutdown was asked for, a look at whether the kernel is still running waits
+for it to end, for as long as the front end would wait before looking again
+(jupyter_client looks every 100 ms), so a restart goes on as soon as the old
+kernel is gone. Everything else is jupyter_client's own local provisioner.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from traitlets import Float
 
 #: Seconds between looks at the ports.
 INTERVAL = 0.002
+#: How long jupyter_client waits between looks at a kernel that is shutting down (its
+#: KernelManager's `pollinterval`): a look waits at most that long for the kernel to end.
+SHUTDOWN_LOOK = 0.1
 
 _PORTS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 
@@ -39,11 +45,28 @@ class ListeningProvisioner(LocalProvisioner):
         "front end's retries, as without this provisioner (a slow or busy machine). The "
         "kernelspec's metadata.kernel_provisioner.config sets it."))
 
+    _ending = False  # a shutdown was asked for
+
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
+        self._ending = False
         info = await super().launch_kernel(cmd, **kwargs)
         if self.process is not None:
             await until_listening(info, self.process.poll, self.patience)
         return info
+
+    async def shutdown_requested(self, restart: bool = False) -> None:
+        self._ending = True
+        await super().shutdown_requested(restart)
+
+    async def poll(self) -> int | None:
+        """The kernel's exit status, None while it runs; once a shutdown was asked for,
+        after waiting up to `SHUTDOWN_LOOK` for it to end."""
+        status: int | None = await super().poll()
+        deadline = time.monotonic() + SHUTDOWN_LOOK
+        while status is None and self._ending and time.monotonic() < deadline:
+            await asyncio.sleep(INTERVAL)
+            status = await super().poll()
+        return status
 
 
 def tcp_ports(info: Mapping[str, Any]) -> tuple[str, list[int]] | None:

@@ -10,10 +10,13 @@ thread of its own. The worker, where cells run, holds no socket: whatever
 a cell does, it cannot write into the protocol, and whatever kills it
 costs a cell, never the kernel.
 
-A front end's first request (kernel_info) is answered before the worker
-exists: the worker is forked once that first answer is out, or at once for
-a request that needs it. Its fork, and its start on the other core, would
-otherwise delay the answer the front end waits for.
+A front end's first request (kernel_info) is answered without the worker.
+With IPython's shell the worker is forked as the loop starts: making the
+shell (importing IPython, about 70 ms) then runs on the other core while the
+front end connects and asks, so the first cell waits less. With the plain
+shell, whose worker is ready at once, it is forked once that first answer is
+out, or at once for a request that needs it: its fork would otherwise delay
+the answer the front end waits for.
 """
 
 from __future__ import annotations
@@ -145,6 +148,8 @@ class JupyterServer:
         self._parent = parent if parent is not None else os.getppid()
         loop.call_later(PARENT_POLL, self._watch_parent)
         self._apply(self.codec.starting())
+        if shell == IPYTHON:  # its worker makes IPython's shell first: on the other core, now
+            loop.call_soon(self._worker)
 
     def _watch_parent(self) -> None:
         """End with the process that started the kernel (a Jupyter server that died), as

@@ -76,3 +76,20 @@ def test_the_wait_ends_when_the_kernel_exits(listeners: list[socket.socket]) -> 
 def test_the_wait_ends_when_patience_runs_out(listeners: list[socket.socket]) -> None:
     ports = [sock.getsockname()[1] for sock in listeners]
     assert asyncio.run(until_listening(info(ports), lambda: None, 0.0)) is False
+
+
+def test_once_a_shutdown_is_asked_a_look_waits_for_the_kernel_to_end(fp: Any) -> None:
+    """A kernel that ends soon after the shutdown is seen gone by the first look after it,
+    not at jupyter_client's next look; a running kernel with no shutdown asked is running."""
+    import subprocess
+
+    from pyrelune.jupyter.provisioner import ListeningProvisioner
+
+    fp.register(["running"], wait=60)
+    fp.register(["ending"], wait=0.03)  # well within a look's wait (SHUTDOWN_LOOK)
+    provisioner = ListeningProvisioner(kernel_id="k", kernel_spec=None, parent=None)
+    provisioner.process = subprocess.Popen(["running"])
+    assert asyncio.run(provisioner.poll()) is None
+    provisioner.process = subprocess.Popen(["ending"])
+    asyncio.run(provisioner.shutdown_requested(restart=True))
+    assert asyncio.run(provisioner.poll()) == 0
