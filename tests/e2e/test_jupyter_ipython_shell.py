@@ -10,6 +10,7 @@ this shell).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -224,3 +225,51 @@ def test_the_plain_shell_is_pyrelunes_own(tmp_path: Path) -> None:
         run = execute(client, "get_ipython()")
         assert run.content["ename"] == "NameError", run.content
         assert "show(obj" in result(execute(client, "show"))  # pyrelune's own builtin
+
+
+def test_plotly_shows_its_figure_as_under_ipykernel(client: BlockingKernelClient) -> None:
+    pytest.importorskip("plotly")
+    run = ok(execute(client, "import plotly.graph_objects as go\n"
+                             "go.Figure(go.Scatter(y=[1, 3, 2])).show()"))
+    (shown,) = run.of("display_data")
+    # Its mimetype renderer, as ipykernel gets it: the figure's JSON, not megabytes of script.
+    assert shown["data"]["application/vnd.plotly.v1+json"]["data"][0]["y"] == [1, 3, 2]
+    assert len(json.dumps(shown)) < 100_000
+
+
+def test_bokeh_shows_its_figure_and_keeps_a_handle(client: BlockingKernelClient) -> None:
+    pytest.importorskip("bokeh")
+    run = ok(execute(client, textwrap.dedent("""\
+        from bokeh.plotting import figure, output_notebook, show
+        from bokeh.resources import INLINE
+        output_notebook(INLINE, hide_banner=True)
+        p = figure(width=200, height=200)
+        line = p.line([1, 2], [3, 4])
+        handle = show(p, notebook_handle=True)
+        """)))
+    loaded, div, embedded = run.of("display_data")
+    assert "application/vnd.bokehjs_load.v0+json" in loaded["data"]
+    assert 'data-root-id="' in div["data"]["text/html"]
+    assert embedded["data"]["application/vnd.bokehjs_exec.v0+json"] == ""
+    # The handle's comm is ipykernel's Comm class, relayed: push_notebook reaches the page.
+    (opened,) = run.of("comm_open")
+    pushed = ok(execute(client, "from bokeh.io import push_notebook\n"
+                                "line.glyph.line_width = 5\npush_notebook(handle=handle)"))
+    assert any(c["comm_id"] == opened["comm_id"] for c in pushed.of("comm_msg")), pushed.kinds
+
+
+def test_matplotlib_widget_is_ipympls_canvas(client: BlockingKernelClient) -> None:
+    pytest.importorskip("ipympl")
+    run = ok(execute(client, "%matplotlib widget\nimport matplotlib.pyplot as plt\n"
+                             "figure = plt.figure()\nplt.plot([1, 2]);"))
+    models = [c["data"]["state"].get("_model_name") for c in run.of("comm_open")]
+    assert "MPLCanvasModel" in models, models
+    ok(execute(client, "plt.close('all')\n%matplotlib inline"))
+
+
+def test_an_extension_with_magics_and_events_loads(client: BlockingKernelClient) -> None:
+    pytest.importorskip("autotime")
+    ok(execute(client, "%load_ext autotime"))
+    assert ok(execute(client, "x = 1")).stdout().startswith("time: ")
+    ok(execute(client, "%unload_ext autotime"))
+    assert ok(execute(client, "x = 2")).stdout() == ""

@@ -8,14 +8,16 @@ front end would get and returns it (changed or not), or None to keep it.
 
 from __future__ import annotations
 
+import sys
 import uuid
 from datetime import datetime, timezone
 
 from IPython.core.displayhook import DisplayHook
 from IPython.core.displaypub import DisplayPublisher
 
+from pyrelune import fastjson
 from pyrelune.wire.events import Clear, Display
-from pyrelune.worker.display import checked_bundle
+from pyrelune.worker.display import json_safe
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,6 +27,22 @@ if TYPE_CHECKING:
     from pyrelune.worker.channel import Channel
 
     Hook: TypeAlias = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+def sendable(bundle: Any, metadata: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A bundle and its metadata as they travel, as ipykernel sends them: bytes as base64
+    (text types as text), every other value as it is if JSON takes it. What JSON cannot
+    carry is left out and said on stderr, as IPython's formatters say a failing repr."""
+    data: dict[str, Any] = {}
+    for mime, value in (bundle.items() if isinstance(bundle, dict) else ()):
+        if isinstance(value, (bytes, bytearray, memoryview)) and isinstance(mime, str):
+            value = json_safe(mime, value)
+        if isinstance(mime, str) and fastjson.encodable(value):
+            data[mime] = value
+        else:
+            sys.stderr.write(f"pyrelune: a display's {mime!r} value is not JSON "
+                             f"({type(value).__name__}); skipped\n")
+    return data, metadata if isinstance(metadata, dict) and fastjson.encodable(metadata) else {}
 
 
 def message(msg_type: str, content: dict[str, Any], parent: dict[str, Any]) -> dict[str, Any]:
@@ -83,8 +101,7 @@ class EventPublisher(_Hooked, DisplayPublisher):
                                                  "transient": transient or {}})
         if content is None:
             return
-        bundle, meta = checked_bundle(content.get("data"), content.get("metadata"), data,
-                                      "display")
+        bundle, meta = sendable(content.get("data"), content.get("metadata"))
         shown_as = (content.get("transient") or {}).get("display_id")
         display_id = str(shown_as) if shown_as is not None and shown_as != "" else None
         self._channel.publish(Display(bundle, meta, False, display_id,
@@ -118,8 +135,7 @@ class EventDisplayHook(_Hooked, DisplayHook):
                                                          "metadata": bundle[1]})
         if content is None:
             return
-        data, meta = checked_bundle(content.get("data"), content.get("metadata"), bundle[0],
-                                    "the result")
+        data, meta = sendable(content.get("data"), content.get("metadata"))
         # Sent, not posted as pyrelune's own result is: IPython's post_execute hooks
         # (matplotlib-inline's figures) show more after it.
         self._channel.send(Display(data, meta, True))
