@@ -273,3 +273,12 @@ def test_an_extension_with_magics_and_events_loads(client: BlockingKernelClient)
     assert ok(execute(client, "x = 1")).stdout().startswith("time: ")
     ok(execute(client, "%unload_ext autotime"))
     assert ok(execute(client, "x = 2")).stdout() == ""
+
+
+def test_tqdm_auto_draws_its_widget_bar(client: BlockingKernelClient) -> None:
+    """tqdm.auto tells a notebook by ipykernel's shell module (loaded where ipykernel is)."""
+    pytest.importorskip("ipykernel")
+    run = ok(execute(client, "from tqdm.auto import tqdm\nfor _ in tqdm(range(3)):\n    pass"))
+    models = [c["data"]["state"].get("_model_name") for c in run.of("comm_open")]
+    assert "FloatProgressModel" in models, models
+    assert run.stdout("stderr") == ""  # no text bar

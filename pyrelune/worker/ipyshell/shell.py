@@ -202,8 +202,18 @@ def make_shell(channel: Channel, as_parts: bool = True) -> ZMQInteractiveShell:
     shell.kernel = Kernel(shell, channel)
     importhooks.after_import("ipykernel.comm",
                              lambda module: stand_in_for_ipykernel(shell.kernel))
+    importhooks.before_import("tqdm.autonotebook", _load_ipykernels_shell)
     shell.loop_runner = _on_cells_loop
     return shell
+
+
+def _load_ipykernels_shell(module: object) -> None:
+    """tqdm.auto takes its notebook bar (a widget) only where ipykernel's shell module is
+    loaded: where ipykernel is installed, it is, as tqdm is imported (it costs no cell else)."""
+    from importlib.util import find_spec
+
+    if find_spec("ipykernel") is not None:
+        import ipykernel.zmqshell  # noqa: F401
 
 
 def _on_cells_loop(coroutine: Any) -> Any:
