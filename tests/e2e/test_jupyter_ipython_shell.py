@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -282,3 +283,17 @@ def test_tqdm_auto_draws_its_widget_bar(client: BlockingKernelClient) -> None:
     models = [c["data"]["state"].get("_model_name") for c in run.of("comm_open")]
     assert "FloatProgressModel" in models, models
     assert run.stdout("stderr") == ""  # no text bar
+
+
+def test_jupyter_console_ends_on_exit(tmp_path: Path) -> None:
+    """`exit` asks the front end to close (the ask_exit payload): the console ends there,
+    and what was typed after it never runs."""
+    pytest.importorskip("jupyter_console")
+    jupyter_host.kernelspec(tmp_path, "message", name="pyrelune-console")
+    typed = "print(6 * 7)\nexit\nprint('after exit')\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_console", "--kernel", "pyrelune-console",
+         "--simple-prompt"], input=typed, capture_output=True, text=True, timeout=TIMEOUT,
+        env={**os.environ, "JUPYTER_PATH": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert "42" in done.stdout and "after exit" not in done.stdout
