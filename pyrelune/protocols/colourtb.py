@@ -17,10 +17,11 @@ _FILE = '  File "'
 def coloured(traceback: str, ename: str, evalue: str) -> list[str]:
     """The lines of `traceback` (or `ename: evalue` without one), coloured.
 
-    One the worker formatted already (IPython's shell: `TRACEBACK_PARTS`) is its parts.
+    One the worker formatted already (IPython's shell: `TRACEBACK_PARTS`) is its parts:
+    none, where IPython said the error its own way (a `UsageError`, on stderr).
     """
     if traceback.startswith(TRACEBACK_PARTS):
-        return traceback[1:].split(TRACEBACK_PARTS)
+        return traceback[1:].split(TRACEBACK_PARTS) if len(traceback) > 1 else []
     text = traceback.rstrip("\n") or (f"{ename}: {evalue}" if ename else evalue)
     return [_line(line, ename) for line in text.split("\n")]
 

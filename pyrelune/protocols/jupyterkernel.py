@@ -527,7 +527,7 @@ class JupyterCodec:
         else:
             content = _error_content(_ename(error), error.evalue, cell.count,
                                      coloured(error.traceback, _ename(error), error.evalue))
-            if not cell.silent:
+            if not cell.silent and content["traceback"]:  # none: said its own way already
                 self._publish(outcome, "error", {k: content[k] for k in (
                     "ename", "evalue", "traceback")}, cell.request)
             self._reply(outcome, SHELL, cell.request, content)
@@ -705,7 +705,8 @@ def _ename(error: CellError) -> str:
 def _error_content(ename: str, evalue: str, count: int,
                    traceback: list[str] | None = None) -> dict[str, Any]:
     return {"status": "error", "execution_count": count, "ename": ename, "evalue": evalue,
-            "traceback": traceback or [f"{ename}: {evalue}"], "user_expressions": {},
+            "traceback": [f"{ename}: {evalue}"] if traceback is None else traceback,
+            "user_expressions": {},
             "payload": []}
 
 

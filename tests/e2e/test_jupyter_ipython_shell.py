@@ -169,8 +169,11 @@ def test_an_error_is_ipythons_traceback_of_the_users_frames(
 
 
 def test_a_magic_that_is_not_there_is_a_usage_error(client: BlockingKernelClient) -> None:
-    content = execute(client, "%no_such_magic").content
-    assert content["status"] == "error" and content["ename"] == "UsageError"
+    run = execute(client, "%no_such_magic")
+    assert run.content["status"] == "error" and run.content["ename"] == "UsageError"
+    # As ipykernel says it: IPython's one line on stderr, no traceback, no error message.
+    assert run.stdout("stderr") == "UsageError: Line magic function `%no_such_magic` not found.\n"
+    assert run.content["traceback"] == [] and run.of("error") == []
 
 
 def test_sympy_prints_latex_through_the_shell(client: BlockingKernelClient) -> None:

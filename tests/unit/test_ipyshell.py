@@ -58,9 +58,12 @@ def test_for_a_text_host_the_traceback_is_plain_text() -> None:
 
 
 def test_a_failure_ipython_did_not_show_is_named_by_its_exception() -> None:
+    # IPython said it its own way (a UsageError, on stderr): no parts for a front end.
     found = cell_error(failed(NameError("name 'y' is not defined")), None, frozenset())
     assert found is not None and (found.ename, found.evalue) == (
-        "NameError", "name 'y' is not defined") and found.traceback == ""
+        "NameError", "name 'y' is not defined") and found.traceback == TRACEBACK_PARTS
+    plain = cell_error(failed(NameError("y")), None, frozenset(), as_parts=False)
+    assert plain is not None and plain.traceback == ""
 
 
 def test_a_syntax_error_points_into_the_cell() -> None:

@@ -409,6 +409,7 @@ def test_a_traceback_ipython_formatted_is_sent_as_its_parts() -> None:
     parts = ["\x1b[31m-----\x1b[39m", "Cell In[1], line 1\n----> 1 1/0\n", "ZeroDivisionError"]
     assert coloured("".join(TRACEBACK_PARTS + part for part in parts), "", "") == parts
     assert coloured(TRACEBACK_PARTS + "only", "E", "v") == ["only"]
+    assert coloured(TRACEBACK_PARTS, "UsageError", "no such magic") == []
 
 
 def test_a_cell_is_numbered_for_the_shell_unless_kept_out_of_the_history() -> None:

@@ -245,8 +245,8 @@ def cell_error(result: ExecutionResult, shown: tuple[str, str, list[str]] | None
         code = PYTHON_SYNTAX_ERROR
     else:
         code = PYTHON_RUNTIME_ERROR
-    if as_parts:
-        traceback = "".join(TRACEBACK_PARTS + part for part in parts)
+    if as_parts:  # none, where IPython said it its own way (a UsageError, on stderr)
+        traceback = "".join(TRACEBACK_PARTS + part for part in parts) or TRACEBACK_PARTS
     else:
         traceback = _COLOUR.sub("", "\n".join(parts)).strip("\n")
     line = exc.lineno if isinstance(exc, SyntaxError) else _last_line(exc.__traceback__, files)
