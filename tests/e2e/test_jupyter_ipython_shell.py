@@ -300,3 +300,23 @@ def test_jupyter_console_ends_on_exit(tmp_path: Path) -> None:
         env={**os.environ, "JUPYTER_PATH": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert "42" in done.stdout and "after exit" not in done.stdout
+
+
+def test_the_users_ipython_profile_is_read_as_ipykernel_reads_it(tmp_path: Path) -> None:
+    """The default profile's kernel configuration, startup files, extensions and exec_lines
+    (under $IPYTHONDIR, as ~/.ipython is found)."""
+    profile = tmp_path / "ipython" / "profile_default"
+    (profile / "startup").mkdir(parents=True)
+    (profile / "ipython_kernel_config.py").write_text(
+        'c.InteractiveShell.ast_node_interactivity = "all"\n'
+        'c.InteractiveShellApp.exec_lines = ["from_exec_lines = 1"]\n'
+        'c.InteractiveShellApp.extensions = ["autoreload"]\n', encoding="utf-8")
+    (profile / "startup" / "00-first.py").write_text("from_startup = 'yes'\n",
+                                                     encoding="utf-8")
+    env = {"IPYTHONDIR": str(tmp_path / "ipython")}
+    with jupyter_host.started(tmp_path / "data", env=env) as (_, client):
+        run = ok(execute(client, "1\n2"))
+        assert [r["data"]["text/plain"] for r in run.of("execute_result")] == ["1", "2"]
+        assert result(execute(client, "from_startup, from_exec_lines")) == "('yes', 1)"
+        assert "autoreload" in result(execute(
+            client, "sorted(get_ipython().extension_manager.loaded)"))

@@ -183,9 +183,10 @@ def make_shell(channel: Channel, as_parts: bool = True) -> ZMQInteractiveShell:
 
     `as_parts`: tracebacks go as IPython's coloured parts, for a Jupyter front end;
     else as plain text, for the hosts that show text (lines, rpc)."""
-    config = Config()
-    # The history of this session's cells, in memory: no database, no thread saving it.
-    config.HistoryManager.hist_file = ":memory:"
+    config, startup = profile()
+    if "hist_file" not in config.HistoryManager:
+        # The history of this session's cells, in memory: no database, no thread saving it.
+        config.HistoryManager.hist_file = ":memory:"
     # tqdm.autonotebook picks its widget bar when this section is there, as under ipykernel.
     config.IPKernelApp.pyrelune = True
     # Figures inline, as ipykernel shows them, unless the user chose a backend.
@@ -204,7 +205,61 @@ def make_shell(channel: Channel, as_parts: bool = True) -> ZMQInteractiveShell:
                              lambda module: stand_in_for_ipykernel(shell.kernel))
     importhooks.before_import("tqdm.autonotebook", _load_ipykernels_shell)
     shell.loop_runner = _on_cells_loop
+    _start_up(shell, config, startup)
     return shell
+
+
+#: The profile's configuration files, as ipykernel reads them (the base one, then its own).
+_CONFIG_FILES = ("ipython_config", "ipython_kernel_config")
+
+
+def profile() -> tuple[Config, list[str]]:
+    """The configuration of the user's IPython profile (`default`, under $IPYTHONDIR or
+    ~/.ipython) and its startup files, as ipykernel reads them; none where there is none."""
+    from IPython.core.profiledir import ProfileDir, ProfileDirError
+    from IPython.paths import get_ipython_dir
+    from traitlets.config.loader import JSONFileConfigLoader, PyFileConfigLoader
+
+    config = Config()
+    try:
+        folder = ProfileDir.find_profile_dir_by_name(get_ipython_dir(), "default")
+    except (ProfileDirError, OSError):
+        return config, []
+    for name in _CONFIG_FILES:
+        for loader in (PyFileConfigLoader, JSONFileConfigLoader):
+            suffix = ".py" if loader is PyFileConfigLoader else ".json"
+            if os.path.isfile(os.path.join(folder.location, name + suffix)):
+                try:
+                    config.merge(loader(name + suffix, path=folder.location).load_config())
+                except Exception as exc:  # the user's file: said, and the kernel goes on
+                    sys.stderr.write(f"pyrelune: IPython's {name + suffix} failed: {exc}\n")
+    startup = sorted(os.path.join(folder.startup_dir, name)
+                     for name in os.listdir(folder.startup_dir)
+                     if name.endswith((".py", ".ipy"))) if os.path.isdir(
+        folder.startup_dir) else []
+    return config, startup
+
+
+def _start_up(shell: ZMQInteractiveShell, config: Config, startup: list[str]) -> None:
+    """What ipykernel runs before the first cell: the profile's startup files, then
+    `InteractiveShellApp.extensions`, `exec_lines` and `exec_files`."""
+    app = config.InteractiveShellApp
+    for path in startup:
+        if path.endswith(".ipy"):
+            shell.safe_execfile_ipy(path)
+        else:
+            shell.safe_execfile(path, shell.user_ns)
+    extensions = shell.extension_manager
+    assert extensions is not None  # made as the shell is
+    for extension in app.get("extensions", []):
+        try:
+            extensions.load_extension(extension)
+        except Exception as exc:
+            sys.stderr.write(f"pyrelune: the extension {extension!r} failed to load: {exc}\n")
+    for line in app.get("exec_lines", []):
+        shell.run_cell(line, store_history=False)
+    for path in app.get("exec_files", []):
+        shell.safe_execfile(os.path.expanduser(path), shell.user_ns)
 
 
 def _load_ipykernels_shell(module: object) -> None:
