@@ -213,6 +213,32 @@ NOTEBOOKS: tuple[Notebook, ...] = (
 )
 
 
-def cells() -> list[tuple[Notebook, Cell]]:
-    """Every cell with its notebook, in order."""
-    return [(book, cell) for book in NOTEBOOKS for cell in book.cells]
+#: What only a Jupyter front end shows, or what reaches the kernel through `get_ipython()`:
+#: run by nbclient on pyrelune's Jupyter kernel and ipykernel alone
+#: (tests/e2e/test_corpus_nbclient.py), not in the other modes.
+IPYTHON_SHELL = notebook(
+    "ipython_shell",
+    Cell("ip_kernel", "type(get_ipython()).__name__, get_ipython().kernel is not None"),
+    Cell("ip_output_widget", "import ipywidgets\nout = ipywidgets.Output()\n"
+         "with out:\n    print('inside the widget')\nprint('in the cell')\nout"),
+    Cell("ip_interact", "from ipywidgets import interact\n"
+         "shown = interact(lambda x: print(x * 2), x=5)"),
+    Cell("ip_sympy_display", "import sympy as sp\nsp.init_printing()\nx = sp.symbols('x')\n"
+         "display(sp.Eq(x**2, 4))"),
+    Cell("ip_sympy_srepr", "sp.srepr(x)"),
+    Cell("ip_figure_value", "%matplotlib inline\nimport matplotlib.pyplot as plt\n"
+         "fig, ax = plt.subplots(figsize=(2, 2))\nax.plot([1, 3, 2])\nfig"),
+    Cell("ip_incomplete", "x = (1,\nprint("),
+    Cell("ip_await", "import asyncio\nawait asyncio.sleep(0)\n'awaited'"),
+    Cell("ip_update", "handle = display('first', display_id=True)\nhandle.update('last')"),
+    Cell("ip_usage_error", "%no_such_magic"),
+    Cell("ip_out_history", "Out[2] if 2 in Out else sorted(Out)[:1]"),
+)
+
+#: The notebooks only a Jupyter kernel runs (see IPYTHON_SHELL).
+JUPYTER_NOTEBOOKS: tuple[Notebook, ...] = (IPYTHON_SHELL,)
+
+
+def cells(books: tuple[Notebook, ...] = NOTEBOOKS) -> list[tuple[Notebook, Cell]]:
+    """Every cell of `books` with its notebook, in order."""
+    return [(book, cell) for book in books for cell in book.cells]

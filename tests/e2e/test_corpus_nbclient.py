@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from corpus.cells import NOTEBOOKS, Notebook, cells
+from corpus.cells import JUPYTER_NOTEBOOKS, NOTEBOOKS, Notebook, cells
 from corpus.compare import Expected, attempt, differences, outcome_of
 from corpus.known import KNOWN
 from support import jupyter_host, warmhost
@@ -33,9 +33,13 @@ _SHOWN = ("image/png", "image/svg+xml", "image/jpeg", "text/html", "application/
 _NOT_IN_JUPYTER = {"m_help_mark", "g_install"}
 
 
+#: Every notebook of the corpus, and those only a Jupyter kernel runs.
+BOOKS = NOTEBOOKS + JUPYTER_NOTEBOOKS
+
+
 def _cases() -> list[object]:
     cases: list[object] = []
-    for book, cell in cells():
+    for book, cell in cells(BOOKS):
         # The rpc kernel's known differences are the Jupyter kernel's, but for those above.
         reason = None if cell.name in _NOT_IN_JUPYTER else KNOWN.get(cell.name, {}).get("rpc")
         # One xdist worker runs a notebook's cells: it runs the notebook once per kernel.
@@ -126,7 +130,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> NotebookRuns:
 @pytest.mark.parametrize(("book_name", "cell_name"), _cases())
 def test_cell_has_ipykernels_outputs_under_nbclient(runs: NotebookRuns, book_name: str,
                                                      cell_name: str) -> None:
-    book = next(b for b in NOTEBOOKS if b.name == book_name)
+    book = next(b for b in BOOKS if b.name == book_name)
     cell = next(c for c in book.cells if c.name == cell_name)
     expected = as_expected(runs.outputs("python3", book)[cell_name])
     seen = as_seen(runs.outputs("pyrelune-corpus", book)[cell_name])
