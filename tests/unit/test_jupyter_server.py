@@ -16,6 +16,7 @@ from support.stall import stall_first_worker
 
 from pyrelune.modes.jupyter import Connection, JupyterServer
 from pyrelune.protocols import jupyter
+from pyrelune.settings import IPYTHON, PLAIN
 from pyrelune.transports.reactor import Reactor
 
 KEY = b"key"
@@ -64,17 +65,28 @@ class FakeSockets:
         os.close(self._wake_w)
 
 
-@pytest.fixture
-def kernel() -> Iterator[tuple[JupyterServer, FakeSockets, Reactor]]:
+def _served(shell: str) -> Iterator[tuple[JupyterServer, FakeSockets, Reactor]]:
     sockets, loop = FakeSockets(), Reactor()
     connection = Connection("tcp", "127.0.0.1", {}, KEY, "hmac-sha256")
-    server = JupyterServer(connection, sockets, loop)  # type: ignore[arg-type]
+    server = JupyterServer(connection, sockets, loop, shell=shell)  # type: ignore[arg-type]
     try:
         yield server, sockets, loop
     finally:
         server.close()
         loop.close()
         sockets.close()
+
+
+@pytest.fixture
+def kernel() -> Iterator[tuple[JupyterServer, FakeSockets, Reactor]]:
+    """A kernel with pyrelune's plain shell, whose worker is forked on first need."""
+    yield from _served(PLAIN)
+
+
+@pytest.fixture
+def ipython_kernel() -> Iterator[tuple[JupyterServer, FakeSockets, Reactor]]:
+    """A kernel with IPython's shell, whose worker is forked as the loop starts."""
+    yield from _served(IPYTHON)
 
 
 def _until_reply(loop: Reactor, sockets: FakeSockets, msg_id: str,
@@ -142,6 +154,38 @@ def test_an_interrupt_ends_a_cell_whose_worker_was_just_forked(
     def interrupt_at_once(channel: str, message: jupyter.Message) -> None:
         if message.msg_type == "execute_input":  # the cell is handed to a worker not yet forked
             assert server.kernel is None
+            sockets.deliver("control", "interrupt_request", {})
+
+    reply = _until_reply(loop, sockets, msg_id, interrupt_at_once)
+    assert reply.content["status"] == "error"
+    assert reply.content["ename"] == "KeyboardInterrupt"
+
+
+def test_with_ipythons_shell_the_worker_is_forked_as_the_loop_starts(
+        ipython_kernel: tuple[JupyterServer, FakeSockets, Reactor]) -> None:
+    """It makes IPython's shell meanwhile, while the first kernel_info is answered."""
+    server, sockets, loop = ipython_kernel
+    assert server.kernel is None
+    msg_id = sockets.deliver("shell", "kernel_info_request", {})
+    workers_when_answered = []
+    reply = _until_reply(loop, sockets, msg_id,
+                         lambda channel, message: workers_when_answered.append(server.kernel))
+    assert reply.content["status"] == "ok" and all(workers_when_answered)
+    run = sockets.deliver("shell", "execute_request", {"code": "print(type(get_ipython()))"})
+    streams: list[str] = []
+    _until_reply(loop, sockets, run, lambda channel, message: streams.append(
+        message.content["text"]) if message.msg_type == "stream" else None)
+    assert "ZMQInteractiveShell" in "".join(streams)
+
+
+def test_an_interrupt_ends_a_cell_sent_while_ipythons_shell_is_being_made(
+        ipython_kernel: tuple[JupyterServer, FakeSockets, Reactor]) -> None:
+    _, sockets, loop = ipython_kernel
+    msg_id = sockets.deliver("shell", "execute_request",
+                             {"code": "import time\ntime.sleep(300)"})
+
+    def interrupt_at_once(channel: str, message: jupyter.Message) -> None:
+        if message.msg_type == "execute_input":  # the worker is still importing IPython
             sockets.deliver("control", "interrupt_request", {})
 
     reply = _until_reply(loop, sockets, msg_id, interrupt_at_once)
