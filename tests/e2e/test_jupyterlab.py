@@ -56,6 +56,10 @@ CAPTURED = ("import ipywidgets\nout = ipywidgets.Output()\ndisplay(out)\nwith ou
 INTERACT = ("from ipywidgets import interact\n"
             "shown = interact(lambda x: print(f'doubled {x * 2}'), x=(0, 20))")
 UPDATED = "handle = display('first state', display_id=True)\nhandle.update('last state')"
+#: The libraries.ipynb notebook: figures that libraries draw through the page's extensions.
+PLOTLY = "import plotly.graph_objects as go\ngo.Figure(go.Bar(y=[2, 3, 1])).show()"
+IPYMPL = ("%matplotlib widget\nimport matplotlib.pyplot as plt\n"
+          "figure = plt.figure(figsize=(3, 2))\nplt.plot([1, 3, 2]);")
 
 
 
@@ -79,7 +83,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def _served(root: Path, notebooks: Path) -> Iterator[str]:
     """JupyterLab serving `notebooks`, the check notebook written there; its URL."""
     for name, sources in (("check", (FIRST, STUBBORN, AFTER)),
-                          ("widgets", (CAPTURED, INTERACT, UPDATED))):
+                          ("widgets", (CAPTURED, INTERACT, UPDATED)),
+                          ("libraries", (PLOTLY, IPYMPL))):
         cells: list[dict[str, Any]] = [
             {"cell_type": "code", "source": source, "metadata": {}, "outputs": [],
              "execution_count": None, "id": f"cell-{n}"} for n, source in enumerate(sources)]
@@ -274,3 +279,26 @@ def test_widgets_capture_what_the_cell_and_a_slider_show(lab: str, browser: WebD
     run_cell_once_sent(browser, 2)
     wait_for(browser, lambda d: "last state" in output_text(d, 2), "the updated display")
     assert "first state" not in output_text(browser, 2)
+
+
+def test_plotly_and_ipympl_draw_their_figures_in_the_page(lab: str, browser: WebDriver) -> None:
+    """They find a notebook through get_ipython(): plotly's figure and ipympl's canvas are
+    drawn by their JupyterLab extensions, as under ipykernel."""
+    pytest.importorskip("plotly", reason="needs plotly (the test extras)")
+    pytest.importorskip("ipympl", reason="needs ipympl (the test extras)")
+    browser.get(lab.replace("/check.ipynb", "/libraries.ipynb") + "&reset")
+    wait_for(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")) == 2,
+             "the notebook's two cells")
+    wait_for(browser, lambda d: "Python (pyrelune)" in d.find_element(
+        By.CSS_SELECTOR, ".jp-KernelName").text, "the kernel named Python (pyrelune)")
+    wait_for(browser, kernel_idle, "the kernel idle")
+
+    run_cell_once_sent(browser, 0)
+    wait_for(browser, lambda d: cell(d, 0).find_elements(By.CSS_SELECTOR, ".js-plotly-plot"),
+             "plotly's figure")
+    wait_for(browser, kernel_idle, "the kernel idle after plotly")
+
+    run_cell_once_sent(browser, 1)
+    wait_for(browser, lambda d: cell(d, 1).find_elements(
+        By.CSS_SELECTOR, ".jupyter-matplotlib-figure canvas, .jupyter-matplotlib canvas"),
+        "ipympl's canvas")
