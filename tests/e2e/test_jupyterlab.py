@@ -1,7 +1,10 @@
 """A real JupyterLab in headless Chromium, on the kernelspec `pyrelune jupyter install
 --sys-prefix` writes (JupyterLab's own kernel manager then loads pyrelune's provisioner):
 a cell with a print, a plot and an ipywidgets slider shows all three on the page, and the
-interrupt button stops a cell that ignores SIGINT, after which the next cell runs.
+interrupt button stops a cell that ignores SIGINT, after which the next cell runs; what
+reaches the kernel through get_ipython() (IPython's shell) shows as under ipykernel: an
+Output widget's capture, interact, plotly's figure, ipympl's canvas; and a voila app on
+pyrelune's kernel follows its slider.
 
 Needs Debian's `chromium` and `chromium-driver` (.ci/run installs them) and the test
 extras (jupyterlab, selenium, ipywidgets); skipped, saying which is missing, without them.
@@ -14,6 +17,7 @@ import json
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -302,3 +306,72 @@ def test_plotly_and_ipympl_draw_their_figures_in_the_page(lab: str, browser: Web
     wait_for(browser, lambda d: cell(d, 1).find_elements(
         By.CSS_SELECTOR, ".jupyter-matplotlib-figure canvas, .jupyter-matplotlib canvas"),
         "ipympl's canvas")
+
+
+#: The voila app: a slider and what `interactive_output` prints for it.
+APP = ("import ipywidgets as w\nslider = w.IntSlider(value=3, description='n')\n"
+       "def f(n):\n    print(f'squared {n * n}')\n"
+       "out = w.interactive_output(f, {'n': slider})\ndisplay(slider, out)")
+
+
+@pytest.fixture(scope="module")
+def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """voila serving a one-cell app on pyrelune's kernel (a kernelspec of its own); its URL."""
+    pytest.importorskip("voila", reason="needs voila (the test extras)")
+    from support import jupyter_host
+
+    root = tmp_path_factory.mktemp("voila")
+    jupyter_host.kernelspec(root / "data", "message", name=f"{KERNEL}-voila")
+    (root / "app.ipynb").write_text(json.dumps({
+        "cells": [{"cell_type": "code", "source": APP, "metadata": {}, "outputs": [],
+                   "execution_count": None, "id": "app"}],
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": f"{KERNEL}-voila", "language": "python",
+                                    "display_name": "Python (pyrelune)"}}}))
+    env = {**os.environ, "JUPYTER_PATH": str(root / "data"),
+           "JUPYTER_RUNTIME_DIR": str(root / "runtime"), "JUPYTER_CONFIG_DIR": str(root)}
+    for _ in range(3):  # a port free a moment ago may be taken by then: another one
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        log_path = root / f"voila-{port}.log"
+        with log_path.open("wb") as log:
+            server = subprocess.Popen(
+                [sys.executable, "-m", "voila", str(root / "app.ipynb"), "--no-browser",
+                 f"--port={port}", "--Voila.ip=127.0.0.1", "--Voila.port_retries=0"],
+                env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
+            try:
+                deadline = time.monotonic() + WAIT
+                while server.poll() is None and time.monotonic() < deadline:
+                    try:
+                        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5):
+                            break
+                    except OSError:
+                        time.sleep(0.2)  # polling for the server, not an assertion
+                if server.poll() is None:
+                    yield f"http://127.0.0.1:{port}/"
+                    return
+            finally:
+                server.terminate()
+                try:
+                    server.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    server.kill()
+                    server.wait()
+        if "already in use" not in log_path.read_text(errors="replace"):
+            break
+    raise AssertionError(f"voila did not start: {log_path.read_text(errors='replace')}")
+
+
+def test_a_voila_app_follows_its_slider(voila: str, browser: WebDriver) -> None:
+    """voila runs the notebook on pyrelune's kernel and keeps it for the page's widgets:
+    interactive_output prints into its Output widget again as the slider moves."""
+    browser.get(voila)
+    body = lambda d: d.find_element(By.TAG_NAME, "body").text  # noqa: E731
+    wait_for(browser, lambda d: "squared 9" in body(d), "the app's first output")
+    handle = wait_for(browser, lambda d: d.find_elements(
+        By.CSS_SELECTOR, ".widget-slider .noUi-handle"), "the app's slider")
+    handle[0].click()
+    handle[0].send_keys(Keys.ARROW_RIGHT)
+    wait_for(browser, lambda d: "squared 16" in body(d), "the output after the slider moved")
+    assert "squared 9" not in body(browser)
