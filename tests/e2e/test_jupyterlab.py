@@ -367,7 +367,11 @@ def test_a_voila_app_follows_its_slider(voila: str, browser: WebDriver) -> None:
     """voila runs the notebook on pyrelune's kernel and keeps it for the page's widgets:
     interactive_output prints into its Output widget again as the slider moves."""
     browser.get(voila)
-    body = lambda d: d.find_element(By.TAG_NAME, "body").text  # noqa: E731
+
+    def body(driver: WebDriver) -> str:
+        text: str = driver.find_element(By.TAG_NAME, "body").text
+        return text
+
     wait_for(browser, lambda d: "squared 9" in body(d), "the app's first output")
     handle = wait_for(browser, lambda d: d.find_elements(
         By.CSS_SELECTOR, ".widget-slider .noUi-handle"), "the app's slider")
