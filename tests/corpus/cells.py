@@ -235,8 +235,68 @@ IPYTHON_SHELL = notebook(
     Cell("ip_out_history", "Out[2] if 2 in Out else sorted(Out)[:1]"),
 )
 
+#: A tutorial's path through sympy's printing, as a notebook shows it once init_printing()
+#: finds IPython's shell: LaTeX (and its PNG) for results and displays.
+SYMPY_PRINTING = notebook(
+    "sympy_printing",
+    Cell("spp_init", "import sympy as sp\nsp.init_printing()\nx, y, z = sp.symbols('x y z')"),
+    Cell("spp_expand", "sp.expand((x + y)**3)"),
+    Cell("spp_factor", "sp.factor(x**3 - x**2 + x - 1)"),
+    Cell("spp_integrate", "sp.integrate(sp.exp(x) * sp.sin(x) + sp.exp(x) * sp.cos(x), x)"),
+    Cell("spp_limit", "sp.limit(sp.sin(x) / x, x, 0)"),
+    Cell("spp_matrix", "sp.Matrix([[1, x], [y, 1]]).det()"),
+    Cell("spp_display", "display(sp.Eq(sp.Integral(x**2, x), x**3 / 3))\nprint('after')"),
+    Cell("spp_solveset", "sp.solveset(x**2 - 1, x)"),
+    Cell("spp_latex", "print(sp.latex(sp.sqrt(x) / y))"),
+    Cell("spp_tuple", "(x, sp.Rational(1, 3), 2.5)"),
+)
+
+#: IPython's rich output, as its documentation walks through it.
+RICH_OUTPUT = notebook(
+    "rich_output",
+    Cell("ro_html", "from IPython.display import HTML\nHTML('<i>italic</i>')"),
+    Cell("ro_markdown", "from IPython.display import Markdown\nMarkdown('**bold** and `code`')"),
+    Cell("ro_math", "from IPython.display import Math\nMath(r'\\int_0^1 x\\,dx')"),
+    Cell("ro_latex", "from IPython.display import Latex\nLatex(r'$\\alpha + \\beta$')"),
+    Cell("ro_svg", "from IPython.display import SVG\n"
+         "SVG('<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\">"
+         "<rect width=\"10\" height=\"10\"/></svg>')"),
+    Cell("ro_json", "from IPython.display import JSON\nJSON({'a': [1, 2], 'b': None})"),
+    Cell("ro_javascript", "from IPython.display import Javascript\nJavascript('var x = 1;')"),
+    Cell("ro_several", "from IPython.display import display, HTML\n"
+         "display(HTML('<b>one</b>'), HTML('<b>two</b>'))"),
+    Cell("ro_clear", "from IPython.display import clear_output\nprint('gone')\n"
+         "clear_output()\nprint('kept')"),
+    Cell("ro_repr_html", "class Card:\n    def _repr_html_(self):\n"
+         "        return '<div>card</div>'\nCard()"),
+    Cell("ro_mimebundle", "class Both:\n    def _repr_mimebundle_(self, include=None, "
+         "exclude=None):\n        return {'text/plain': 'both', 'text/markdown': '*both*'}\n"
+         "Both()"),
+    Cell("ro_capture", "%%capture captured\nprint('inside')\ndisplay(HTML('<p>kept</p>'))"),
+    Cell("ro_captured", "captured.stdout, len(captured.outputs)"),
+)
+
+#: matplotlib's and pandas' plotting as their documentation's notebooks draw it inline.
+PLOTTING = notebook(
+    "plotting",
+    Cell("pl_subplots", "%matplotlib inline\nimport matplotlib.pyplot as plt\n"
+         "fig, axes = plt.subplots(1, 2, figsize=(4, 2))\naxes[0].plot([1, 2, 3])\n"
+         "axes[1].bar(['a', 'b'], [3, 1]);"),
+    Cell("pl_two_figures", "plt.figure(figsize=(2, 2))\nplt.plot([3, 1])\n"
+         "plt.figure(figsize=(2, 2))\nplt.plot([1, 3])\nplt.show()"),
+    Cell("pl_returned", "fig, ax = plt.subplots(figsize=(2, 2))\nax.scatter([1, 2], [2, 1])"),
+    Cell("pl_svg", "%config InlineBackend.figure_formats = ['svg']\n"
+         "plt.figure(figsize=(2, 2))\nplt.plot([1, 2]);"),
+    Cell("pl_png_again", "%config InlineBackend.figure_formats = ['png']\n"
+         "plt.figure(figsize=(2, 2))\nplt.plot([2, 1]);"),
+    Cell("pl_pandas", "import pandas as pd\n"
+         "pd.DataFrame({'a': [1, 3, 2], 'b': [2, 1, 3]}).plot(figsize=(3, 2));"),
+    Cell("pl_pandas_hist", "pd.Series([1, 1, 2, 3, 3, 3]).hist(figsize=(3, 2));"),
+    Cell("pl_closed", "plt.figure()\nplt.close()\n'closed'"),
+)
+
 #: The notebooks only a Jupyter kernel runs (see IPYTHON_SHELL).
-JUPYTER_NOTEBOOKS: tuple[Notebook, ...] = (IPYTHON_SHELL,)
+JUPYTER_NOTEBOOKS: tuple[Notebook, ...] = (IPYTHON_SHELL, SYMPY_PRINTING, RICH_OUTPUT, PLOTTING)
 
 
 def cells(books: tuple[Notebook, ...] = NOTEBOOKS) -> list[tuple[Notebook, Cell]]:
