@@ -67,15 +67,16 @@ def main(warm: str | None = None) -> None:
         sys.exit(lines.main())
     from pyrelune.cli import jupyterargs
 
-    if (connection_file := jupyterargs.connection_file(sys.argv[1:])) is not None:
+    if (kernel := jupyterargs.read(sys.argv[1:])) is not None:
         _ignore_interrupts()
         from pyrelune.transports import prebound
 
+        connection_file, shell = kernel
         # Before any import that takes time: the front end is connecting already.
         prebound.listen(connection_file)
         from pyrelune.modes import jupyter
 
-        sys.exit(jupyter.main(connection_file))
+        sys.exit(jupyter.main(connection_file, shell))
     from pyrelune.cli import rpcargs
 
     # The rpc kernel's host waits for `kernel.ready` too: its options are read

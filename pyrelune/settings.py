@@ -130,14 +130,24 @@ def mime_order(known: tuple[str, ...]) -> tuple[str, ...]:
 PLAIN, IPYTHON = "plain", "ipython"
 
 
-def shell(default: str) -> str:
-    """$PYRELUNE_SHELL: `PLAIN` or `IPYTHON`, or `default` when unset or empty."""
-    setting = os.environ.get("PYRELUNE_SHELL", "").strip()
+def shell(default: str, given: str | None = None) -> str:
+    """`given` (the command line's `--shell`), else $PYRELUNE_SHELL: `PLAIN` or `IPYTHON`;
+    `default` when neither says."""
+    name = "--shell" if given is not None else "PYRELUNE_SHELL"
+    setting = (given if given is not None else os.environ.get("PYRELUNE_SHELL", "")).strip()
     if not setting:
         return default
     if setting not in (PLAIN, IPYTHON):
-        raise broken("PYRELUNE_SHELL", f"{IPYTHON!r} or {PLAIN!r}", setting)
+        raise broken(name, f"{IPYTHON!r} or {PLAIN!r}", setting)
     return setting
+
+
+def plain_shell_only() -> None:
+    """Oneshot cells run in pyrelune's own shell: a PYRELUNE_SHELL that asks for another
+    is refused (SettingError), not ignored."""
+    if shell(PLAIN) != PLAIN:
+        raise SettingError("PYRELUNE_SHELL=ipython is for the kernels (--mode jupyter, "
+                           "lines, rpc): a oneshot cell runs in pyrelune's own shell")
 
 
 def token() -> str | None:

@@ -86,6 +86,12 @@ def root(
                      help="--mode jupyter: the connection file a Jupyter front end wrote "
                      "(a kernelspec passes {connection_file})."),
     ] = None,
+    shell: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="SHELL", help="Kernels: what runs the cells, ipython (IPython's "
+                     "own shell: the jupyter mode's default) or plain (pyrelune's: lines' and "
+                     "rpc's). Default: $PYRELUNE_SHELL, else the mode's."),
+    ] = None,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -99,16 +105,21 @@ def root(
     if (mode is Mode.jupyter) != (connection_file is not None):
         raise typer.BadParameter("--mode jupyter and --connection-file go together",
                                  param_hint="--connection-file")
+    if mode is Mode.oneshot and shell is not None:
+        raise typer.BadParameter("applies to the kernels only: a oneshot cell runs in "
+                                 "pyrelune's own shell", param_hint="--shell")
+    if shell is not None:
+        _setting(lambda: settings.shell(settings.PLAIN, shell))  # a bad one: a usage error
     if mode is Mode.jupyter:
         from pyrelune.modes import jupyter
 
-        raise typer.Exit(jupyter.main(str(connection_file)))
+        raise typer.Exit(jupyter.main(str(connection_file), shell))
     if mode is Mode.lines:
         from pyrelune.modes import lines
 
-        raise typer.Exit(lines.main())
+        raise typer.Exit(lines.main(shell))
     if mode is Mode.rpc:
-        raise typer.Exit(_rpc(rpc_values))
+        raise typer.Exit(_rpc({**rpc_values, "shell": shell}))
     from pyrelune.modes import oneshot
 
     raise typer.Exit(oneshot.main(_timeout(timeout)))

@@ -11,16 +11,25 @@ from pyrelune.cli.rpcargs import pairs
 
 
 def connection_file(args: list[str]) -> str | None:
-    """The connection file `args` name, if they are exactly `--mode jupyter` and one."""
+    """The connection file `args` name, if `read` takes them."""
+    kernel = read(args)
+    return None if kernel is None else kernel[0]
+
+
+def read(args: list[str]) -> tuple[str, str | None] | None:
+    """The connection file and the `--shell` (None without one), if `args` are exactly
+    `--mode jupyter`, one connection file and at most one `--shell`."""
     options = pairs(args)
     if options is None:
         return None
-    mode = path = None
+    mode = path = shell = None
     for name, value in options:
         if name == "--mode" and mode is None:
             mode = value
         elif name in ("-f", "--connection-file") and path is None and value:
             path = value
+        elif name == "--shell" and shell is None:
+            shell = value
         else:
             return None
-    return path if mode == "jupyter" and path is not None else None
+    return (path, shell) if mode == "jupyter" and path is not None else None

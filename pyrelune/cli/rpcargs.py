@@ -177,7 +177,7 @@ def settings(values: dict[str, Any]) -> Settings:
         drain = rpc.DRAIN_TIMEOUT if drain_timeout is None else (
             rules.seconds("--drain-timeout", drain_timeout, minimum=0.1))
         max_output = rules.max_output(None)
-        shell = rules.shell(rules.PLAIN)
+        shell = rules.shell(rules.PLAIN, values.get("shell"))
     except ConfigError as exc:
         raise Usage(str(exc), "--listen") from None
     except rules.SettingError as exc:

@@ -331,15 +331,16 @@ def _line_buffered_c_stdout() -> None:
         pass
 
 
-def main(connection_file: str) -> int:
-    """Start the kernel; the exit status is 2 for a connection file it refuses."""
+def main(connection_file: str, shell: str | None = None) -> int:
+    """Start the kernel; the exit status is 2 for a connection file or a setting it refuses.
+    `shell`: the command line's `--shell`, if given (see `settings.shell`)."""
     try:
-        return _run(connection_file)
+        return _run(connection_file, shell)
     finally:
         prebound.close()  # what no socket took over: a kernel that did not start
 
 
-def _run(connection_file: str) -> int:
+def _run(connection_file: str, shell: str | None) -> int:
     try:
         import zmq  # noqa: F401  (only to say clearly when it is missing)
     except ImportError:
@@ -354,7 +355,7 @@ def _run(connection_file: str) -> int:
 
     try:
         cap = settings.max_output(None)
-        serve(connection, cap, _shell(settings.shell(IPYTHON)))
+        serve(connection, cap, _shell(settings.shell(IPYTHON, shell)))
     except settings.SettingError as exc:
         sys.stderr.write(f"pyrelune: {exc}\n")
         return 2

@@ -184,9 +184,10 @@ def max_output() -> int:
     return _setting(settings.max_output, DEFAULT_MAX_OUTPUT)
 
 
-def shell() -> str:
-    """$PYRELUNE_SHELL, else pyrelune's plain shell, saying why on stderr (as `max_output`)."""
-    return _setting(settings.shell, PLAIN)
+def shell(given: str | None = None) -> str:
+    """`--shell` (`given`), else $PYRELUNE_SHELL, else pyrelune's plain shell; a bad one is
+    said on stderr and the plain shell runs (as `max_output`)."""
+    return _setting(lambda default: settings.shell(default, given), PLAIN)
 
 
 def _setting(read: Callable[[Value], Value], default: Value) -> Value:
@@ -198,8 +199,10 @@ def _setting(read: Callable[[Value], Value], default: Value) -> Value:
         return default
 
 
-def main() -> int:
+def main(shell_given: str | None = None) -> int:
     """Serve requests from stdin until EOF or SIGTERM; 0 when it ended that way.
+
+    `shell_given`: the command line's `--shell` (see `shell`).
 
     2 when stdin or stdout is closed from the start (the kernel would read
     its own worker's pipe as requests, or answer into it), 1 when an answer
@@ -216,7 +219,7 @@ def main() -> int:
     status = 0
     try:
         reader = stdio.LineReader(0)
-        state = LinesServer(max_output(), reader, shell())
+        state = LinesServer(max_output(), reader, shell(shell_given))
         state.listen()
         for line in reader:
             answer = state.handle(line) if line.strip() else b""

@@ -57,7 +57,8 @@ and writes one JSON response on stdout. Try:
 
 
 #: What `settings` reads from the environment.
-_SETTINGS = ("PYRELUNE_TIMEOUT", "PYRELUNE_MAX_OUTPUT", "PYRELUNE_MIME_ORDER")
+_SETTINGS = ("PYRELUNE_TIMEOUT", "PYRELUNE_MAX_OUTPUT", "PYRELUNE_MIME_ORDER",
+             "PYRELUNE_SHELL")
 
 
 def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
@@ -71,6 +72,7 @@ def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
     from pyrelune import settings as rules
 
     try:
+        rules.plain_shell_only()
         deadline = rules.timeout(DEFAULT_TIMEOUT) if timeout is None else timeout
         return (deadline, rules.max_output(DEFAULT_MAX_OUTPUT),
                 rules.mime_order(vixnote.MIME_ORDER))

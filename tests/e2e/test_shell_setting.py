@@ -1,12 +1,16 @@
-"""`PYRELUNE_SHELL=ipython` in the lines and rpc kernels: IPython's own shell runs their cells
-(for hosts that want a notebook's fidelity), each protocol as it is; a bad value is said.
-The Jupyter kernel's (its default) is tests/e2e/test_jupyter_ipython_shell.py's."""
+"""`PYRELUNE_SHELL=ipython` (or `--shell ipython`) in the lines and rpc kernels: IPython's own
+shell runs their cells (for hosts that want a notebook's fidelity), each protocol as it is; a
+bad value is said; a oneshot cell refuses any shell but its own. The Jupyter kernel's (its
+default) is tests/e2e/test_jupyter_ipython_shell.py's."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+from pathlib import Path
 from typing import Any
 
+import pytest
 from support.launch import runtime
 from support.lines_host import Host as LinesHost
 from support.lines_host import default_env
@@ -70,3 +74,37 @@ def test_an_rpc_kernel_refuses_a_bad_shell() -> None:
                           env=default_env(PYRELUNE_SHELL="IPython"), timeout=60)
     assert done.returncode == 2
     assert "PYRELUNE_SHELL must be 'ipython' or 'plain', not 'IPython'" in done.stderr
+
+
+def test_the_command_line_chooses_the_shell_of_a_lines_kernel() -> None:
+    kernel = LinesHost([*runtime("--mode", "lines", "--shell", "ipython")], default_env())
+    try:
+        assert kernel.execute("type(get_ipython()).__name__")["stdout"] == (
+            "'ZMQInteractiveShell'\n")
+    finally:
+        kernel.close()
+
+
+@pytest.mark.parametrize("args", [
+    ("--mode", "jupyter", "-f", "kernel.json", "--shell", "bash"),  # its own reading
+    ("--mode", "rpc", "--shell", "bash"),  # typer's
+])
+def test_a_kernel_refuses_a_bad_shell_option(args: tuple[str, ...], tmp_path: Path) -> None:
+    (tmp_path / "kernel.json").write_text('{"transport": "tcp", "ip": "127.0.0.1", "key": "k", '
+                                          '"signature_scheme": "hmac-sha256"}')
+    done = subprocess.run(runtime(*args), input="", capture_output=True, text=True,
+                          env=default_env(), timeout=60, cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--shell must be 'ipython' or 'plain', not 'bash'" in done.stderr
+
+
+def test_a_oneshot_cell_refuses_another_shell() -> None:
+    done = subprocess.run(runtime(), input='{"source": "1"}', capture_output=True, text=True,
+                          env=default_env(PYRELUNE_SHELL="ipython"), timeout=60)
+    response = json.loads(done.stdout)
+    assert done.returncode == 0 and response["ok"] is False
+    assert response["error"]["code"] == "invalid_configuration"
+    assert "PYRELUNE_SHELL=ipython is for the kernels" in response["error"]["message"]
+    option = subprocess.run(runtime("--shell", "ipython"), input='{"source": "1"}',
+                            capture_output=True, text=True, env=default_env(), timeout=60)
+    assert option.returncode == 2 and "applies to the kernels only" in option.stderr

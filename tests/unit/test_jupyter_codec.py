@@ -450,9 +450,19 @@ def test_payloads_go_in_the_cells_reply_in_order() -> None:
     (["--mode", "jupyter", "-f", "a", "-f", "b"], None),
     (["--mode", "jupyter", "-f"], None),
     (["jupyter", "install"], None),
+    (["--mode", "jupyter", "-f", "k.json", "--shell", "plain"], "k.json"),
+    (["--shell=ipython", "--mode", "jupyter", "-f", "k.json"], "k.json"),
+    (["--mode", "jupyter", "-f", "k.json", "--shell", "plain", "--shell", "plain"], None),
 ])
 def test_the_kernels_command_line(args: list[str], expected: str | None) -> None:
     assert connection_file(args) == expected
+
+
+def test_the_kernels_command_line_names_its_shell() -> None:
+    from pyrelune.cli.jupyterargs import read
+
+    assert read(["--mode", "jupyter", "-f", "k.json"]) == ("k.json", None)
+    assert read(["--mode", "jupyter", "-f", "k.json", "--shell", "plain"]) == ("k.json", "plain")
 
 
 def test_messages_built_carry_every_header_field() -> None:

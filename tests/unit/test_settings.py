@@ -97,3 +97,12 @@ def test_the_shell_is_ipython_or_plain(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(settings.SettingError,
                        match="PYRELUNE_SHELL must be 'ipython' or 'plain', not 'IPython'"):
         settings.shell(settings.PLAIN)
+    # The command line's --shell wins, and is named when it is wrong.
+    assert settings.shell(settings.IPYTHON, "plain") == "plain"
+    with pytest.raises(settings.SettingError, match="--shell must be 'ipython' or 'plain'"):
+        settings.shell(settings.PLAIN, "bash")
+    monkeypatch.setenv("PYRELUNE_SHELL", "ipython")
+    with pytest.raises(settings.SettingError, match="a oneshot cell runs in pyrelune's own"):
+        settings.plain_shell_only()
+    monkeypatch.setenv("PYRELUNE_SHELL", "plain")
+    settings.plain_shell_only()
