@@ -320,3 +320,17 @@ def test_the_users_ipython_profile_is_read_as_ipykernel_reads_it(tmp_path: Path)
         assert result(execute(client, "from_startup, from_exec_lines")) == "('yes', 1)"
         assert "autoreload" in result(execute(
             client, "sorted(get_ipython().extension_manager.loaded)"))
+
+
+def test_matplotlibs_notebook_backend_draws_through_its_comm(
+        client: BlockingKernelClient) -> None:
+    """nbagg, as ipykernel runs it (no event loop); a real GUI loop is refused, said."""
+    run = ok(execute(client, "import matplotlib\nmatplotlib.use('nbagg')\n"
+                             "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()"))
+    kinds = [sorted(d["data"]) for d in run.of("display_data")]
+    assert ["application/javascript", "text/plain"] in kinds and [
+        "text/html", "text/plain"] in kinds
+    assert [c["target_name"] for c in run.of("comm_open")] == ["matplotlib"]
+    ok(execute(client, "plt.close('all')\n%matplotlib inline"))
+    refused = ok(execute(client, "%gui qt"))  # IPython logs the refusal, as under ipykernel
+    assert "the 'qt' event loop cannot run in pyrelune's kernel" in refused.stdout("stderr")

@@ -61,6 +61,11 @@ class _Exit(ExitAutocall):
         shell.ask_exit()
 
 
+#: The GUI names of matplotlib's backends that draw in the page, as ipykernel runs them with
+#: no event loop.
+_IN_THE_PAGE = (None, "inline", "widget", "ipympl", "nbagg", "webagg", "notebook")
+
+
 class ZMQInteractiveShell(InteractiveShell):
     """IPython's shell, as a Jupyter kernel's worker runs it.
 
@@ -126,8 +131,9 @@ class ZMQInteractiveShell(InteractiveShell):
                                             "replace": bool(replace)})
 
     def enable_gui(self, gui: str | None = None) -> None:
-        """Only figures shown in the page: a kernel's worker runs no GUI event loop."""
-        if gui not in (None, "inline"):
+        """Only figures shown in the page (matplotlib's inline, widget and notebook
+        backends need no event loop): a kernel's worker runs no GUI event loop."""
+        if gui not in _IN_THE_PAGE:
             raise UsageError(f"the {gui!r} event loop cannot run in pyrelune's kernel: it has "
                              "no display (use %matplotlib inline, or widget with ipympl)")
         self.active_eventloop = gui
