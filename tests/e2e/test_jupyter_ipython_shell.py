@@ -143,15 +143,18 @@ def test_load_fills_the_next_cell(client: BlockingKernelClient, tmp_path: Path) 
 
 def test_autoreload_runs_the_edited_module(client: BlockingKernelClient, tmp_path: Path) -> None:
     module = tmp_path / "reloaded_here.py"
-    module.write_text("def f():\n    return 1\n", encoding="utf-8")
+    module.write_text("def f():\n    return 1\nclass C:\n    def g(self):\n"
+                      "        return 'old'\n", encoding="utf-8")
     ok(execute(client, f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n"
                        "%load_ext autoreload\n%autoreload 2\n"
-                       "from reloaded_here import f"))
-    assert result(execute(client, "f()")) == "1"
-    module.write_text("def f():\n    return 2\n", encoding="utf-8")
+                       "import reloaded_here\nfrom reloaded_here import f, C\nmade = C()"))
+    assert result(execute(client, "f(), reloaded_here.f(), made.g()")) == "(1, 1, 'old')"
+    module.write_text("def f():\n    return 2\nclass C:\n    def g(self):\n"
+                      "        return 'new'\n", encoding="utf-8")
     stat = module.stat()  # a newer time, however coarse the file system's clock
     os.utime(module, (stat.st_atime, stat.st_mtime + 5))
-    assert result(execute(client, "f()")) == "2"
+    # The module, the name imported from it, and an instance made before: the new code.
+    assert result(execute(client, "f(), reloaded_here.f(), made.g()")) == "(2, 2, 'new')"
 
 
 def test_an_error_is_ipythons_traceback_of_the_users_frames(
