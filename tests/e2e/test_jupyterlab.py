@@ -3,8 +3,8 @@
 a cell with a print, a plot and an ipywidgets slider shows all three on the page, and the
 interrupt button stops a cell that ignores SIGINT, after which the next cell runs; what
 reaches the kernel through get_ipython() (IPython's shell) shows as under ipykernel: an
-Output widget's capture, interact, plotly's figure, ipympl's canvas; and a voila app on
-pyrelune's kernel follows its slider.
+Output widget's capture, interact, plotly's and bokeh's figures, ipympl's canvas; and a
+voila app on pyrelune's kernel follows its slider.
 
 Needs Debian's `chromium` and `chromium-driver` (.ci/run installs them) and the test
 extras (jupyterlab, selenium, ipywidgets); skipped, saying which is missing, without them.
@@ -64,6 +64,9 @@ UPDATED = "handle = display('first state', display_id=True)\nhandle.update('last
 PLOTLY = "import plotly.graph_objects as go\ngo.Figure(go.Bar(y=[2, 3, 1])).show()"
 IPYMPL = ("%matplotlib widget\nimport matplotlib.pyplot as plt\n"
           "figure = plt.figure(figsize=(3, 2))\nplt.plot([1, 3, 2]);")
+BOKEH = ("from bokeh.plotting import figure, output_notebook, show\n"
+         "from bokeh.resources import INLINE\noutput_notebook(INLINE, hide_banner=True)\n"
+         "p = figure(width=250, height=150)\np.line([1, 2, 3], [3, 1, 2])\nshow(p)")
 
 
 
@@ -88,7 +91,7 @@ def _served(root: Path, notebooks: Path) -> Iterator[str]:
     """JupyterLab serving `notebooks`, the check notebook written there; its URL."""
     for name, sources in (("check", (FIRST, STUBBORN, AFTER)),
                           ("widgets", (CAPTURED, INTERACT, UPDATED)),
-                          ("libraries", (PLOTLY, IPYMPL))):
+                          ("libraries", (PLOTLY, IPYMPL, BOKEH))):
         cells: list[dict[str, Any]] = [
             {"cell_type": "code", "source": source, "metadata": {}, "outputs": [],
              "execution_count": None, "id": f"cell-{n}"} for n, source in enumerate(sources)]
@@ -285,14 +288,16 @@ def test_widgets_capture_what_the_cell_and_a_slider_show(lab: str, browser: WebD
     assert "first state" not in output_text(browser, 2)
 
 
-def test_plotly_and_ipympl_draw_their_figures_in_the_page(lab: str, browser: WebDriver) -> None:
-    """They find a notebook through get_ipython(): plotly's figure and ipympl's canvas are
-    drawn by their JupyterLab extensions, as under ipykernel."""
-    pytest.importorskip("plotly", reason="needs plotly (the test extras)")
-    pytest.importorskip("ipympl", reason="needs ipympl (the test extras)")
+def test_plotly_ipympl_and_bokeh_draw_their_figures_in_the_page(lab: str,
+                                                                browser: WebDriver) -> None:
+    """They find a notebook through get_ipython(): plotly's figure, ipympl's canvas and
+    bokeh's figure (INLINE resources: no network) are drawn by their JupyterLab extensions,
+    as under ipykernel."""
+    for needed in ("plotly", "ipympl", "bokeh", "jupyter_bokeh"):
+        pytest.importorskip(needed, reason=f"needs {needed} (the test extras)")
     browser.get(lab.replace("/check.ipynb", "/libraries.ipynb") + "&reset")
-    wait_for(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")) == 2,
-             "the notebook's two cells")
+    wait_for(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")) == 3,
+             "the notebook's three cells")
     wait_for(browser, lambda d: "Python (pyrelune)" in d.find_element(
         By.CSS_SELECTOR, ".jp-KernelName").text, "the kernel named Python (pyrelune)")
     wait_for(browser, kernel_idle, "the kernel idle")
@@ -306,6 +311,13 @@ def test_plotly_and_ipympl_draw_their_figures_in_the_page(lab: str, browser: Web
     wait_for(browser, lambda d: cell(d, 1).find_elements(
         By.CSS_SELECTOR, ".jupyter-matplotlib-figure canvas, .jupyter-matplotlib canvas"),
         "ipympl's canvas")
+    wait_for(browser, kernel_idle, "the kernel idle after ipympl")
+
+    run_cell_once_sent(browser, 2)
+    # bokeh draws in shadow DOM, below the div its show() displays (jupyter_bokeh runs it).
+    wait_for(browser, lambda d: d.execute_script(
+        "const root = arguments[0].querySelector('[data-root-id]');"
+        "return !!root && !!root.querySelector('*')", cell(d, 2)), "bokeh's figure")
 
 
 #: The voila app: a slider and what `interactive_output` prints for it.
