@@ -313,6 +313,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
                     cells_loop.discard()
                 if ipython is not None:
                     ipython.fresh_namespace()
+                    namespace = ipython.user_ns
                 else:
                     namespace = fresh_namespace()
                 sources.forget_all()
