@@ -65,6 +65,11 @@ def test_an_rpc_kernel_runs_its_cells_in_ipythons_shell() -> None:
         _, done = _outcome(kernel.run(FAILING, cell_id="c"))
         assert done["status"] == "error" and done["ename"] == "ZeroDivisionError"
         assert done["evalue"] == "division by zero"
+        # A reset empties IPython's namespace; the shell goes on.
+        assert kernel.call("kernel.reset", {})["result"] == {"ok": True}
+        out, _ = _outcome(kernel.run("print('inner' in dir(), callable(get_ipython))",
+                                     cell_id="d"))
+        assert out == "False True\n"
     finally:
         kernel.close()
 
