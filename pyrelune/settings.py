@@ -142,13 +142,6 @@ def shell(default: str, given: str | None = None) -> str:
     return setting
 
 
-def plain_shell_only() -> None:
-    """Oneshot cells run in pyrelune's own shell: a PYRELUNE_SHELL that asks for another
-    is refused (SettingError), not ignored."""
-    if shell(PLAIN) != PLAIN:
-        raise SettingError("PYRELUNE_SHELL=ipython is for the kernels (--mode jupyter, "
-                           "lines, rpc): a oneshot cell runs in pyrelune's own shell")
-
 
 def token() -> str | None:
     """$PYRELUNE_TOKEN: the rpc kernel's WebSocket token, None when unset or empty."""

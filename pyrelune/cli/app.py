@@ -88,9 +88,9 @@ def root(
     ] = None,
     shell: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option(metavar="SHELL", help="Kernels: what runs the cells, ipython (IPython's "
-                     "own shell: the jupyter mode's default) or plain (pyrelune's: lines' and "
-                     "rpc's). Default: $PYRELUNE_SHELL, else the mode's."),
+        typer.Option(metavar="SHELL", help="What runs the cells: ipython (IPython's own "
+                     "shell: the jupyter mode's default) or plain (pyrelune's: the other "
+                     "modes'). Default: $PYRELUNE_SHELL, else the mode's."),
     ] = None,
 ) -> None:
     if ctx.invoked_subcommand is not None:
@@ -105,9 +105,6 @@ def root(
     if (mode is Mode.jupyter) != (connection_file is not None):
         raise typer.BadParameter("--mode jupyter and --connection-file go together",
                                  param_hint="--connection-file")
-    if mode is Mode.oneshot and shell is not None:
-        raise typer.BadParameter("applies to the kernels only: a oneshot cell runs in "
-                                 "pyrelune's own shell", param_hint="--shell")
     if shell is not None:
         _setting(lambda: settings.shell(settings.PLAIN, shell))  # a bad one: a usage error
     if mode is Mode.jupyter:
@@ -122,6 +119,10 @@ def root(
         raise typer.Exit(_rpc({**rpc_values, "shell": shell}))
     from pyrelune.modes import oneshot
 
+    if shell is not None:  # the worker reads it there, as it reads PYRELUNE_SHELL
+        import os
+
+        os.environ["PYRELUNE_SHELL"] = shell.strip()
     raise typer.Exit(oneshot.main(_timeout(timeout)))
 
 

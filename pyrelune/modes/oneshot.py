@@ -72,7 +72,7 @@ def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
     from pyrelune import settings as rules
 
     try:
-        rules.plain_shell_only()
+        rules.shell(rules.PLAIN)  # the worker reads it (`runtime.run_oneshot`); checked here
         deadline = rules.timeout(DEFAULT_TIMEOUT) if timeout is None else timeout
         return (deadline, rules.max_output(DEFAULT_MAX_OUTPUT),
                 rules.mime_order(vixnote.MIME_ORDER))

@@ -32,6 +32,7 @@ from pyrelune.worker.runtime import (
     become_worker,
     binary,
     interrupt_guard,
+    report,
     run,
     text_stream,
 )
@@ -325,7 +326,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
                     origins.begin(command.origin)
                 namespace.update(command.inputs or {})
                 if ipython is not None:
-                    ipython.run_command(command)
+                    report(channel, ipython.run_command(command))
                 else:
                     run(Cell(command.source, command.filename, command.cell), namespace, channel)
             elif isinstance(command, Query):

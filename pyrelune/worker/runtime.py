@@ -230,8 +230,7 @@ def run(cell: Cell, namespace: dict[str, Any], channel: Channel, script: bool = 
             interrupt_guard.start(cell.number)
             error = run_cell(cell.source, cell.filename, namespace, show_result, _show_figures)
             if script:
-                _close_event_loop()
-                error = _join_threads(error)
+                error = end_script(error)
         finally:
             interrupt_guard.running = False
     except KeyboardInterrupt as exc:  # a second interrupt, while the first was being reported
@@ -261,10 +260,22 @@ def run_oneshot(cell: Cell, fds: WorkerFds, folders: tuple[str, ...], cap: int,
         become_worker(fds.stdout, fds.stderr, ONESHOT_NO_INPUT)
         host_shows(shown)
         sys.path[0:0] = folders
-        run(cell, fresh_namespace(), Channel(fds.events, fds.control, cap, fds.key),
-            script=True)
+        channel = Channel(fds.events, fds.control, cap, fds.key)
+        if os.environ.get("PYRELUNE_SHELL", "").strip() == "ipython":  # checked by the mode
+            from pyrelune.worker.ipyshell.shell import run_script
+
+            run_script(cell, channel)
+        else:
+            run(cell, fresh_namespace(), channel, script=True)
     finally:
         os._exit(0)
+
+
+def end_script(error: CellError | None) -> CellError | None:
+    """A oneshot cell ends as a script does: its asyncio loop closed, its threads waited for
+    (see `_join_threads`); the cell's error, or the wait's."""
+    _close_event_loop()
+    return _join_threads(error)
 
 
 def _close_event_loop() -> None:

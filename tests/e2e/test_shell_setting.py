@@ -1,7 +1,7 @@
 """`PYRELUNE_SHELL=ipython` (or `--shell ipython`) in the lines and rpc kernels: IPython's own
 shell runs their cells (for hosts that want a notebook's fidelity), each protocol as it is; a
-bad value is said; a oneshot cell refuses any shell but its own. The Jupyter kernel's (its
-default) is tests/e2e/test_jupyter_ipython_shell.py's."""
+bad value is said; a oneshot cell takes it too. The Jupyter kernel's (its default) is
+tests/e2e/test_jupyter_ipython_shell.py's."""
 
 from __future__ import annotations
 
@@ -103,13 +103,22 @@ def test_a_kernel_refuses_a_bad_shell_option(args: tuple[str, ...], tmp_path: Pa
     assert "--shell must be 'ipython' or 'plain', not 'bash'" in done.stderr
 
 
-def test_a_oneshot_cell_refuses_another_shell() -> None:
-    done = subprocess.run(runtime(), input='{"source": "1"}', capture_output=True, text=True,
-                          env=default_env(PYRELUNE_SHELL="ipython"), timeout=60)
-    response = json.loads(done.stdout)
-    assert done.returncode == 0 and response["ok"] is False
-    assert response["error"]["code"] == "invalid_configuration"
-    assert "PYRELUNE_SHELL=ipython is for the kernels" in response["error"]["message"]
-    option = subprocess.run(runtime("--shell", "ipython"), input='{"source": "1"}',
+def test_a_oneshot_cell_runs_in_ipythons_shell_when_asked() -> None:
+    """As a script still: what its threads print is waited for; errors are IPython's text."""
+    cell = ("import threading, time\nprint(type(get_ipython()).__name__)\n"
+            "threading.Thread(target=lambda: (time.sleep(0.2), print('late'))).start()\n6 * 7")
+    for how, env in ((("--shell", "ipython"), default_env()),
+                     ((), default_env(PYRELUNE_SHELL="ipython"))):
+        done = subprocess.run(runtime(*how), input=json.dumps({"source": cell}),
+                              capture_output=True, text=True, env=env, timeout=60)
+        response = json.loads(done.stdout)
+        assert done.returncode == 0 and response["ok"] is True, response
+        shown = response["stdout"] + "".join(o["data"] for o in response["outputs"])
+        assert "ZMQInteractiveShell" in shown and "42" in shown and "late" in shown
+    failed = subprocess.run(runtime("--shell", "ipython"), input='{"source": "1/0"}',
                             capture_output=True, text=True, env=default_env(), timeout=60)
-    assert option.returncode == 2 and "applies to the kernels only" in option.stderr
+    error = json.loads(failed.stdout)["error"]
+    assert error["code"] == "python_runtime_error" and "Cell In[1], line 1" in error["details"]
+    bad = subprocess.run(runtime(), input='{"source": "1"}', capture_output=True, text=True,
+                         env=default_env(PYRELUNE_SHELL="zsh"), timeout=60)
+    assert json.loads(bad.stdout)["error"]["code"] == "invalid_configuration"

@@ -101,8 +101,4 @@ def test_the_shell_is_ipython_or_plain(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.shell(settings.IPYTHON, "plain") == "plain"
     with pytest.raises(settings.SettingError, match="--shell must be 'ipython' or 'plain'"):
         settings.shell(settings.PLAIN, "bash")
-    monkeypatch.setenv("PYRELUNE_SHELL", "ipython")
-    with pytest.raises(settings.SettingError, match="a oneshot cell runs in pyrelune's own"):
-        settings.plain_shell_only()
-    monkeypatch.setenv("PYRELUNE_SHELL", "plain")
-    settings.plain_shell_only()
+

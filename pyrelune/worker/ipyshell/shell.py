@@ -21,6 +21,7 @@ from traitlets import Any as AnyTrait
 from traitlets import Bool, Instance, Type, default
 from traitlets.config import Config
 
+from pyrelune.wire.commands import Execute
 from pyrelune.wire.events import (
     INTERRUPTED,
     PYTHON_EXIT,
@@ -37,7 +38,7 @@ from pyrelune.worker.ipyshell.cellfiles import CellCompiler
 from pyrelune.worker.ipyshell.kernel import Kernel, stand_in_for_ipykernel
 from pyrelune.worker.ipyshell.publish import EventDisplayHook, EventPublisher
 from pyrelune.worker.mainmodule import fresh_namespace
-from pyrelune.worker.runtime import interrupt_guard, report
+from pyrelune.worker.runtime import Cell, end_script, interrupt_guard, report
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
 
     from IPython.core.interactiveshell import ExecutionResult
 
-    from pyrelune.wire.commands import Execute
     from pyrelune.worker.channel import Channel
 
 
@@ -154,8 +154,9 @@ class ZMQInteractiveShell(InteractiveShell):
     def parent_header(self) -> dict[str, Any]:
         return self.get_parent()
 
-    def run_command(self, command: Execute) -> None:
-        """Run one cell and report its end (see `runtime.report`)."""
+    def run_command(self, command: Execute) -> CellError | None:
+        """Run one cell; its payloads are sent, and its error (None if it succeeded) is
+        for the caller to report (see `runtime.report`)."""
         self.kernel.serve(_header(command.origin))
         if command.count is not None:
             self.execution_count = command.count
@@ -175,7 +176,7 @@ class ZMQInteractiveShell(InteractiveShell):
         for payload in self._payloads.read_payload():
             self.channel.send(Payload(payload))
         self._payloads.clear_payload()
-        report(self.channel, error)
+        return error
 
     def _showtraceback(self, etype: type[BaseException], evalue: BaseException,
                        stb: Any) -> None:
@@ -188,7 +189,7 @@ def make_shell(channel: Channel, as_parts: bool = True) -> ZMQInteractiveShell:
     """The worker's shell, answering `get_ipython()` from now on.
 
     `as_parts`: tracebacks go as IPython's coloured parts, for a Jupyter front end;
-    else as plain text, for the hosts that show text (lines, rpc)."""
+    else as plain text, for the hosts that show text (lines, rpc, Vix Note)."""
     config, startup = profile()
     if "hist_file" not in config.HistoryManager:
         # The history of this session's cells, in memory: no database, no thread saving it.
@@ -266,6 +267,20 @@ def _start_up(shell: ZMQInteractiveShell, config: Config, startup: list[str]) ->
         shell.run_cell(line, store_history=False)
     for path in app.get("exec_files", []):
         shell.safe_execfile(os.path.expanduser(path), shell.user_ns)
+
+
+def run_script(cell: Cell, channel: Channel) -> None:
+    """A oneshot cell through IPython's shell (`PYRELUNE_SHELL=ipython`): run, ended as a
+    script ends (after its threads, see `runtime.end_script`), and reported. Its figures
+    are PNG, as inline; Vix Note's page gets them as SVG, as the plain shell's PNGs."""
+    shell = make_shell(channel, as_parts=False)
+    error = shell.run_command(Execute(cell.source, cell.filename, cell.number))
+    interrupt_guard.running = True  # the wait for its threads is the cell's: interruptible
+    try:
+        error = end_script(error)
+    finally:
+        interrupt_guard.running = False
+    report(channel, error)
 
 
 def _load_ipykernels_shell(module: object) -> None:
