@@ -139,13 +139,18 @@ def _served(root: Path, notebooks: Path) -> Iterator[str]:
         assert metadata["kernel_provisioner"]["provisioner_name"] == "pyrelune-provisioner"
         yield f"{base}/lab/tree/check.ipynb?token={token}"
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
         log.close()
+
+
+def stop(server: subprocess.Popen[bytes]) -> None:
+    """End a server the test started: asked first, killed if it does not end."""
+    server.terminate()
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
 
 
 @pytest.fixture(scope="module")
@@ -248,6 +253,17 @@ def test_a_notebook_on_pyrelune_shows_text_a_plot_and_a_slider_and_interrupts(
              "the next cell's output")
 
 
+def open_notebook(driver: WebDriver, lab: str, name: str, cells: int) -> None:
+    """Open `name`.ipynb in a fresh workspace (`reset`: no other test's notebook beside it),
+    once its `cells` cells show and its kernel is connected and idle."""
+    driver.get(lab.replace("/check.ipynb", f"/{name}.ipynb") + "&reset")
+    wait_for(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")) == cells,
+             f"the notebook's {cells} cells")
+    wait_for(driver, lambda d: "Python (pyrelune)" in d.find_element(
+        By.CSS_SELECTOR, ".jp-KernelName").text, "the kernel named Python (pyrelune)")
+    wait_for(driver, kernel_idle, "the kernel idle")
+
+
 def widget_output(driver: WebDriver, index: int) -> str:
     """The text inside the cell's Output widgets (what they captured), not the cell's own."""
     return "\n".join(e.text for e in cell(driver, index).find_elements(
@@ -257,13 +273,7 @@ def widget_output(driver: WebDriver, index: int) -> str:
 def test_widgets_capture_what_the_cell_and_a_slider_show(lab: str, browser: WebDriver) -> None:
     """ipywidgets' Output and interact reach the kernel through get_ipython(): what they
     capture shows inside the widget, and moving interact's slider runs the function again."""
-    # A fresh workspace (`reset`): the other test's notebook is not open beside it.
-    browser.get(lab.replace("/check.ipynb", "/widgets.ipynb") + "&reset")
-    wait_for(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")) == 3,
-             "the notebook's three cells")
-    wait_for(browser, lambda d: "Python (pyrelune)" in d.find_element(
-        By.CSS_SELECTOR, ".jp-KernelName").text, "the kernel named Python (pyrelune)")
-    wait_for(browser, kernel_idle, "the kernel idle")
+    open_notebook(browser, lab, "widgets", 3)
 
     run_cell_once_sent(browser, 0)
     wait_for(browser, lambda d: "below the widget" in output_text(d, 0), "the cell's own print")
@@ -295,12 +305,7 @@ def test_plotly_ipympl_and_bokeh_draw_their_figures_in_the_page(lab: str,
     as under ipykernel."""
     for needed in ("plotly", "ipympl", "bokeh", "jupyter_bokeh"):
         pytest.importorskip(needed, reason=f"needs {needed} (the test extras)")
-    browser.get(lab.replace("/check.ipynb", "/libraries.ipynb") + "&reset")
-    wait_for(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".jp-CodeCell")) == 3,
-             "the notebook's three cells")
-    wait_for(browser, lambda d: "Python (pyrelune)" in d.find_element(
-        By.CSS_SELECTOR, ".jp-KernelName").text, "the kernel named Python (pyrelune)")
-    wait_for(browser, kernel_idle, "the kernel idle")
+    open_notebook(browser, lab, "libraries", 3)
 
     run_cell_once_sent(browser, 0)
     wait_for(browser, lambda d: cell(d, 0).find_elements(By.CSS_SELECTOR, ".js-plotly-plot"),
@@ -364,12 +369,7 @@ def voila(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     yield f"http://127.0.0.1:{port}/"
                     return
             finally:
-                server.terminate()
-                try:
-                    server.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    server.kill()
-                    server.wait()
+                stop(server)
         if "already in use" not in log_path.read_text(errors="replace"):
             break
     raise AssertionError(f"voila did not start: {log_path.read_text(errors='replace')}")
