@@ -1,4 +1,4 @@
-"""pyrelune's `InteractiveShell`, and one cell run through it and reported.
+"""pyrelune's `InteractiveShell`, and a cell run through it (a kernel's, or a oneshot script).
 
 The shell is made once per worker, before the first cell (IPython's import
 is paid ahead), as `InteractiveShell.instance()`, so that `get_ipython()`
@@ -117,18 +117,16 @@ class ZMQInteractiveShell(InteractiveShell):
         data = text if isinstance(text, dict) else {"text/plain": text}
         data = {mime: clip(value, MAX_TEXT) if isinstance(value, str) else value
                 for mime, value in data.items()}
-        self._payloads.write_payload({"source": "page", "data": data,
-                                            "start": max(0, start)})
+        self._payloads.write_payload({"source": "page", "data": data, "start": max(0, start)})
 
     def ask_exit(self) -> None:
         self.exit_now = not self.keepkernel_on_exit
         self._payloads.write_payload({"source": "ask_exit",
-                                            "keepkernel": bool(self.keepkernel_on_exit)})
+                                      "keepkernel": bool(self.keepkernel_on_exit)})
 
     def set_next_input(self, text: str, replace: bool = False) -> None:
         self._payloads.write_payload({"source": "set_next_input",
-                                            "text": clip(str(text), MAX_TEXT),
-                                            "replace": bool(replace)})
+                                      "text": clip(str(text), MAX_TEXT), "replace": bool(replace)})
 
     def enable_gui(self, gui: str | None = None) -> None:
         """Only figures shown in the page (matplotlib's inline, widget and notebook
@@ -194,7 +192,8 @@ def make_shell(channel: Channel, as_parts: bool = True) -> ZMQInteractiveShell:
     if "hist_file" not in config.HistoryManager:
         # The history of this session's cells, in memory: no database, no thread saving it.
         config.HistoryManager.hist_file = ":memory:"
-    # tqdm.autonotebook picks its widget bar when this section is there, as under ipykernel.
+    # Older tqdm (and user code) tell a kernel by this section of the shell's configuration,
+    # which ipykernel's application makes.
     config.IPKernelApp.pyrelune = True
     # Figures inline, as ipykernel shows them, unless the user chose a backend.
     if not os.environ.get("MPLBACKEND"):
