@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -337,3 +338,32 @@ def test_matplotlibs_notebook_backend_draws_through_its_comm(
     ok(execute(client, "plt.close('all')\n%matplotlib inline"))
     refused = ok(execute(client, "%gui qt"))  # IPython logs the refusal, as under ipykernel
     assert "the 'qt' event loop cannot run in pyrelune's kernel" in refused.stdout("stderr")
+
+
+def test_a_thread_of_an_earlier_cell_captures_into_its_output_widget(
+        client: BlockingKernelClient) -> None:
+    """The request a thread's `with out:` names is its own cell's (where its output goes),
+    not the one running when it writes: the widget keeps what it prints."""
+    first = client.session.msg("execute_request", {
+        "code": "import ipywidgets, threading\nout = ipywidgets.Output()\ndisplay(out)\n"
+                "go = threading.Event()\n"
+                "def later():\n    go.wait(60)\n    with out:\n        print('from the thread')\n"
+                "threading.Thread(target=later).start()",
+        "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False})
+    client.shell_channel.send(first)
+    ok(collect(client, first["header"]["msg_id"]))
+    second = client.execute("go.set()\nimport time\ntime.sleep(1)\nprint('second')")
+    mine = first["header"]["msg_id"]
+    named, printed, idle = [], {mine: "", second: ""}, False
+    deadline = time.monotonic() + TIMEOUT
+    while not (idle and printed[mine]) and time.monotonic() < deadline:
+        message = client.get_iopub_msg(timeout=TIMEOUT)
+        parent, content = message["parent_header"].get("msg_id"), message["content"]
+        if message["msg_type"] == "status" and parent == second:
+            idle = content["execution_state"] == "idle"
+        elif message["msg_type"] == "comm_msg" and "msg_id" in content["data"].get("state", {}):
+            named.append(content["data"]["state"]["msg_id"])
+        elif message["msg_type"] == "stream" and parent in printed:
+            printed[parent] += content["text"]
+    assert printed == {mine: "from the thread\n", second: "second\n"}
+    assert named[:1] == [mine]  # the widget captures under the thread's own cell

@@ -90,10 +90,13 @@ def test_the_line_is_the_cells_last_frame() -> None:
 
 
 class Channel:
-    """What the publishers hand on, in order."""
+    """What the publishers hand on, in order; `origin_of` as the worker's channel has it
+    (the cell a thread's output belongs to, when not the running one)."""
 
     def __init__(self) -> None:
         self.events: list[Any] = []
+        self.elsewhere: str | None = None
+        self.origin_of = lambda: self.elsewhere
 
     def publish(self, event: Any) -> None:
         self.events.append(event)
@@ -174,6 +177,11 @@ def test_the_kernel_names_the_request_it_serves() -> None:
     assert shell.kernel.get_parent("control") == {}
     assert shell.kernel._parent_header is parent
     assert shell.kernel.execution_count == 3
+    # From a thread of another cell: that cell's request, where its output goes.
+    shell.channel.elsewhere = '{"msg_id": "m0", "msg_type": "execute_request"}'
+    assert shell.kernel.get_parent()["header"]["msg_id"] == "m0"
+    shell.channel.elsewhere = None
+    assert shell.kernel.get_parent()["header"]["msg_id"] == "m1"
 
 
 def test_what_a_library_sends_through_the_session_becomes_its_event(

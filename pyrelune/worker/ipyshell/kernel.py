@@ -95,8 +95,17 @@ class Kernel:
         return self._parent
 
     def get_parent(self, channel: str = "shell") -> dict[str, Any]:
-        """The request being served on `channel`: a cell's, or a comm message's (shell)."""
-        return self._parent if channel == "shell" else {}
+        """The request being served on `channel`: a cell's, or a comm message's (shell).
+
+        Asked from a thread or task of another cell than the one running, it is that
+        cell's, whose output it is (see `worker.origin`): an `Output` widget it enters
+        captures what it prints, however many cells ran since.
+        """
+        if channel != "shell":
+            return {}
+        origin_of = self._channel.origin_of
+        origin = origin_of() if origin_of is not None else None
+        return self._parent if origin is None else _request(header(origin))
 
     def set_parent(self, ident: object, parent: dict[str, Any], channel: str = "shell") -> None:
         if channel == "shell":
@@ -104,10 +113,7 @@ class Kernel:
 
     def serve(self, header: dict[str, Any] | None) -> None:
         """From now on the worker serves the request whose header this is."""
-        self._parent = {} if not header else {
-            "header": header, "msg_id": header.get("msg_id"),
-            "msg_type": header.get("msg_type"), "parent_header": {}, "metadata": {},
-            "content": {}}
+        self._parent = _request(header)
 
     def forward(self, msg: dict[str, Any], buffers: list[bytes]) -> None:
         """A message a library built, as the event that carries it."""
@@ -130,6 +136,27 @@ class Kernel:
         else:
             sys.stderr.write(f"pyrelune: a {msg_type!r} message from the cell was not sent: "
                              "a kernel's worker sends only displays, streams and comms\n")
+
+
+def _request(header: dict[str, Any] | None) -> dict[str, Any]:
+    """A request as `get_parent()` gives it, from its header (none: `{}`)."""
+    return {} if not header else {
+        "header": header, "msg_id": header.get("msg_id"), "msg_type": header.get("msg_type"),
+        "parent_header": {}, "metadata": {}, "content": {}}
+
+
+def header(origin: str | None) -> dict[str, Any] | None:
+    """The request's header the supervisor named a cell by (`Execute.origin`), if any."""
+    if origin is None:
+        return None
+    from pyrelune import fastjson
+
+    try:
+        found = fastjson.loads(origin)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
 
 
 def stand_in_for_ipykernel(kernel: Kernel) -> None:

@@ -35,7 +35,7 @@ from pyrelune.worker import importhooks
 from pyrelune.worker.bounds import clip
 from pyrelune.worker.introspect import MAX_TEXT
 from pyrelune.worker.ipyshell.cellfiles import CellCompiler
-from pyrelune.worker.ipyshell.kernel import Kernel, stand_in_for_ipykernel
+from pyrelune.worker.ipyshell.kernel import Kernel, header, stand_in_for_ipykernel
 from pyrelune.worker.ipyshell.publish import EventDisplayHook, EventPublisher
 from pyrelune.worker.mainmodule import fresh_namespace
 from pyrelune.worker.runtime import Cell, end_script, interrupt_guard, report
@@ -155,7 +155,7 @@ class ZMQInteractiveShell(InteractiveShell):
     def run_command(self, command: Execute) -> CellError | None:
         """Run one cell; its payloads are sent, and its error (None if it succeeded) is
         for the caller to report (see `runtime.report`)."""
-        self.kernel.serve(_header(command.origin))
+        self.kernel.serve(header(command.origin))
         if command.count is not None:
             self.execution_count = command.count
         self.shown = None
@@ -352,19 +352,6 @@ def _last_line(tb: TracebackType | None, files: frozenset[str]) -> int | None:
 def _position(value: object, least: int) -> int | None:
     """A line or column as the events carry one (user code may set anything there)."""
     return value if type(value) is int and least <= value < (1 << 53) else None
-
-
-def _header(origin: str | None) -> dict[str, Any] | None:
-    """The request's header the supervisor named the cell by (`Execute.origin`)."""
-    if origin is None:
-        return None
-    from pyrelune import fastjson
-
-    try:
-        header = fastjson.loads(origin)
-    except ValueError:
-        return None
-    return header if isinstance(header, dict) else None
 
 
 def _text(exc: BaseException) -> str:
