@@ -72,7 +72,7 @@ def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
     from pyrelune import settings as rules
 
     try:
-        rules.shell(rules.PLAIN)  # the worker reads it (`runtime.run_oneshot`); checked here
+        rules.shell(rules.PLAIN)  # the worker reads it (`worker.oneshot`); checked here
         deadline = rules.timeout(DEFAULT_TIMEOUT) if timeout is None else timeout
         return (deadline, rules.max_output(DEFAULT_MAX_OUTPUT),
                 rules.mime_order(vixnote.MIME_ORDER))
@@ -211,7 +211,8 @@ def _cell_runner(
     def work(fds: WorkerFds) -> NoReturn:
         # Imported in the worker only: the worker side is no
         # business of this process.
-        from pyrelune.worker.runtime import Cell, run_oneshot
+        from pyrelune.worker.oneshot import run_oneshot
+        from pyrelune.worker.runtime import Cell
 
         run_oneshot(Cell(source, filename), fds, folders, cap, shown)
 

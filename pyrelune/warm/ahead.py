@@ -85,7 +85,8 @@ def _wait(fds: WorkerFds) -> NoReturn:
         for fd in passed:
             os.close(fd)
         become.take_on(frames.environ_of(environ), int(umask), argv0, frames.paths_of(path))
-        from pyrelune.worker.runtime import Cell, run_oneshot
+        from pyrelune.worker.oneshot import run_oneshot
+        from pyrelune.worker.runtime import Cell
 
         run_oneshot(Cell(source.decode("utf-8", "surrogatepass"),
                          filename.decode("utf-8", "surrogateescape")),

@@ -19,15 +19,13 @@ from pyrelune.wire.events import INTERRUPTED, CellError, Done
 from pyrelune.worker import libraries
 from pyrelune.worker.cell import exception_error, run_cell
 from pyrelune.worker.channel import Channel
-from pyrelune.worker.display import connect, host_shows, show_result
-from pyrelune.worker.mainmodule import fresh_namespace
+from pyrelune.worker.display import connect, show_result
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, NoReturn
 
-    from pyrelune.wire import WorkerFds
     from pyrelune.wire.interrupts import Interrupts
 
 
@@ -244,31 +242,6 @@ def report(channel: Channel, error: CellError | None) -> None:
     if os.getpid() != _worker_pid:
         os._exit(0)
     channel.send(Done(error))
-
-
-def run_oneshot(cell: Cell, fds: WorkerFds, folders: tuple[str, ...], cap: int,
-                shown: tuple[str, ...]) -> NoReturn:
-    """Run one cell in a fresh namespace, report it, and end the process.
-
-    `folders` (the note's, then the working directory) go first on sys.path,
-    as a script's own folder does: the cell imports the modules beside it,
-    the runtime does not (see `import_own`). `cap` is the response's output
-    cap, which no event exceeds; `shown`, the MIME types the host shows (see
-    `display.host_shows`).
-    """
-    try:
-        become_worker(fds.stdout, fds.stderr, ONESHOT_NO_INPUT)
-        host_shows(shown)
-        sys.path[0:0] = folders
-        channel = Channel(fds.events, fds.control, cap, fds.key)
-        if os.environ.get("PYRELUNE_SHELL", "").strip() == "ipython":  # checked by the mode
-            from pyrelune.worker.ipyshell.shell import run_script
-
-            run_script(cell, channel)
-        else:
-            run(cell, fresh_namespace(), channel, script=True)
-    finally:
-        os._exit(0)
 
 
 def end_script(error: CellError | None) -> CellError | None:
