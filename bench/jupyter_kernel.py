@@ -141,7 +141,7 @@ class Kernel:
         """Seconds from `restart_kernel()` until the new kernel has run a `1+1`."""
         begin = time.perf_counter()
         self.manager.restart_kernel(now=False)
-        self._iopub_connected(patience=0.05)
+        self._iopub_connected(patience=0.01)
         self.run("1+1")
         return time.perf_counter() - begin
 
