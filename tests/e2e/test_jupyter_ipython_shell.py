@@ -367,3 +367,18 @@ def test_a_thread_of_an_earlier_cell_captures_into_its_output_widget(
             printed[parent] += content["text"]
     assert printed == {mine: "from the thread\n", second: "second\n"}
     assert named[:1] == [mine]  # the widget captures under the thread's own cell
+
+
+def test_debug_asks_the_front_end_for_each_command(client: BlockingKernelClient) -> None:
+    """IPython's %debug post-mortem reads its commands through input(): stdin requests."""
+    ok(execute(client, "def halve(x):\n    return x / 0"))
+    assert execute(client, "halve(21)").content["ename"] == "ZeroDivisionError"
+    msg_id = client.execute("%debug", allow_stdin=True)
+    prompts = []
+    for answer in ("p x * 2", "q"):
+        request = client.get_stdin_msg(timeout=TIMEOUT)
+        prompts.append(request["content"]["prompt"])
+        client.input(answer)
+    run = collect(client, msg_id)
+    assert run.content["status"] == "ok" and "42" in run.stdout().split("\n")
+    assert all("ipdb>" in re.sub(r"\x1b\[[0-9;]*m", "", p) for p in prompts), prompts
