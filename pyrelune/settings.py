@@ -142,7 +142,6 @@ def shell(default: str, given: str | None = None) -> str:
     return setting
 
 
-
 def token() -> str | None:
     """$PYRELUNE_TOKEN: the rpc kernel's WebSocket token, None when unset or empty."""
     return os.environ.get("PYRELUNE_TOKEN") or None

@@ -20,6 +20,7 @@ import os
 import sys
 
 from pyrelune import PyreluneError
+from pyrelune.settings import IPYTHON, PLAIN
 from pyrelune.wire.commands import Execute, FreshRing, InputReply, Query, RefuseInput, Reset
 from pyrelune.wire.events import Done, InputRequest
 from pyrelune.worker import importhooks, sources
@@ -218,7 +219,7 @@ class Prompter:
 
 def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
           comms: bool = False, shown: tuple[str, ...] | None = None,
-          shell: str = "plain") -> NoReturn:
+          shell: str = PLAIN) -> NoReturn:
     """A kernel's worker: run cells from the control pipe in one namespace.
 
     `interactive` is for a host that shows the cell while it runs and can
@@ -227,8 +228,8 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
     is block-buffered (see `flushfirst`), for a host that sees output only
     when the cell ends. `cap`: the mode's output cap, which no event exceeds. `comms`: a
     Jupyter front end's, whose widgets talk to it (see `worker.comms`). `shown`: the MIME
-    types the host shows (see `display.host_shows`); None, every type. `shell`: "ipython"
-    runs the cells through IPython's own shell (see `worker.ipyshell`), "plain" through
+    types the host shows (see `display.host_shows`); None, every type. `shell`: `IPYTHON`
+    runs the cells through IPython's own shell (see `worker.ipyshell`), `PLAIN` through
     pyrelune's.
 
     `Execute` and `Reset` (see `wire.commands`) are each answered by a Done event.
@@ -263,7 +264,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
             builtins.input = Prompter(channel)
             importhooks.after_import("getpass", lambda getpass: setattr(
                 getpass, "getpass", Prompter(channel, password=True)))
-            if not (comms and shell == "ipython"):  # the rpc kernel's show() and plot()
+            if not (comms and shell == IPYTHON):  # the rpc kernel's show() and plot()
                 show.install()
             assert fds.ring is not None  # an interactive kernel's worker has one
             writer = RingWriter(fds.ring)
@@ -289,7 +290,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
             std.use(lambda fd: _buffered_text_stream(fd) if fd == 1 else text_stream(fd))
             flush_first(flush_stdout)
         ipython: ZMQInteractiveShell | None = None
-        if shell == "ipython":
+        if shell == IPYTHON:
             import gc
 
             # Importing IPython and making its shell allocates much and frees little: with no

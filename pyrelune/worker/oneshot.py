@@ -38,7 +38,7 @@ def run_oneshot(cell: Cell, fds: WorkerFds, folders: tuple[str, ...], cap: int,
         host_shows(shown)
         sys.path[0:0] = folders
         channel = Channel(fds.events, fds.control, cap, fds.key)
-        if os.environ.get("PYRELUNE_SHELL", "").strip() == "ipython":
+        if _ipython():
             from pyrelune.worker.ipyshell.shell import run_script
 
             run_script(cell, channel)
@@ -46,3 +46,13 @@ def run_oneshot(cell: Cell, fds: WorkerFds, folders: tuple[str, ...], cap: int,
             run(cell, fresh_namespace(), channel, script=True)
     finally:
         os._exit(0)
+
+
+def _ipython() -> bool:
+    """Whether PYRELUNE_SHELL asks for IPython's shell, by the setting's one rule (the mode
+    checked it); its parser is loaded only where the setting is given."""
+    if not os.environ.get("PYRELUNE_SHELL"):
+        return False
+    from pyrelune import settings
+
+    return settings.shell(settings.PLAIN) == settings.IPYTHON
