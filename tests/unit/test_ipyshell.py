@@ -190,13 +190,19 @@ def test_what_a_library_sends_through_the_session_becomes_its_event(
     session = shell.kernel.session
     session.send(shell.kernel.iopub_socket, "display_data", {"data": {"text/plain": "x"},
                                                              "metadata": {}})
+    session.send(shell.kernel.iopub_socket, "execute_result", {
+        "data": {"text/plain": "7", "image/png": b"\x89PNG"}, "metadata": {},
+        "execution_count": 1})
     session.send(shell.kernel.iopub_socket, "clear_output", {"wait": False})
     session.send(shell.kernel.iopub_socket, "comm_msg", {"comm_id": "c", "data": {}},
                  buffers=[b"raw"])
     session.send(shell.kernel.iopub_socket, "stream", {"name": "stdout", "text": "said\n"})
     session.send(shell.kernel.iopub_socket, "debug_event", {"event": "stopped"})
-    display, clear, comm = shell.channel.events
+    display, result, clear, comm = shell.channel.events
     assert isinstance(display, Display) and display.data == {"text/plain": "x"}
+    # JSON-safe as a display is: bytes as base64.
+    assert isinstance(result, Display) and result.is_result and result.data == {
+        "text/plain": "7", "image/png": "iVBORw=="}
     assert isinstance(clear, Clear) and not clear.wait
     assert isinstance(comm, Comm) and comm.buffers == [b"raw"] and comm.msg_type == "comm_msg"
     out, err = capsys.readouterr()

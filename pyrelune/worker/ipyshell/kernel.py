@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from pyrelune.wire.events import Clear, Comm, Display
-from pyrelune.worker.ipyshell.publish import message
+from pyrelune.worker.ipyshell.publish import message, sendable
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -123,9 +123,9 @@ class Kernel:
             self.shell.display_pub.publish(content.get("data", {}), content.get("metadata"),
                                            transient=content.get("transient"),
                                            update=msg_type == "update_display_data")
-        elif msg_type == "execute_result":
-            self._channel.publish(Display(content.get("data", {}),
-                                          content.get("metadata", {}), True))
+        elif msg_type == "execute_result":  # as the display hook sends one
+            self._channel.publish(Display(*sendable(content.get("data"),
+                                                    content.get("metadata")), True))
         elif msg_type == "clear_output":
             self._channel.publish(Clear(bool(content.get("wait", False))))
         elif msg_type == "stream" and content.get("name") in ("stdout", "stderr"):
