@@ -28,7 +28,6 @@ from pyrelune.shaping.streaming import INTERVAL, Cap, Coalescer
 from pyrelune.wire import events
 from pyrelune.wire.events import (
     COMM_TYPES,
-    PAGE,
     Clear,
     Comm,
     Display,
@@ -364,10 +363,6 @@ class JupyterCodec:
         if isinstance(item, Display) and item.update and item.display_id is not None:
             self._displays.hold(item, now)  # only its last state goes out, at the next flush
             return outcome
-        if isinstance(item, Display) and item.metadata.get(PAGE) and self._cell is not None and (
-                not aside):
-            self._cell.payload.append({"source": "page", "data": item.data, "start": 0})
-            return outcome  # shown by the front end's pager, from the execute_reply
         if isinstance(item, Payload):
             if self._cell is not None and not aside:
                 self._cell.payload.append(item.content)

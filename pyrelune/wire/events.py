@@ -227,7 +227,8 @@ class Payload:
     show (`obj?`), the next cell's text (`%load`, `set_next_input`) or exit (`exit`).
 
     `content` holds at least `source`, the payload's kind, as Jupyter's execute_reply
-    carries it. Only an IPython shell's worker sends one (see `worker.ipyshell`).
+    carries it. IPython's shell sends them (see `worker.ipyshell`); pyrelune's own sends
+    pages (`display.page`).
     """
 
     __slots__ = ("content",)
@@ -386,8 +387,6 @@ def _position(value: int | None, least: int) -> bool:
 
 #: A whole display item of the rpc protocol (show, plot, HtmlOutput).
 ITEM_MIME = "application/vnd.pyrelune.item+json"
-#: A display's metadata key that makes it a page (`obj?`) for a Jupyter pager, not an output.
-PAGE = "pyrelune/page"
 #: A table as JSONML, offered beside `text/html` for pandas and numpy values.
 JSONML_MIME = "application/vnd.pyrelune.jsonml+json"
 #: What pyrelune's own types (the two above) begin with: only a host that names them gets them.

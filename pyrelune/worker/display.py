@@ -36,7 +36,7 @@ import os
 import sys
 
 from pyrelune import fastjson
-from pyrelune.wire.events import ANY_MIME, OWN_MIME, Clear, Display, json_mime
+from pyrelune.wire.events import ANY_MIME, OWN_MIME, Clear, Display, Payload, json_mime
 from pyrelune.worker import importhooks
 
 TYPE_CHECKING = False
@@ -70,6 +70,8 @@ PRETTY_WIDTH = 79
 PRETTY_ITEMS = 1000
 
 _sink: Sink | None = None
+#: Where pages go (see `page`): the cell's reply, whatever `diverted` does to displays.
+_pager: Callable[[Payload], None] | None = None
 _sink_pid = 0  # a process the cell forks must not speak on its parent's channel
 #: The types the host shows (see `host_shows`); None: no host said, so every type.
 _host: frozenset[str] | None = None
@@ -77,19 +79,29 @@ _host: frozenset[str] | None = None
 _formatters: dict[type, Callable[..., Any] | str] = {}
 
 
-def connect(sink: Sink) -> None:
-    """Send every display of this process to `sink`, in whichever way a cell asks.
+def connect(sink: Sink, pager: Callable[[Payload], None] | None = None) -> None:
+    """Send every display of this process to `sink`, in whichever way a cell asks, and
+    every page (see `page`) to `pager`.
 
     `display` becomes a builtin (as in IPython), and IPython's own `display`
     is replaced if a cell imports IPython.
     """
-    global _sink, _sink_pid
-    _sink, _sink_pid = sink, os.getpid()
+    global _sink, _sink_pid, _pager
+    _sink, _sink_pid, _pager = sink, os.getpid(), pager
     builtins.display = display  # type: ignore[attr-defined]
     for name in _IPYTHON_MODULES:
         importhooks.after_import(name, _patch_ipython)
     if "IPython.display" in sys.modules:  # it re-exports `display`, already imported
         _patch_ipython(sys.modules["IPython.display"])
+
+
+def page(data: dict[str, Any]) -> None:
+    """Show the bundle `data` in a Jupyter front end's pager (`obj?`): a payload of the
+    cell's reply, as IPython's pages are, which a `%%capture` does not keep."""
+    if _pager is not None and os.getpid() == _sink_pid:
+        _pager(Payload({"source": "page", "data": data, "start": 0}))
+    else:  # no pager to show it in: printed, as IPython's pager does without one
+        print(data.get("text/plain", ""))
 
 
 class diverted:  # a context manager, named as `contextlib`'s are

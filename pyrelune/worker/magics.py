@@ -90,11 +90,10 @@ def _help(target: str, frame: FrameType, detail: int = 0) -> None:
         print(f"Object `{target}` not found.")
         return
     if os.environ.get("PYRELUNE_PAGER") == "payload":
-        from pyrelune.wire.events import PAGE
-        from pyrelune.worker.display import display
+        from pyrelune.worker.display import page
         from pyrelune.worker.introspect import describe
 
-        display({"text/plain": describe(target, obj, detail)}, raw=True, metadata={PAGE: True})
+        page({"text/plain": describe(target, obj, detail)})
         return
     pydoc = own("pydoc")
     text = pydoc.render_doc(obj, "Help on %s:", renderer=pydoc.plaintext)

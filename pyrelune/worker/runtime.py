@@ -221,7 +221,7 @@ def run(cell: Cell, namespace: dict[str, Any], channel: Channel, script: bool = 
 
     A `script` (oneshot) ends as a script does: after its threads (see `_join_threads`).
     """
-    connect(channel.publish)
+    connect(channel.publish, channel.send)
     libraries.hook()
     try:
         try:

@@ -233,6 +233,12 @@ def test_the_plain_shell_is_pyrelunes_own(tmp_path: Path) -> None:
         run = execute(client, "get_ipython()")
         assert run.content["ename"] == "NameError", run.content
         assert "show(obj" in result(execute(client, "show"))  # pyrelune's own builtin
+        # Its `obj?` is a page of the reply too, which a %%capture does not keep.
+        (page,) = ok(execute(client, "len?")).content["payload"]
+        assert page["source"] == "page" and "len" in page["data"]["text/plain"]
+        captured = ok(execute(client, "%%capture kept\nlen?"))
+        assert [p["source"] for p in captured.content["payload"]] == ["page"]
+        assert result(execute(client, "len(kept.outputs)")) == "0"
 
 
 def test_plotly_shows_its_figure_as_under_ipykernel(client: BlockingKernelClient) -> None:
