@@ -8,6 +8,7 @@ then the outputs, all as raw text.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -185,7 +186,9 @@ def test_a_timeout_shows_the_progress_printed(host: VixHost) -> None:
     assert result.error["code"] == "timeout"
     assert result.failure is not None
     assert result.failure.startswith(f"Cell timed out after {DEADLINE} s")
-    assert "\nprogress 1\n" in result.failure
+    # The interrupt's traceback follows the output when the cell answered it within the
+    # grace; on a loaded machine it may be killed first, and the output is the message's end.
+    assert re.search(r"\nprogress 1(\n|$)", result.failure), result.failure
 
 
 def test_the_message_is_bounded_and_says_what_it_cut(host: VixHost) -> None:
@@ -355,7 +358,9 @@ def test_a_timeout_says_how_to_allow_more(host: VixHost) -> None:
     result = host.run_cell("import time\ntime.sleep(60)", env=DEADLINE_ENV)
     assert result.failure is not None
     head, _, advice = result.failure.partition("\n\n")
-    assert head == f"Cell timed out after {DEADLINE} s (line 2)"
+    # Where the cell was is said when its interrupt's traceback came within the grace, which a
+    # loaded machine may not give it (how the line is kept: tests/unit/test_session.py).
+    assert re.fullmatch(rf"Cell timed out after {DEADLINE} s( \(line 2\))?", head), head
     assert advice.startswith("To allow a cell more time, set PYRELUNE_TIMEOUT (seconds; 0: no "
                              "limit) where `vix note` is started. Vix Note itself stops every "
                              "cell after 10 s"), advice
