@@ -686,8 +686,12 @@ def test_the_launchers_niceness_and_cpu_affinity_are_the_warm_cells(
     source = ("import os, sys\nprint('colorsys' in sys.modules, os.nice(0), "
               "sorted(os.sched_getaffinity(0)))")
     cold = host.run_cell(source, env={"PYRELUNE_WARM": "0"}).text()
-    served = host.run_cell(source).text()
-    assert served.split(" ", 1) == ["True", cold.split(" ", 1)[1]], (served, cold)
+    for _ in range(5):  # niced and on one core, on a loaded machine it may miss the handshake
+        result = host.run_cell(source)
+        if "did not answer within" not in result.stderr.decode():
+            break
+    served = result.text()
+    assert served.split(" ", 1) == ["True", cold.split(" ", 1)[1]], (served, cold, result)
     assert cold.split(" ", 1)[1] == f"{os.nice(0) + 10} [0]\n"
 
 
