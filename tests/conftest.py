@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import warnings
@@ -51,6 +52,16 @@ def pytest_configure(config: pytest.Config) -> None:
             config.issue_config_time_warning(pytest.PytestWarning(
                 f"matplotlib's font cache was not built ({cache.problem}): the first plots "
                 "build it, and tests that compare a plot cell's stderr may fail"), stacklevel=2)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker's session is over: its last clean-up (pytest's final garbage collection
+    among it) is not to be interrupted. execnet sends the worker a SIGINT when the worker is
+    still busy 5 s after it was asked to exit, which a loaded machine makes happen; the
+    KeyboardInterrupt then lands wherever the clean-up is (a garbage collector callback) and
+    prints a stray traceback after the run's summary."""
+    if hasattr(session.config, "workerinput"):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
