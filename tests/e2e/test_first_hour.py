@@ -82,15 +82,40 @@ def test_run_gives_the_file_its_own_argv_and_folder(tmp_path: Path) -> None:
     script.write_text("import os, sys\nprint(sys.argv)\nprint(os.getcwd())\n")
     result = pyrelune("run", str(script), "a", "-x", "--flag", cwd=Path("/"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.endswith("}\n")
-    assert json.loads(result.stdout)["stdout"] == (
-        f"{['script.py', 'a', '-x', '--flag']}\n{tmp_path}\n")
+    assert result.stdout == f"{['script.py', 'a', '-x', '--flag']}\n{tmp_path}\n"
+
+
+def test_run_prints_a_files_output_as_text_and_its_response_with_json(tmp_path: Path) -> None:
+    """As `run` prints a notebook's: output on stdout, the traceback on stderr, status 1."""
+    script = tmp_path / "fails.py"
+    script.write_text("import sys\nprint('before')\nprint('warned', file=sys.stderr)\n"
+                      "display({'k': 1})\n1 / 0\n")
+    result = pyrelune("run", str(script))
+    assert result.returncode == 1
+    assert result.stdout == "before\n{'k': 1}\n"
+    assert result.stderr.startswith("warned\nTraceback (most recent call last):\n")
+    assert result.stderr.endswith("ZeroDivisionError: division by zero\n")
+    machine = pyrelune("run", "--json", str(script))
+    assert machine.returncode == 1
+    response = json.loads(machine.stdout)
+    assert response["protocol"] == "vix-note-extension-1" and response["ok"] is False
+    assert response["error"]["code"] == "python_runtime_error"
+
+
+def test_run_says_when_a_file_ran_out_of_time(tmp_path: Path) -> None:
+    script = tmp_path / "slow.py"
+    script.write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+    result = pyrelune("run", "--timeout", "0.5", str(script))
+    assert result.returncode == 1
+    assert result.stdout == "started\n"
+    assert result.stderr.rstrip().endswith(
+        "(line 3) (--timeout SECONDS allows more; 0: no limit)"), result.stderr
 
 
 def test_run_reads_a_file_as_python_reads_a_script(tmp_path: Path) -> None:
     script = tmp_path / "bom.py"
     script.write_bytes(b"\xef\xbb\xbfprint('with a BOM')\n")
-    assert json.loads(pyrelune("run", str(script)).stdout)["stdout"] == "with a BOM\n"
+    assert pyrelune("run", str(script)).stdout == "with a BOM\n"
     script.write_bytes(b"print('\xff')\n")
     result = pyrelune("run", str(script))
     assert result.returncode == 2
@@ -125,6 +150,14 @@ def test_run_runs_a_notebooks_code_cells_in_one_namespace(tmp_path: Path) -> Non
     assert "never" not in result.stdout
     assert "ZeroDivisionError: division by zero" in result.stderr
     assert result.stderr.rstrip().endswith("(in code cell 3 of 4: the cells after it did not run)")
+
+
+def test_run_json_is_for_a_python_file(tmp_path: Path) -> None:
+    notebook = tmp_path / "analysis.ipynb"
+    notebook.write_text(json.dumps(NOTEBOOK))
+    result = pyrelune("run", "--json", str(notebook))
+    assert result.returncode == 2
+    assert "applies to a Python file" in result.stderr
 
 
 def test_run_refuses_a_notebook_it_cannot_read(tmp_path: Path) -> None:
