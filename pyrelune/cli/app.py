@@ -156,12 +156,14 @@ def _rpc(values: dict[str, Any]) -> int:
 def validate(
     request: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Argument(help="A request file; stdin when omitted.", dir_okay=False, exists=True),
+        typer.Argument(help="A file holding one vix-note-extension-1 request (JSON); "
+                       "stdin when omitted.", dir_okay=False, exists=True),
     ] = None,
 ) -> None:
     """Check a Vix Note request without running it.
 
-    REQUEST (a file, else stdin) is checked against the vix-note-extension-1 schema.
+    The request is read as `pyrelune` reads one. Prints "valid", or what is wrong (with
+    status 1).
     """
     from pyrelune.protocols import vixnote
 
@@ -177,10 +179,13 @@ def validate(
 @app.command(context_settings={"ignore_unknown_options": True,
                                "allow_interspersed_args": False})
 def run(
-    file: Annotated[Path, typer.Argument(dir_okay=False, exists=True, show_default=False)],
+    file: Annotated[Path, typer.Argument(
+        dir_okay=False, exists=True, show_default=False,
+        help="A Python file, or a notebook (.ipynb).")],
     args: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Argument(metavar="[ARGS]...", show_default=False)] = None,
+        typer.Argument(metavar="[ARGS]...", show_default=False,
+                       help="What the code finds in sys.argv after FILE's name.")] = None,
     timeout: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(metavar="SECONDS", help="Seconds a Python file may run (0: no limit). "
@@ -191,7 +196,7 @@ def run(
                            "would get, instead of the output as text."),
     ] = False,
 ) -> None:
-    """Run a Python file as one cell, or a notebook's code cells; print their output.
+    """Run a Python file or a notebook; print its output.
 
     FILE runs in its own folder with sys.argv set to FILE's name and ARGS, as
     `python FILE ARGS...` would there. A Python file runs as Vix Note runs a

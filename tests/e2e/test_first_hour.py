@@ -19,7 +19,8 @@ TIMEOUT = 120
 #: What typer and pydantic print when the help is not written for people.
 NOISE = ("<bool>", "{file}", "<list[str]>", "Value error", "╭", "│", "[default: no-")
 HELPS = [[], ["run"], ["validate"], ["vix"], ["vix", "install"], ["vix", "uninstall"],
-         ["vix", "doctor"], ["warm"], ["warm", "start"], ["warm", "status"], ["warm", "stop"]]
+         ["vix", "doctor"], ["warm"], ["warm", "start"], ["warm", "status"], ["warm", "stop"],
+         ["jupyter"], ["jupyter", "install"], ["jupyter", "uninstall"]]
 
 
 def pyrelune(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
@@ -30,13 +31,25 @@ def pyrelune(*args: str, env: dict[str, str] | None = None, cwd: Path | None = N
 
 @pytest.mark.parametrize("command", HELPS, ids=" ".join)
 def test_help_reads_as_plain_text(command: list[str]) -> None:
-    result = pyrelune(*command, "--help", env={**os.environ, "COLUMNS": "100"})
+    result = pyrelune(*command, "--help", env={**os.environ, "COLUMNS": "80"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"Usage: pyrelune {' '.join(command)}".rstrip())
     assert not [word for word in NOISE if word in result.stdout], result.stdout
     cut = [line for line in result.stdout.splitlines() if line.endswith("...")
            and not line.endswith("]...")]  # a usage's `[ARGS]...` is not a summary cut short
     assert cut == [], result.stdout
+    _, _, arguments = result.stdout.partition("\nArguments:\n")
+    entries = [line for line in arguments.split("\n\n")[0].splitlines()
+               if not line.startswith("   ")]  # not an entry's wrapped line
+    for entry in entries:  # each says what it is
+        name, _, said = entry.strip().partition("  ")
+        assert said.strip().removesuffix("[required]").strip(), (name, result.stdout)
+
+
+def test_each_jupyter_command_says_what_it_does_itself() -> None:
+    """uninstall's --sys-prefix removes: it starts no kernel sooner, as install's says."""
+    text = pyrelune("jupyter", "uninstall", "--help", env={**os.environ, "COLUMNS": "80"}).stdout
+    assert "90 ms" not in text and "Print what would be removed" in text
 
 
 def test_the_help_gives_the_real_defaults_and_every_command() -> None:
@@ -52,6 +65,15 @@ def test_a_bad_option_value_is_a_usage_error_in_words() -> None:
     assert result.returncode == 2
     assert "Invalid value for '--mode': 'foo' is not one of" in result.stderr, result.stderr
     assert not [word for word in NOISE if word in result.stderr]
+
+
+@pytest.mark.parametrize(("typed", "meant"), [(["jupytr", "install"], "'jupyter'"),
+                                               (["warm", "stat"], "'status'")])
+def test_a_mistyped_command_gets_one_suggestion(typed: list[str], meant: str) -> None:
+    """click (8.4 on) and typer (0.20 on) each suggest a close name; it is said once."""
+    result = pyrelune(*typed)
+    assert result.returncode == 2
+    assert result.stderr.count("Did you mean") == 1 and meant in result.stderr, result.stderr
 
 
 def test_the_oneshot_response_ends_with_a_newline() -> None:
