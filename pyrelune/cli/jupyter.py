@@ -92,8 +92,7 @@ def install_command(
         if note is not None:
             typer.echo(note, err=True)
     if not dry_run:
-        typer.echo(f'pick "{display_name}" in JupyterLab, Notebook or VS Code, or start it with '
-                   f"`jupyter console --kernel {name.lower()}`")
+        typer.echo(kernelspec.next_step(display_name, name.lower()))
 
 
 @app.command("uninstall")
