@@ -21,6 +21,7 @@ from pyrelune.cli.style import group
 from pyrelune.cli.vix import app as vix_app
 from pyrelune.cli.warm import app as warm_app
 from pyrelune.modes.oneshot import DEFAULT_TIMEOUT
+from pyrelune.wire.events import PYTHON_EXIT, PYTHON_RUNTIME_ERROR, PYTHON_SYNTAX_ERROR, TIMEOUT
 
 T = TypeVar("T")
 
@@ -155,12 +156,14 @@ def _rpc(values: dict[str, Any]) -> int:
 def validate(
     request: Annotated[
         Optional[Path],  # noqa: UP045
-        typer.Argument(help="A request file; stdin when omitted.", dir_okay=False, exists=True),
+        typer.Argument(help="A file holding one vix-note-extension-1 request (JSON); "
+                       "stdin when omitted.", dir_okay=False, exists=True),
     ] = None,
 ) -> None:
     """Check a Vix Note request without running it.
 
-    REQUEST (a file, else stdin) is checked against the vix-note-extension-1 schema.
+    The request is read as `pyrelune` reads one. Prints "valid", or what is wrong (with
+    status 1).
     """
     from pyrelune.protocols import vixnote
 
@@ -176,26 +179,37 @@ def validate(
 @app.command(context_settings={"ignore_unknown_options": True,
                                "allow_interspersed_args": False})
 def run(
-    file: Annotated[Path, typer.Argument(dir_okay=False, exists=True, show_default=False)],
+    file: Annotated[Path, typer.Argument(
+        dir_okay=False, exists=True, show_default=False,
+        help="A Python file, or a notebook (.ipynb).")],
     args: Annotated[
         Optional[list[str]],  # noqa: UP045
-        typer.Argument(metavar="[ARGS]...", show_default=False)] = None,
+        typer.Argument(metavar="[ARGS]...", show_default=False,
+                       help="What the code finds in sys.argv after FILE's name.")] = None,
     timeout: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option(metavar="SECONDS", help="Seconds a Python file may run (0: no limit). "
                      f"Default: $PYRELUNE_TIMEOUT, else {DEFAULT_TIMEOUT:g}."),
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="A Python file: print the JSON response Vix Note "
+                           "would get, instead of the output as text."),
+    ] = False,
 ) -> None:
-    """Run a Python file as one cell, or a notebook's code cells.
+    """Run a Python file or a notebook; print its output.
 
     FILE runs in its own folder with sys.argv set to FILE's name and ARGS, as
     `python FILE ARGS...` would there. A Python file runs as Vix Note runs a
-    cell, and the JSON response is printed; a notebook (.ipynb) runs its code
-    cells in order in one namespace, its output printed as it comes, and stops
-    at the first cell that fails.
+    cell; its output and any error are printed as text (the response itself
+    with --json). A notebook (.ipynb) runs its code cells in order in one
+    namespace, its output printed as it comes, and stops at the first cell
+    that fails. The status is 1 when the code failed.
     """
     argv = [file.name, *(args or [])]
     if file.suffix == ".ipynb":
+        if as_json:
+            raise typer.BadParameter("applies to a Python file: a notebook's output is printed "
+                                     "as it comes", param_hint="--json")
         raise typer.Exit(_run_notebook(file, argv, timeout))
     from pyrelune.modes import oneshot
 
@@ -208,9 +222,45 @@ def run(
                "workingDirectory": str(file.resolve().parent)}
     deadline = _timeout(timeout)
     sys.argv = argv  # the worker, forked from here, starts with it
-    response = oneshot.handle(json.dumps(request).encode(), deadline)
-    typer.echo(response.decode(), nl=False)
-    raise typer.Exit(0 if json.loads(response)["ok"] else 1)
+    # A terminal shows text: each display's text form, as the notebook's run prints it.
+    response = oneshot.handle(json.dumps(request).encode(), deadline,
+                              order=None if as_json else ("text/plain",))
+    answer = json.loads(response)
+    if as_json:
+        typer.echo(response.decode(), nl=False)
+    else:
+        out, err = as_text(answer)
+        sys.stdout.write(out)
+        sys.stdout.flush()
+        sys.stderr.write(err)
+    raise typer.Exit(0 if answer["ok"] else 1)
+
+
+def as_text(response: dict[str, Any]) -> tuple[str, str]:
+    """A vix-note-extension-1 response as a terminal shows a script's run: (stdout, stderr).
+
+    On stdout, Vix Note's order: the `stdout` string, then each output (text, after the first
+    display), each ending its line as `print` would. On stderr the `stderr` string, then a
+    failure's traceback and, where its last line does not say it already (a timeout, a
+    refused request), the error's summary.
+    """
+    out = [response["stdout"]]
+    out += [data if data.endswith("\n") else f"{data}\n"
+            for data in (item["data"] for item in response["outputs"]) if data]
+    err = [response["stderr"]]
+    if not response["ok"]:
+        error = response["error"]
+        err.append(error["details"])
+        if not error["details"] or error["code"] not in _SAID_BY_TRACEBACK:
+            summary = error["message"].split("\n\n")[0]  # the advice below it is Vix Note's
+            if error["code"] == TIMEOUT:
+                summary += " (--timeout SECONDS allows more; 0: no limit)"
+            err.append(f"{summary}\n")
+    return "".join(out), "".join(err)
+
+
+#: The failures whose traceback ends with what the summary says (`NameError: ...`).
+_SAID_BY_TRACEBACK = (PYTHON_RUNTIME_ERROR, PYTHON_SYNTAX_ERROR, PYTHON_EXIT)
 
 
 def _run_notebook(file: Path, argv: list[str], timeout: str | None) -> int:

@@ -9,16 +9,19 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from pyrelune.cli.style import group
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pyrelune.jupyter.kernelspec import Place
     from pyrelune.vix.install import Plan
 
-app = typer.Typer(no_args_is_help=True, help="Use pyrelune as a Jupyter kernel.")
+app = group("Use pyrelune as a Jupyter kernel.", no_args_is_help=True)
 
 User = Annotated[bool, typer.Option(
     "--user", help="This user's Jupyter data folder (the default).")]
+#: Install's; uninstall's says what it removes (see `uninstall_command`).
 SysPrefix = Annotated[bool, typer.Option(
     "--sys-prefix", help="This Python environment's share/jupyter (sys.prefix), for front "
     "ends installed here; the kernelspec then also names pyrelune's provisioner, which "
@@ -68,7 +71,10 @@ def install_command(
     ] = None,
     dry_run: DryRun = False,
 ) -> None:
-    """Write a kernelspec that starts pyrelune with this Python, whichever one is active."""
+    """List pyrelune among Jupyter's kernels (a kernelspec).
+
+    The kernelspec starts pyrelune with this Python, whichever environment is active.
+    """
     from pyrelune.jupyter import kernelspec
     from pyrelune.vix.install import interpreter
 
@@ -86,16 +92,24 @@ def install_command(
         if note is not None:
             typer.echo(note, err=True)
     if not dry_run:
-        typer.echo(f'pick "{display_name}" in JupyterLab, Notebook or VS Code, or start it with '
-                   f"`jupyter console --kernel {name.lower()}`")
+        typer.echo(kernelspec.next_step(display_name, name.lower()))
 
 
 @app.command("uninstall")
 def uninstall_command(
-    user: User = False, sys_prefix: SysPrefix = False, prefix: Prefix = None,
-    name: Name = "pyrelune", dry_run: DryRun = False,
+    user: User = False,
+    sys_prefix: Annotated[bool, typer.Option(
+        "--sys-prefix", help="This Python environment's share/jupyter (sys.prefix): "
+        "where `install --sys-prefix` wrote it.")] = False,
+    prefix: Prefix = None,
+    name: Name = "pyrelune",
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print what would be removed; change nothing.")] = False,
 ) -> None:
-    """Remove the kernelspec `pyrelune jupyter install` wrote (and nothing else)."""
+    """Remove the kernelspec that `pyrelune jupyter install` wrote.
+
+    Nothing else: a kernelspec of that name that pyrelune did not write is left in place.
+    """
     from pyrelune.jupyter import kernelspec
 
     plan = _carry_out(user, sys_prefix, prefix, name, dry_run, kernelspec.plan_uninstall)

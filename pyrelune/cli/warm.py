@@ -13,8 +13,9 @@ app = group("Warm start: oneshot cells served by a preloaded process.\n\nIt serv
 
 Preload = Annotated[
     Optional[str],  # noqa: UP045 (typer reads the annotation at run time on 3.10)
-    typer.Option(help="Modules it preloads, comma-separated (each list has a warm process of "
-                 "its own). Default: $PYRELUNE_WARM, else numpy,pandas,matplotlib."),
+    typer.Option(metavar="MODULES", help="Modules it preloads, comma-separated (each list has "
+                 "a warm process of its own). Default: $PYRELUNE_WARM, else "
+                 "numpy,pandas,matplotlib."),
 ]
 
 

@@ -199,6 +199,22 @@ def path_note(where: Place, env: Mapping[str, str] | None = None) -> str | None:
             f"export JUPYTER_PATH={where.data_dir}")
 
 
+def next_step(display_name: str, name: str, path: str | None = None) -> str:
+    """What to do once the kernelspec is written, by what this PATH (`path`, else $PATH) runs:
+    `jupyter console` where its command is there, installing a front end where no `jupyter` is
+    (`pip install pyrelune` brings none, and the command would fail as not found)."""
+    import shutil
+
+    pick = f'pick "{display_name}" in JupyterLab, Notebook or VS Code'
+    if shutil.which("jupyter", path=path) is None:
+        return (f"Jupyter is not installed here: pip install jupyterlab (or the front end you "
+                f"use), then {pick}")
+    if shutil.which("jupyter-console", path=path) is None:  # what `jupyter console` runs
+        return f"{pick}; in a terminal: pip install jupyter-console, then jupyter console " \
+               f"--kernel {name}"
+    return f"{pick}, or start it with `jupyter console --kernel {name}`"
+
+
 def extra_note() -> str | None:
     """What to install when this environment cannot run the kernel it lists (no pyzmq)."""
     from importlib.util import find_spec

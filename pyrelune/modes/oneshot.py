@@ -112,7 +112,8 @@ def _cannot(reason: str) -> int:
 
 
 def handle(raw: bytes, timeout: float | None, started: float | None = None,
-           start_worker: StartWorker | None = None, refusal: str | None = None) -> bytes:
+           start_worker: StartWorker | None = None, refusal: str | None = None,
+           order: tuple[str, ...] | None = None) -> bytes:
     """The response bytes for one request's bytes.
 
     `started`: when the deadline's clock started (`time.monotonic()`), when
@@ -121,7 +122,7 @@ def handle(raw: bytes, timeout: float | None, started: float | None = None,
     worker starts (a warm runtime's was forked ahead); else forked now.
     `refusal`: why the launcher's own settings refuse the cell (a warm-start
     variable breaks its rule: see `pyrelune.warm.gate`), answered as any bad
-    setting is.
+    setting is. `order`: the MIME types shown, in place of the setting's (a terminal's: text).
     """
     signals = _Signals()
     request_id = None
@@ -130,7 +131,8 @@ def handle(raw: bytes, timeout: float | None, started: float | None = None,
         request_id = request.request_id
         if refusal is not None:
             raise vixnote.Rejected(INVALID_CONFIGURATION, refusal)
-        deadline, max_output, order = settings(timeout)
+        deadline, max_output, setting = settings(timeout)
+        order = order or setting
         note = note_folder(request.document_path)  # before enter(): relative to our own cwd
         folder = enter(meant_folder(request.working_directory, note))
     except vixnote.Rejected as error:

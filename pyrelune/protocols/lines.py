@@ -33,6 +33,8 @@ KNOWN_TYPES = ("execute", "restart", "ping")
 #: What the host shows of a display: text, in stdout (see `shown`).
 SHOWN = events.TEXT_FORMS
 INTERRUPTED = "KeyboardInterrupt: Execution interrupted"
+#: Shown below a request's error, to copy.
+EXAMPLE = 'A valid request: {"id": "1", "type": "execute", "code": "print(2 + 3)"}'
 WORDING = Wording(
     not_utf8="Invalid JSON: not UTF-8 (byte 0x{byte:02x} at offset {offset})",
     not_json="Invalid JSON: {error}",
@@ -60,12 +62,17 @@ def parse_request(line: bytes) -> Request:
         request_id = ""
     problems = schema_errors(message, REQUEST_SCHEMA)
     if problems:
-        raise Rejected(INVALID_REQUEST, f"Invalid request: {problems[0]}",
+        raise Rejected(INVALID_REQUEST, f"Invalid request: {problems[0]}\n{EXAMPLE}",
                        request_id=request_id)
     kind: str = message["type"]
     if kind not in KNOWN_TYPES:
         raise Rejected(UNKNOWN_METHOD, f"Unknown request type: {kind}",
                        request_id=request_id)
+    if kind == "execute" and "code" not in message and "source" in message:
+        # The name the oneshot and rpc requests give the code: an empty cell would run.
+        raise Rejected(INVALID_REQUEST, 'Invalid request: "source" given without "code": the '
+                       'lines kernel runs the code in "code" ("source" is what oneshot and rpc '
+                       f"requests call it)\n{EXAMPLE}", request_id=request_id)
     return Request(request_id, kind, message.get("code", ""))
 
 

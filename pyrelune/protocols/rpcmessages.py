@@ -40,6 +40,9 @@ AUTH_FAILED = -32003
 _NUMBERS = {events.INVALID_JSON: PARSE_ERROR, events.INVALID_REQUEST: INVALID_REQUEST,
             events.UNKNOWN_METHOD: METHOD_NOT_FOUND}
 
+#: Shown below an error of the envelope or of an execute.cell request, to copy.
+EXAMPLE = ('A valid request: {"kind": "request", "id": 1, "method": "execute.cell", '
+           '"params": {"source": "print(2 + 3)"}}')
 METHODS = (
     "kernel.info", "kernel.auth", "execute.cell", "execute.interrupt", "kernel.reset",
     "execute.input_reply",
@@ -102,15 +105,17 @@ def _checked_in_order(message: Message, request_id: str | int | None,
     that is wrong, else gives back the id and the method."""
     problems = schema_errors(message, "rpc-kernel.request")
     if problems or request_id is None:  # the schema requires a string or integer id
-        problem = problems[0] if problems else f"id: {message.get('id')!r} is not usable"
-        raise Rejected(events.INVALID_REQUEST, f"Invalid request: {problem}",
+        problem = problems[0] if problems else (
+            f'"id" must be a string or an integer, not {fastjson.dumps(message.get("id"))}')
+        raise Rejected(events.INVALID_REQUEST, f"Invalid request: {problem}\n{EXAMPLE}",
                        request_id=request_id)
     if method not in METHODS:
         raise Rejected(events.UNKNOWN_METHOD, f"Method not found: {str(method)[:100]!r}",
                        request_id=request_id)
     problems = schema_errors(message, _SCHEMAS[method])
     if problems:
-        raise Rejected(events.INVALID_REQUEST, f"Invalid {method} request: {problems[0]}",
+        example = f"\n{EXAMPLE}" if method == "execute.cell" else ""
+        raise Rejected(events.INVALID_REQUEST, f"Invalid {method} request: {problems[0]}{example}",
                        request_id=request_id)
     return request_id, method
 

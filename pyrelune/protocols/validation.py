@@ -49,10 +49,11 @@ def schema(name: str) -> dict[str, Any]:
 
 
 def errors(instance: Any, name: str) -> list[str]:
-    """Why `instance` does not match schema `name`: empty when it does."""
+    """Why the message `instance` does not match schema `name`, in its sender's words (see
+    `explain`): empty when it does."""
     if certainly_valid(instance, name):
         return []
-    return authoritative_errors(instance, schema(name))
+    return [explain(error) for error in _found(instance, schema(name))]
 
 
 def certainly_valid(instance: Any, name: str) -> bool:
@@ -65,10 +66,46 @@ def certainly_valid(instance: Any, name: str) -> bool:
 
 def authoritative_errors(instance: Any, spec: dict[str, Any]) -> list[str]:
     """jsonschema's verdict, one line per error: `source: 42 is not of type 'string'`."""
+    return [f"{_where(e.absolute_path) or '(message)'}: {_shorten(e.message)}"
+            for e in _found(instance, spec)]
+
+
+def _found(instance: Any, spec: dict[str, Any]) -> list[Any]:
+    """jsonschema's errors for `instance`, the most relevant first."""
     jsonschema = _jsonschema()
     validator = jsonschema.Draft202012Validator(spec)
-    found = sorted(validator.iter_errors(instance), key=jsonschema.exceptions.relevance)
-    return [f"{_where(e.absolute_path)}: {_shorten(e.message)}" for e in found]
+    return sorted(validator.iter_errors(instance), key=jsonschema.exceptions.relevance)
+
+
+#: How `explain` names what a `type` keyword asks for.
+_KIND_WORDS = {"object": "an object", "array": "an array", "string": "a string",
+               "boolean": "true or false", "null": "null", "integer": "an integer",
+               "number": "a number"}
+
+
+def explain(error: Any) -> str:
+    """One jsonschema error as a message's sender reads it: the field named as it is written in
+    the message, and what it must be (`"workingDirectory" must be a string, not 5`), rather than
+    jsonschema's `workingDirectory: 5 is not of type 'string'` and its `(message)` for the whole."""
+    where = _where(error.absolute_path)
+    field = f'"{where}"' if where else "the request"
+    rule, expected = error.validator, error.validator_value
+    if rule == "required":  # one error for each missing name, which only its message tells
+        missing = [name for name in expected if name not in error.instance]
+        name = next((n for n in missing if error.message.startswith(repr(n))), missing[0])
+        return f"{field} has no {fastjson.dumps(name)} field"
+    value = fastjson.dumps(error.instance)
+    if len(value) > 60:
+        value = value[:56] + " ..."
+    if rule == "type":
+        kinds = [expected] if isinstance(expected, str) else expected
+        wanted = " or ".join(_KIND_WORDS.get(kind, kind) for kind in kinds)
+        return f"{field} must be {wanted}, not {value}"
+    if rule == "const":
+        return f"{field} must be {fastjson.dumps(expected)}, not {value}"
+    if rule == "minimum":
+        return f"{field} must be at least {expected}, not {value}"
+    return f"{field}: {_shorten(error.message)}"
 
 
 def _jsonschema() -> ModuleType:
@@ -96,7 +133,7 @@ def _where(path: Any) -> str:
     where = ""
     for part in path:
         where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
-    return where or "(message)"
+    return where
 
 
 def _shorten(text: str, limit: int = 300) -> str:

@@ -16,6 +16,7 @@ from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.shaping import Omitted, OutputBudget, clip, keep_tail, utf8_size
 from pyrelune.transports.stdio import MAX_REQUEST
 from pyrelune.wire.events import (
+    INVALID_JSON,
     INVALID_REQUEST,
     REQUEST_TOO_LARGE,
     TEXT_FORMS,
@@ -107,7 +108,12 @@ def parse_request(raw: bytes) -> Request:
         raw = raw[3:]
     if not raw.strip():
         raise Rejected(INVALID_REQUEST, "Empty request: expected one JSON object on stdin")
-    message = read_object(raw, WORDING)
+    try:
+        message = read_object(raw, WORDING)
+    except Rejected as error:
+        if error.code == INVALID_JSON and (advice := _plain_code(raw)):
+            raise Rejected(INVALID_JSON, advice, error.message) from None
+        raise
     protocol = message.get("protocol", PROTOCOL)
     if isinstance(protocol, str) and protocol != PROTOCOL:
         raise Rejected(
@@ -116,10 +122,8 @@ def parse_request(raw: bytes) -> Request:
         )
     problems = schema_errors(message, REQUEST_SCHEMA)
     if problems:
-        raise Rejected(
-            INVALID_REQUEST, f"Invalid request: {_other_mode(message) or problems[0]}",
-            "\n".join(problems),
-        )
+        summary = _other_mode(message) or f"{problems[0]}\nA valid request: {EXAMPLE}"
+        raise Rejected(INVALID_REQUEST, f"Invalid request: {summary}", "\n".join(problems))
     source: str = message["source"]
     if "\0" in source:
         before = source[: source.index("\0")]
@@ -137,6 +141,42 @@ def parse_request(raw: bytes) -> Request:
 def echo(value: str) -> str:
     """`value` as an error message quotes it: its repr, cut to `MAX_ECHO` bytes with a marker."""
     return repr(clip(value, MAX_ECHO, " "))
+
+
+#: The request error messages show as one to copy.
+EXAMPLE = '{"source": "print(2 + 3)"}'
+
+
+def _plain_code(raw: bytes) -> str | None:
+    """What to say of a request that is not JSON but text such as `print(1)`, the code itself
+    (`echo 'print(1)' | pyrelune`): how to send it. None for text that was meant as JSON (it
+    opens an object or an array) or is not text at all."""
+    try:
+        code = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+    if code[:1] in ("{", "["):
+        return None
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # an invalid escape's SyntaxWarning would reach stderr
+            warnings.simplefilter("ignore")
+            compile(code, "<stdin>", "exec", dont_inherit=True)
+        summary = "Request is not valid JSON: it looks like Python code, which goes in a request"
+    except (SyntaxError, ValueError):
+        summary = "Request is not valid JSON: pyrelune reads one JSON object with the code in it"
+    request = fastjson.dumps_utf8({"source": code}).decode()
+    if len(request) > MAX_ECHO:
+        request = EXAMPLE
+    import shlex
+
+    # JSON text has no newline; dash's echo would turn a `\n` escape into one, printf does not
+    command = "echo" if "\\" not in request else "printf '%s\\n'"
+    return (f"{summary}\n"
+            f"Give the code as the request's \"source\": {request}\n"
+            f"For example: {command} {shlex.quote(request)} | pyrelune\n"
+            "To run a file of code, or a notebook: pyrelune run FILE.py (or FILE.ipynb)")
 
 
 #: What another mode's requests hold instead of `source`: the field that tells each apart.

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
+from support.launch import SCRIPT
 from support.vixhost import VixHost, encode_request
 
 
@@ -20,14 +26,19 @@ from support.vixhost import VixHost, encode_request
         (b'"text"', "invalid_request", "must be a JSON object, got a string"),
         (b"null", "invalid_request", "must be a JSON object, got null"),
         (b"true", "invalid_request", "must be a JSON object, got a boolean"),
-        (b"{}", "invalid_request", "'source' is a required property"),
-        (b'{"source": 42}', "invalid_request", "source: 42 is not of type 'string'"),
-        (b'{"source": null}', "invalid_request", "source: None is not of type 'string'"),
-        (b'{"source": "1", "executionCount": "3"}', "invalid_request", "executionCount: '3'"),
-        (b'{"source": "1", "executionCount": -1}', "invalid_request", "executionCount: -1"),
-        (b'{"source": "1", "workingDirectory": 5}', "invalid_request", "workingDirectory: 5"),
-        (b'{"source": "1", "cellId": []}', "invalid_request", "cellId: [] is not"),
-        (b'{"source": "1", "protocol": 1}', "invalid_request", "protocol: "),
+        (b"{}", "invalid_request", 'Invalid request: the request has no "source" field\n'
+         'A valid request: {"source": "print(2 + 3)"}'),
+        (b'{"source": 42}', "invalid_request", '"source" must be a string, not 42'),
+        (b'{"source": null}', "invalid_request", '"source" must be a string, not null'),
+        (b'{"source": "1", "executionCount": "3"}', "invalid_request",
+         '"executionCount" must be an integer, not "3"'),
+        (b'{"source": "1", "executionCount": -1}', "invalid_request",
+         '"executionCount" must be at least 0, not -1'),
+        (b'{"source": "1", "workingDirectory": 5}', "invalid_request",
+         '"workingDirectory" must be a string, not 5'),
+        (b'{"source": "1", "cellId": []}', "invalid_request", '"cellId" must be a string, not []'),
+        (b'{"source": "1", "protocol": 1}', "invalid_request",
+         '"protocol" must be "vix-note-extension-1", not 1'),
         (b'{"source": "1", "protocol": "vix-note-extension-2"}', "unsupported_protocol",
          "Unsupported protocol 'vix-note-extension-2'"),
         (b'{"source": "a = 1\\nb = \\u0000"}', "invalid_request",
@@ -40,6 +51,41 @@ def test_rejected(host: VixHost, raw: bytes, code: str, says: str) -> None:
     assert result.error["code"] == code
     assert says in result.error["message"], result.error
     assert result.failure == result.error["message"]
+
+
+@pytest.mark.parametrize(
+    ("piped", "summary"),
+    [
+        (b"print(1)\n", "it looks like Python code, which goes in a request"),
+        (b"x = = 1\n", "pyrelune reads one JSON object with the code in it"),
+    ],
+)
+def test_plain_code_piped_in_is_told_how_to_send_it(host: VixHost, piped: bytes,
+                                                     summary: str) -> None:
+    """`echo 'print(1)' | pyrelune`: the answer shows the request to send, and the command."""
+    result = host.run(piped)
+    assert result.error["code"] == "invalid_json"
+    request = json.dumps({"source": piped.decode().strip()})
+    assert str(result.failure).splitlines() == [
+        f"Request is not valid JSON: {summary}",
+        f'Give the code as the request\'s "source": {request}',
+        f"For example: echo '{request}' | pyrelune",
+        "To run a file of code, or a notebook: pyrelune run FILE.py (or FILE.ipynb)",
+    ]
+    assert result.error["details"] == ("Request is not valid JSON: Expecting value: "
+                                       "line 1 column 1 (char 0)")
+
+
+def test_the_command_shown_for_piped_code_runs_it(host: VixHost) -> None:
+    """The advice's command line, run by a POSIX shell, runs the code: quotes and escapes kept."""
+    code = "import os\nprint('it''s', \"a\\tb\")"
+    advice = str(host.run(code.encode()).failure)
+    command = advice.splitlines()[2].removeprefix("For example: ")
+    assert command.startswith("printf '%s\\n' ")  # a backslash: echo may not keep it
+    path = f"{Path(SCRIPT).parent}{os.pathsep}{os.environ['PATH']}"
+    done = subprocess.run(["sh", "-c", command], capture_output=True, timeout=120, check=True,
+                          env={**os.environ, "PATH": path})
+    assert json.loads(done.stdout)["stdout"] == "its a\tb\n"
 
 
 @pytest.mark.parametrize("opening", ["[", '{"a":'])

@@ -19,7 +19,8 @@ TIMEOUT = 120
 #: What typer and pydantic print when the help is not written for people.
 NOISE = ("<bool>", "{file}", "<list[str]>", "Value error", "╭", "│", "[default: no-")
 HELPS = [[], ["run"], ["validate"], ["vix"], ["vix", "install"], ["vix", "uninstall"],
-         ["vix", "doctor"], ["warm"], ["warm", "start"], ["warm", "status"], ["warm", "stop"]]
+         ["vix", "doctor"], ["warm"], ["warm", "start"], ["warm", "status"], ["warm", "stop"],
+         ["jupyter"], ["jupyter", "install"], ["jupyter", "uninstall"]]
 
 
 def pyrelune(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
@@ -30,13 +31,25 @@ def pyrelune(*args: str, env: dict[str, str] | None = None, cwd: Path | None = N
 
 @pytest.mark.parametrize("command", HELPS, ids=" ".join)
 def test_help_reads_as_plain_text(command: list[str]) -> None:
-    result = pyrelune(*command, "--help", env={**os.environ, "COLUMNS": "100"})
+    result = pyrelune(*command, "--help", env={**os.environ, "COLUMNS": "80"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"Usage: pyrelune {' '.join(command)}".rstrip())
     assert not [word for word in NOISE if word in result.stdout], result.stdout
     cut = [line for line in result.stdout.splitlines() if line.endswith("...")
            and not line.endswith("]...")]  # a usage's `[ARGS]...` is not a summary cut short
     assert cut == [], result.stdout
+    _, _, arguments = result.stdout.partition("\nArguments:\n")
+    entries = [line for line in arguments.split("\n\n")[0].splitlines()
+               if not line.startswith("   ")]  # not an entry's wrapped line
+    for entry in entries:  # each says what it is
+        name, _, said = entry.strip().partition("  ")
+        assert said.strip().removesuffix("[required]").strip(), (name, result.stdout)
+
+
+def test_each_jupyter_command_says_what_it_does_itself() -> None:
+    """uninstall's --sys-prefix removes: it starts no kernel sooner, as install's says."""
+    text = pyrelune("jupyter", "uninstall", "--help", env={**os.environ, "COLUMNS": "80"}).stdout
+    assert "90 ms" not in text and "Print what would be removed" in text
 
 
 def test_the_help_gives_the_real_defaults_and_every_command() -> None:
@@ -52,6 +65,15 @@ def test_a_bad_option_value_is_a_usage_error_in_words() -> None:
     assert result.returncode == 2
     assert "Invalid value for '--mode': 'foo' is not one of" in result.stderr, result.stderr
     assert not [word for word in NOISE if word in result.stderr]
+
+
+@pytest.mark.parametrize(("typed", "meant"), [(["jupytr", "install"], "'jupyter'"),
+                                               (["warm", "stat"], "'status'")])
+def test_a_mistyped_command_gets_one_suggestion(typed: list[str], meant: str) -> None:
+    """click (8.4 on) and typer (0.20 on) each suggest a close name; it is said once."""
+    result = pyrelune(*typed)
+    assert result.returncode == 2
+    assert result.stderr.count("Did you mean") == 1 and meant in result.stderr, result.stderr
 
 
 def test_the_oneshot_response_ends_with_a_newline() -> None:
@@ -82,15 +104,40 @@ def test_run_gives_the_file_its_own_argv_and_folder(tmp_path: Path) -> None:
     script.write_text("import os, sys\nprint(sys.argv)\nprint(os.getcwd())\n")
     result = pyrelune("run", str(script), "a", "-x", "--flag", cwd=Path("/"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.endswith("}\n")
-    assert json.loads(result.stdout)["stdout"] == (
-        f"{['script.py', 'a', '-x', '--flag']}\n{tmp_path}\n")
+    assert result.stdout == f"{['script.py', 'a', '-x', '--flag']}\n{tmp_path}\n"
+
+
+def test_run_prints_a_files_output_as_text_and_its_response_with_json(tmp_path: Path) -> None:
+    """As `run` prints a notebook's: output on stdout, the traceback on stderr, status 1."""
+    script = tmp_path / "fails.py"
+    script.write_text("import sys\nprint('before')\nprint('warned', file=sys.stderr)\n"
+                      "display({'k': 1})\n1 / 0\n")
+    result = pyrelune("run", str(script))
+    assert result.returncode == 1
+    assert result.stdout == "before\n{'k': 1}\n"
+    assert result.stderr.startswith("warned\nTraceback (most recent call last):\n")
+    assert result.stderr.endswith("ZeroDivisionError: division by zero\n")
+    machine = pyrelune("run", "--json", str(script))
+    assert machine.returncode == 1
+    response = json.loads(machine.stdout)
+    assert response["protocol"] == "vix-note-extension-1" and response["ok"] is False
+    assert response["error"]["code"] == "python_runtime_error"
+
+
+def test_run_says_when_a_file_ran_out_of_time(tmp_path: Path) -> None:
+    script = tmp_path / "slow.py"
+    script.write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+    result = pyrelune("run", "--timeout", "0.5", str(script))
+    assert result.returncode == 1
+    assert result.stdout == "started\n"
+    assert result.stderr.rstrip().endswith(
+        "(line 3) (--timeout SECONDS allows more; 0: no limit)"), result.stderr
 
 
 def test_run_reads_a_file_as_python_reads_a_script(tmp_path: Path) -> None:
     script = tmp_path / "bom.py"
     script.write_bytes(b"\xef\xbb\xbfprint('with a BOM')\n")
-    assert json.loads(pyrelune("run", str(script)).stdout)["stdout"] == "with a BOM\n"
+    assert pyrelune("run", str(script)).stdout == "with a BOM\n"
     script.write_bytes(b"print('\xff')\n")
     result = pyrelune("run", str(script))
     assert result.returncode == 2
@@ -125,6 +172,14 @@ def test_run_runs_a_notebooks_code_cells_in_one_namespace(tmp_path: Path) -> Non
     assert "never" not in result.stdout
     assert "ZeroDivisionError: division by zero" in result.stderr
     assert result.stderr.rstrip().endswith("(in code cell 3 of 4: the cells after it did not run)")
+
+
+def test_run_json_is_for_a_python_file(tmp_path: Path) -> None:
+    notebook = tmp_path / "analysis.ipynb"
+    notebook.write_text(json.dumps(NOTEBOOK))
+    result = pyrelune("run", "--json", str(notebook))
+    assert result.returncode == 2
+    assert "applies to a Python file" in result.stderr
 
 
 def test_run_refuses_a_notebook_it_cannot_read(tmp_path: Path) -> None:

@@ -67,6 +67,22 @@ def test_user_install_is_found_by_jupyter(env: dict[str, str]) -> None:
     assert again.returncode == 0 and "nothing changed" in again.stdout, again
 
 
+@pytest.mark.parametrize(("path", "last"), [
+    # this environment's bin: jupyter and jupyter-console (the test extra's)
+    ([Path(sys.executable).parent], "or start it with `jupyter console --kernel pyrelune`"),
+    ([], "Jupyter is not installed here: pip install jupyterlab"),
+])
+def test_the_last_line_says_what_to_run_by_what_is_installed(
+        env: dict[str, str], path: list[Path], last: str) -> None:
+    """Where only pyrelune is installed, `jupyter console` would fail as not found."""
+    searched = os.pathsep.join([*map(str, path), "/usr/bin", "/bin"])
+    if not path:
+        assert not any((Path(folder) / "jupyter").exists() for folder in ("/usr/bin", "/bin"))
+    result = pyrelune({**env, "PATH": searched}, "install")
+    assert result.returncode == 0, result.stderr
+    assert last in result.stdout.splitlines()[-1], result.stdout
+
+
 def test_name_display_name_and_data_dir(env: dict[str, str], tmp_path: Path) -> None:
     env = {**env, "JUPYTER_DATA_DIR": str(tmp_path / "data")}
     result = pyrelune(env, "install", "--user", "--name", "PyreLune-Dev",

@@ -24,6 +24,8 @@ from support.lines_host import (
 )
 from support.processes import running
 
+from pyrelune.protocols.lines import EXAMPLE
+
 INTERRUPTED = "KeyboardInterrupt: Execution interrupted"
 
 
@@ -98,13 +100,25 @@ def test_non_object_requests(kernel: Host, payload: object) -> None:
 
 def test_malformed_fields_are_answered(kernel: Host) -> None:
     kernel.write(b'{"id": "a", "type": "execute", "code": 5}\n')
-    assert kernel.read("a")["error"].startswith("Invalid request: code: 5 is not of type")
+    assert kernel.read("a")["error"] == ('Invalid request: "code" must be a string, not 5\n'
+                                         f"{EXAMPLE}")
     kernel.write(b'{"id": "b"}\n')
-    assert "'type' is a required property" in kernel.read("b")["error"]
+    assert kernel.read("b")["error"].startswith('Invalid request: the request has no "type" field')
     kernel.write(b'{"id": "c", "type": "execute", "code": "1", "extra": true}\n')
     assert kernel.read("c")["stdout"] == "1\n"  # unknown fields are ignored
     kernel.write(b'\xff\xfe\n')
     assert kernel.read("")["error"].startswith("Invalid JSON: not UTF-8")
+
+
+def test_source_in_place_of_code_is_named_as_the_likely_mistake(kernel: Host) -> None:
+    """`source` is the code's name in oneshot and rpc requests: here it would run nothing."""
+    kernel.write(b'{"id": "s", "type": "execute", "source": "1 + 1"}\n')
+    response = kernel.read("s")
+    assert response["error"].startswith('Invalid request: "source" given without "code"')
+    assert (response["stdout"], response["stderr"]) == ("", "")
+    kernel.write(b'{"id": "t", "type": "execute", "code": "1 + 1", "source": "2"}\n')
+    assert kernel.read("t")["stdout"] == "2\n"  # with `code`, `source` is an unknown field
+    kernel.ping()
 
 
 def test_final_expression_repr_and_underscore(kernel: Host) -> None:

@@ -144,7 +144,8 @@ def test_a_document_path_that_names_no_file_changes_nothing(
 def test_a_document_path_that_is_not_a_string_is_a_clear_error(host: VixHost) -> None:
     result = host.run_cell("print(1)", documentPath=["a"])
     assert result.error["code"] == "invalid_request"
-    assert result.failure == "Invalid request: documentPath: ['a'] is not of type 'string', 'null'"
+    assert result.failure == ('Invalid request: "documentPath" must be a string or null, not '
+                              '["a"]\nA valid request: {"source": "print(2 + 3)"}')
 
 
 # -- what a failed cell shows: error.message alone ---------------------------------------------

@@ -157,3 +157,33 @@ def test_an_environment_without_pyzmq_is_told_what_to_install(
                         lambda name, *args: None if name == "zmq" else real(name, *args))
     note = kernelspec.extra_note()
     assert note is not None and "pip install 'pyrelune[jupyter]'" in note
+
+
+def _commands(folder: Path, *names: str) -> str:
+    """A PATH of one folder holding executables named `names`."""
+    folder.mkdir()
+    for name in names:
+        (folder / name).write_text("#!/bin/sh\n")
+        (folder / name).chmod(0o755)
+    return str(folder)
+
+
+def test_the_next_step_where_jupyter_and_its_console_are_installed(tmp_path: Path) -> None:
+    path = _commands(tmp_path / "bin", "jupyter", "jupyter-console")
+    assert kernelspec.next_step("Py", "k", path) == (
+        'pick "Py" in JupyterLab, Notebook or VS Code, or start it with '
+        "`jupyter console --kernel k`")
+
+
+def test_the_next_step_where_jupyter_has_no_console(tmp_path: Path) -> None:
+    path = _commands(tmp_path / "bin", "jupyter", "jupyter-lab")
+    assert kernelspec.next_step("Py", "k", path) == (
+        'pick "Py" in JupyterLab, Notebook or VS Code; in a terminal: pip install '
+        "jupyter-console, then jupyter console --kernel k")
+
+
+def test_the_next_step_where_no_jupyter_is_installed(tmp_path: Path) -> None:
+    path = _commands(tmp_path / "bin", "python", "jupyter-console")  # no `jupyter` to run it
+    assert kernelspec.next_step("Py", "k", path) == (
+        "Jupyter is not installed here: pip install jupyterlab (or the front end you use), "
+        'then pick "Py" in JupyterLab, Notebook or VS Code')

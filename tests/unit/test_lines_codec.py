@@ -56,10 +56,14 @@ def test_parse_request(line: bytes, kind: str, code: str, request_id: str) -> No
     (b'"s"', "", "Invalid request: expected a JSON object, got a string"),
     (b'{"id": "x", "type": "example"}', "x", "Unknown request type: example"),
     (b'{"id": "x", "type": ""}', "x", "Unknown request type: "),
-    (b'{"id": "x"}', "x", "Invalid request: (message): 'type' is a required property"),
-    (b'{"id": "x", "type": 1}', "x", "Invalid request: type: 1 is not of type 'string'"),
-    (b'{"id": "x", "type": "execute", "code": null}', "x", "Invalid request: code: None is not"),
-    (b'{"id": 7, "type": "ping"}', "", "Invalid request: id: 7 is not of type 'string'"),
+    (b'{"id": "x"}', "x", 'Invalid request: the request has no "type" field\n'
+     'A valid request: {"id": "1", "type": "execute", "code": "print(2 + 3)"}'),
+    (b'{"id": "x", "type": 1}', "x", 'Invalid request: "type" must be a string, not 1\n'),
+    (b'{"id": "x", "type": "execute", "code": null}', "x",
+     'Invalid request: "code" must be a string, not null\n'),
+    (b'{"id": 7, "type": "ping"}', "", 'Invalid request: "id" must be a string, not 7\n'),
+    (b'{"id": "x", "type": "execute", "source": "1"}', "x",
+     'Invalid request: "source" given without "code"'),
 ])
 def test_rejected_requests(line: bytes, request_id: str, error: str) -> None:
     with pytest.raises(lines.Rejected) as caught:

@@ -27,7 +27,11 @@ def typer_params(args: list[str]) -> dict[str, Any] | None:
         context = command.make_context("pyrelune", list(args))
     except (Exception, SystemExit):  # a usage error, --help, --version
         return None
-    following = getattr(context, "_protected_args", None) or getattr(context, "protected_args", [])
+    # The subcommand's words: click 8.2 keeps them as `_protected_args` and deprecates the
+    # public name (a warning at every read); before 8.2 only the public one exists.
+    following = getattr(context, "_protected_args", None)
+    if following is None:
+        following = context.protected_args
     if following or context.args:  # a command follows: not the rpc kernel
         return None
     params = dict(context.params)

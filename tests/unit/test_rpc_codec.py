@@ -82,6 +82,25 @@ def test_parse_errors(raw: bytes, code: int, request_id: Any) -> None:
                       "error": {"code": code, "message": error.value.message}}]
 
 
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b'{"id": 1}', f'Invalid request: the request has no "kind" field\n{msg.EXAMPLE}'),
+        (b'{"kind": "request", "id": 1.5, "method": "kernel.info"}',
+         f'Invalid request: "id" must be a string or an integer, not 1.5\n{msg.EXAMPLE}'),
+        (b'{"kind": "request", "id": 1, "method": "execute.cell", "params": {"code": "1"}}',
+         f'Invalid execute.cell request: "params" has no "source" field\n{msg.EXAMPLE}'),
+        (b'{"kind": "request", "id": 1, "method": "kernel.auth", "params": {"token": 5}}',
+         'Invalid kernel.auth request: "params.token" must be a string, not 5'),
+    ],
+)
+def test_invalid_requests_name_the_field_in_words(raw: bytes, message: str) -> None:
+    """As the oneshot and lines codecs word them, with a request to copy where one helps."""
+    with pytest.raises(Rejected) as error:
+        msg.parse(raw)
+    assert error.value.message == message
+
+
 def test_an_integral_float_id_is_echoed_as_the_integer() -> None:
     reply = sent(rpc.RpcCodec().receive(b'{"kind": "request", "id": 3.0, "method": "kernel.info"}'))
     assert reply[0]["id"] == 3 and "result" in reply[0]

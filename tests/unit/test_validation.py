@@ -116,13 +116,32 @@ def test_well_formed_requests_take_the_fast_path(instance: dict[str, Any]) -> No
     assert validation.quick_valid(instance, validation.schema(REQUEST))
 
 
-def test_errors_name_the_field_path() -> None:
-    assert validation.errors({"source": 42}, REQUEST) == ["source: 42 is not of type 'string'"]
-    assert validation.errors({}, REQUEST) == ["(message): 'source' is a required property"]
+def test_errors_name_the_field_as_the_message_writes_it() -> None:
+    assert validation.errors({"source": 42}, REQUEST) == ['"source" must be a string, not 42']
+    assert validation.errors({}, REQUEST) == ['the request has no "source" field']
+    assert validation.errors({"source": "", "documentPath": [1]}, REQUEST) == [
+        '"documentPath" must be a string or null, not [1]']
+    assert validation.errors({"source": "", "executionCount": -1}, REQUEST) == [
+        '"executionCount" must be at least 0, not -1']
+    assert validation.errors({"source": "", "protocol": 2}, REQUEST) == [
+        '"protocol" must be "vix-note-extension-1", not 2']
+    assert validation.errors({"source": "x" * 100}, "lines-kernel.request") == [
+        'the request has no "type" field']
+    assert validation.errors({"type": "x", "code": ["y" * 100]}, "lines-kernel.request") == [
+        f'"code" must be a string, not ["{"y" * 54} ...']
+    # Each missing field is named once, in the schema's order; a nested one by its path.
+    assert validation.errors({"params": {}}, "rpc-kernel.request.execute.cell") == [
+        '"params" has no "source" field', 'the request has no "kind" field',
+        'the request has no "id" field', 'the request has no "method" field']
+
+
+def test_authoritative_errors_name_the_field_path() -> None:
     nested = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "string"}}}}
     assert validation.authoritative_errors({"a": ["x", 1]}, nested) == [
         "a[1]: 1 is not of type 'string'"
     ]
+    assert validation.authoritative_errors({}, {"required": ["b"]}) == [
+        "(message): 'b' is a required property"]
 
 
 KERNEL_REQUESTS = ["rpc-kernel.request", *(f"rpc-kernel.request.{m}" for m in METHODS),

@@ -56,9 +56,16 @@ def test_a_nul_in_the_cell_id_becomes_an_escape_in_the_filename() -> None:
         (b'{"source": "x", "protocol": "v2"}', "unsupported_protocol",
          "Unsupported protocol 'v2': this runtime speaks vix-note-extension-1"),
         (b'{"source": ["x"]}', "invalid_request",
-         "Invalid request: source: ['x'] is not of type 'string'"),
+         'Invalid request: "source" must be a string, not ["x"]\n'
+         'A valid request: {"source": "print(2 + 3)"}'),
         (b'{"source": "x", "documentPath": 1}', "invalid_request",
-         "Invalid request: documentPath: 1 is not of type 'string', 'null'"),
+         'Invalid request: "documentPath" must be a string or null, not 1\n'
+         'A valid request: {"source": "print(2 + 3)"}'),
+        (b"print(1)", "invalid_json",
+         "Request is not valid JSON: it looks like Python code, which goes in a request\n"
+         'Give the code as the request\'s "source": {"source": "print(1)"}\n'
+         """For example: echo '{"source": "print(1)"}' | pyrelune\n"""
+         "To run a file of code, or a notebook: pyrelune run FILE.py (or FILE.ipynb)"),
         (b'{"source": "\\u0000"}', "invalid_request",
          "Invalid request: source contains a NUL character (line 1, column 1)"),
     ],
