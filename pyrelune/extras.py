@@ -1,8 +1,8 @@
 """What a message tells a user to install for an optional dependency.
 
 pyrelune is installed from a checkout or a wheel, not by name from a package
-index (where the name `pyrelune` could belong to anyone), so no message says
-`pip install 'pyrelune[jupyter]'`. It names the third-party package, with the
+index (where the name `pyrelune` could belong to anyone), so no message gives
+pip that name. It names the third-party package, with the
 versions this installation's extra allows (read from its metadata, so the
 bounds are pyproject.toml's), and the extra as a checkout or wheel installs it.
 Only error paths import this module.

@@ -342,7 +342,7 @@ def main(connection_file: str, shell: str | None = None) -> int:
 
 def _run(connection_file: str, shell: str | None) -> int:
     try:
-        import zmq  # noqa: F401  (only to say clearly when it is missing)
+        import zmq  # here: to say clearly when it is missing, and to name its errors
     except ImportError:
         from pyrelune.extras import hint
 
