@@ -20,6 +20,8 @@ PAGES = [REPO / name for name in ("README.md", "CONTRIBUTING.md", "SECURITY.md",
                                  "CHANGELOG.md")] + sorted((REPO / "docs").glob("*.md"))
 #: `pip install ...` up to the end of its code span, its shell comment, `&&` or the line.
 COMMAND = re.compile(r"pip install ([^`#\n]*?)\s*(?:`|#|&&|$)", re.M)
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+INLINE = re.compile(r"`[^`]+`")
 #: pip options that take a value (`-t DIR`); the value is not a requirement.
 VALUED = {"-r", "-c", "-e", "-t", "--target", "-f", "--find-links", "-i", "--index-url",
           "--prefix", "--root", "--python"}
@@ -53,7 +55,12 @@ def names_pyrelune_by_index(command: str) -> bool:
 
 
 def commands(page: Path) -> list[str]:
-    return COMMAND.findall(page.read_text(encoding="utf-8"))
+    """The `pip install` lines of `page`: in its code blocks, and in its inline code, whose
+    span may wrap across lines in the source."""
+    text = page.read_text(encoding="utf-8")
+    blocks = FENCE.findall(text)
+    prose = INLINE.sub(lambda span: span.group(0).replace("\n", " "), FENCE.sub("", text))
+    return [command for part in (*blocks, prose) for command in COMMAND.findall(part)]
 
 
 def test_the_rule_tells_an_index_name_from_a_checkout_or_a_wheel() -> None:
@@ -65,6 +72,13 @@ def test_the_rule_tells_an_index_name_from_a_checkout_or_a_wheel() -> None:
                  "--no-index -f dist 'dist/pyrelune-0.2.0-py3-none-any.whl'",
                  "jupyterlab", "'<pyrelune checkout or wheel>[jupyter]'", "-r pyrelune"):
         assert not names_pyrelune_by_index(good), good
+
+
+def test_an_install_line_is_found_where_a_reader_sees_one(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("Run `pip install\n'pyrelune[jupyter]'` or\n\n```sh\npip install -q . "
+                    "# a comment\n```\n`pip install a` and `pip install b`\n")
+    assert commands(page) == ["-q .", "'pyrelune[jupyter]'", "a", "b"]
 
 
 def test_the_pages_have_install_lines_to_check() -> None:
