@@ -43,7 +43,7 @@ class Option:
 OPTIONS = {option.param: option for option in (
     Option("listen", TEXT, "rpc: serve WebSocket on HOST:PORT (port 0: any free port; the "
            "address is printed as one JSON line on stdout). Default host 127.0.0.1. Needs the "
-           "websocket extra (pip install 'pyrelune[websocket]').",
+           "websockets package (pyrelune's websocket extra).",
            "HOST:PORT"),
     Option("token", TEXT, "rpc over WebSocket: the secret clients send with kernel.auth "
            "(visible to other users in the process list: prefer --token-file or "
@@ -199,8 +199,10 @@ def _check_listening(host: str, token: str | None) -> None:
     try:
         import websockets  # noqa: F401 (an optional dependency: say how to get it)
     except ImportError:
+        from pyrelune.extras import hint
+
         raise Usage("--listen needs the websockets package, which is not installed in this "
-                    "environment: pip install 'pyrelune[websocket]'", "--listen") from None
+                    f"environment: {hint('websockets', 'websocket')}", "--listen") from None
     if token is None and not rpc.is_loopback(host):
         raise Usage(f"refusing to listen on {host} without a token: anyone who can reach it "
                     "could run code; give --token-file, --token or PYRELUNE_TOKEN, or listen "

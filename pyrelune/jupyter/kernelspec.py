@@ -221,5 +221,7 @@ def extra_note() -> str | None:
 
     if find_spec("zmq") is not None:
         return None
+    from pyrelune.extras import hint
+
     return ("note: pyzmq is not installed here, and the kernel needs it to start: "
-            "pip install 'pyrelune[jupyter]'")
+            + hint("pyzmq", "jupyter"))

@@ -51,8 +51,6 @@ if TYPE_CHECKING:
     from pyrelune.transports.zmqsockets import ZmqSockets
     from pyrelune.wire.events import Event
 
-INSTALL_HINT = ("pyrelune: --mode jupyter needs pyzmq, which the 'jupyter' extra installs: "
-                "pip install 'pyrelune[jupyter]'\n")
 #: The largest display a cell may show whole (a big table's HTML, a plotly page, an image):
 #: a Jupyter page shows what ipykernel sends. Stream text has its own, smaller, cap
 #: (`shaping.streaming.DEFAULT_LIMIT`); PYRELUNE_MAX_OUTPUT sets both.
@@ -291,8 +289,10 @@ def _shell(chosen: str) -> str:
 
     if find_spec("IPython") is not None:
         return chosen
+    from pyrelune.extras import hint
+
     sys.stderr.write("pyrelune: IPython is not installed, so cells run in pyrelune's plain "
-                     "shell (pip install 'pyrelune[jupyter]' adds it)\n")
+                     f"shell: {hint('ipython', 'jupyter')}\n")
     return PLAIN
 
 
@@ -342,9 +342,12 @@ def main(connection_file: str, shell: str | None = None) -> int:
 
 def _run(connection_file: str, shell: str | None) -> int:
     try:
-        import zmq  # noqa: F401  (only to say clearly when it is missing)
+        import zmq  # here: to say clearly when it is missing, and to name its errors
     except ImportError:
-        sys.stderr.write(INSTALL_HINT)
+        from pyrelune.extras import hint
+
+        sys.stderr.write("pyrelune: --mode jupyter needs pyzmq, which is not installed in this "
+                         f"environment: {hint('pyzmq', 'jupyter')}\n")
         return 2
     try:
         connection = read_connection(connection_file)
@@ -359,7 +362,7 @@ def _run(connection_file: str, shell: str | None) -> int:
     except settings.SettingError as exc:
         sys.stderr.write(f"pyrelune: {exc}\n")
         return 2
-    except OSError as exc:  # zmq.ZMQError is one: the address is taken, ...
+    except (OSError, zmq.ZMQError) as exc:  # a port another process took, ...
         sys.stderr.write(f"pyrelune: cannot start the Jupyter kernel: {exc}\n")
         return 1
     return 0

@@ -10,6 +10,7 @@ import base64
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -348,6 +349,22 @@ def test_an_empty_key_on_a_network_address_is_refused(tmp_path: Path) -> None:
     assert "refusing to listen on 0.0.0.0 with an empty key" in done.stderr
 
 
+def test_a_port_another_process_holds_is_said_in_one_line(tmp_path: Path) -> None:
+    """No traceback: the line docs/jupyter.md's troubleshooting tells users to look for."""
+    taken = socket.socket()
+    try:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        path = _connection(tmp_path, shell_port=taken.getsockname()[1])
+        done = _start("--mode", "jupyter", "-f", str(path))
+    finally:
+        taken.close()
+    assert done.returncode == 1
+    assert done.stderr.startswith("pyrelune: cannot start the Jupyter kernel: Address already "
+                                  "in use"), done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_a_missing_or_broken_connection_file_is_said_clearly(tmp_path: Path) -> None:
     missing = _start("--mode", "jupyter", "--connection-file", str(tmp_path / "none.json"))
     assert missing.returncode == 2 and "cannot read the connection file" in missing.stderr
@@ -371,7 +388,9 @@ def test_without_pyzmq_the_mode_says_how_to_install_it(tmp_path: Path) -> None:
             "from pyrelune.__main__ import main; main()")
     done = _start(str(_connection(tmp_path)), code=code)
     assert done.returncode == 2
-    assert "pip install 'pyrelune[jupyter]'" in done.stderr
+    assert "needs pyzmq, which is not installed in this environment: pip install 'pyzmq>=" \
+        in done.stderr, done.stderr
+    assert "pip install '<pyrelune checkout or wheel>[jupyter]'" in done.stderr
 
 
 def test_shutdown_ends_the_kernel_process(tmp_path: Path) -> None:
@@ -445,6 +464,7 @@ def _own_kernel(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], Block
     """The kernel started by hand on a connection file whose ports are all 0, its stderr
     kept (in `tmp_path / "stderr"`), and a client once the file says where it is."""
     path = _connection(tmp_path)
+    path.chmod(0o644)  # readable by others, as a careless writer may leave it
     with open(tmp_path / "stderr", "wb") as errors:
         process = subprocess.Popen([SCRIPT, "--mode", "jupyter",
                                     "-f", str(path)], stderr=errors)
@@ -487,6 +507,8 @@ def test_a_cell_sent_at_once_after_the_start_runs(tmp_path: Path) -> None:
 
 def test_ports_left_to_the_kernel_are_written_back_and_served(tmp_path: Path) -> None:
     with _own_kernel(tmp_path) as (process, client):
+        # The file it writes back holds the key: for this user's eyes only (SECURITY.md).
+        assert (tmp_path / "kernel.json").stat().st_mode & 0o777 == 0o600
         assert execute(client, "print('bound')").stdout() == "bound\n"
         client.shutdown()
         assert process.wait(timeout=TIMEOUT) == 0

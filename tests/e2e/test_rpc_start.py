@@ -134,4 +134,5 @@ def test_listen_without_websockets_says_which_extra_to_install() -> None:
     assert result.returncode == 2, result
     assert result.stdout == b""
     assert b"--listen needs the websockets package" in result.stderr
-    assert b"pip install 'pyrelune[websocket]'" in result.stderr
+    assert b"pip install 'websockets>=" in result.stderr, result.stderr
+    assert b"pip install '<pyrelune checkout or wheel>[websocket]'" in result.stderr

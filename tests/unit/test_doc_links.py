@@ -1,5 +1,6 @@
-"""Every relative link in README.md and docs/*.md leads to a file that exists, and every
-`#anchor` to a heading of that file, as GitHub names headings."""
+"""Every relative link in README.md, CONTRIBUTING.md and docs/*.md leads to a file that
+exists, and every `#anchor` to a heading of that file, as GitHub names headings; the
+package's long description has none."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent.parent
-PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+PAGES = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
 #: `[text](target)`, outside code; an image's `![...](...)` too.
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.M | re.S)
@@ -39,8 +40,27 @@ def test_the_anchor_rule_is_githubs() -> None:
     assert anchor("Vix Note (oneshot)") == "vix-note-oneshot"
 
 
+def long_description() -> Path:
+    """The page pyproject.toml gives as the package's long description (its `readme`)."""
+    found = re.search(r'^readme = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M)
+    assert found is not None
+    return REPO / found.group(1)
+
+
 def test_the_pages_have_links_to_check() -> None:
-    assert len(PAGES) > 5 and all(links(page) for page in PAGES)
+    assert len(PAGES) > 5
+    assert all(links(page) for page in PAGES if page != long_description())
+
+
+def test_the_long_description_has_no_relative_link() -> None:
+    """A package index shows it apart from the repository, where a relative link (an
+    `#anchor` too) leads nowhere."""
+    page = long_description()
+    assert page != REPO / "README.md" and page.is_file()
+    text = page.read_text(encoding="utf-8")
+    assert links(page) == [], links(page)
+    assert not re.search(r"<(a|img)\b", text), "HTML links or images: check them by hand"
+    assert not re.search(r"^\s*\[[^\]]+\]:", text, re.M), "reference-style link definitions"
 
 
 def broken(page: Path) -> list[str]:
