@@ -74,7 +74,7 @@ class Target:
     interpreter: str
     descriptor: dict[str, Any] = field(default_factory=descriptors.load)
     version: str = descriptors.VERSION
-    warm: str = ""  # the launcher's warm-start setting (`--warm`): "" is off
+    warm: str = "1"  # the launcher's warm-start setting: "1" (the default), "0" (`--cold`)
 
     @property
     def command(self) -> str:

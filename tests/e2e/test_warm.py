@@ -571,21 +571,23 @@ def test_vix_install_warm_writes_a_launcher_that_serves_cells_warm(
     assert wait_until(lambda: warmhost.status(PRELOAD) is not None)
     assert host.run_cell(WHICH).text() == "warm\n"
     assert host.run_cell(WHICH, env={"PYRELUNE_WARM": "0"}).text() == "cold\n"
-    assert vix("install").returncode == 0  # without --warm: off again
-    assert "warm=" not in launcher.read_text()
+    assert vix("install", "--cold").returncode == 0
+    assert "main(warm='0')" in launcher.read_text()
+    assert host.run_cell(WHICH).text() == "cold\n"
+    assert vix("install").returncode == 0  # on again, with the default preload
+    assert "main(warm='1')" in launcher.read_text()
 
 
-def test_doctor_reports_warm_start_working_and_suggests_it_when_off(
+def test_doctor_reports_warm_start_working_and_notes_it_when_turned_off(
         warm: Warm, vix_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Its round trip (`print(6 * 7)`) runs cold by choice, which the debug line would say.
     monkeypatch.delenv("PYRELUNE_WARM_DEBUG")
-    assert vix("install").returncode == 0
+    assert vix("install", "--cold").returncode == 0
     off = vix("doctor")
     assert off.returncode == 0, off
-    pytest.importorskip("numpy")
-    assert "warn warm start: off, while numpy" in off.stdout
-    assert "fix: rerun `pyrelune vix install --warm`" in off.stdout
-    assert vix("install", "--warm", "--preload", PRELOAD).returncode == 0
+    assert "ok   warm start: off (installed with --cold, your choice)" in off.stdout
+    assert "warn" not in off.stdout
+    assert vix("install", "--preload", PRELOAD).returncode == 0
     on = vix("doctor")
     assert on.returncode == 0, on
     (pid,) = warm.processes()
