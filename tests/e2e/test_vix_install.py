@@ -153,6 +153,22 @@ def test_warm_is_the_default_and_cold_with_preload_is_refused(
     assert "main(warm='colorsys,json')" in command.read_text()
 
 
+def test_install_from_another_environment_says_what_the_launcher_started_before(
+        places: Places, runtime: Path) -> None:
+    from pyrelune.vix import launcher
+
+    assert pyrelune("vix", "install").returncode == 0
+    command = places.bin_dir / "pyrelune"
+    text = command.read_text()
+    interpreter = launcher.interpreter_of(text)
+    command.write_text(text.replace(f"#!{interpreter}\n", "#!/opt/old env/bin/python3\n", 1))
+    result = pyrelune("vix", "install")
+    assert result.returncode == 0, result.stderr
+    assert f"wrote {command} (was /opt/old env/bin/python3, now {interpreter})\n" in \
+        result.stdout, result.stdout
+    assert launcher.interpreter_of(command.read_text()) == interpreter
+
+
 def test_launcher_imports_nothing_the_oneshot_entry_does_not(places: Places) -> None:
     """A cold launcher: what warm start imports on a cell's way is test_warm.py's."""
     assert pyrelune("vix", "install", "--cold").returncode == 0
@@ -196,6 +212,10 @@ def test_other_packages_are_kept_and_uninstall_restores_the_prefix(places: Place
     after.pop("installed.json.lock")  # kept on purpose: see jsonfile.locked
     assert json.loads(after.pop("installed.json")) == json.loads(before.pop("installed.json"))
     assert after == before
+    assert f"removed {places.bin_dir / 'pyrelune'}\n" in result.stdout
+    assert f"removed folder {places.prefix / 'packages'}\n" in result.stdout
+    assert f"kept folder {places.bin_dir}: holds tool\n" in result.stdout
+    assert "(if empty)" not in result.stdout
     assert "was not installed" in pyrelune("vix", "uninstall").stdout
 
 
