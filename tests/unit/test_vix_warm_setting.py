@@ -97,3 +97,11 @@ def test_doctor_warns_of_a_launcher_written_before_warm_start_was_the_default(
     assert check.fix.startswith("rerun `pyrelune vix install`")
     stack(monkeypatch, [])  # nothing a warm process could preload: nothing to warn of
     assert doctor.warm_check(extension(tmp_path, older), no_cell).line() == "ok   warm start: off"
+
+
+def test_the_docs_state_the_memory_install_states() -> None:
+    docs = Path(__file__).parents[2] / "docs"
+    for page in ("warm-start.md", "vix-note.md"):
+        text = " ".join((docs / page).read_text().split())
+        assert f"about {warmth.DATA_STACK_MIB} MiB" in text, page
+        assert "10 idle minutes" in text, page
