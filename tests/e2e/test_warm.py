@@ -194,7 +194,8 @@ def imported(result: HostResult) -> set[str]:
 
 def test_a_cell_that_uses_no_preloaded_module_imports_what_a_cold_start_imports(
         warm: Warm, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a warm process running, the launcher decides with nothing of warm start but its gate."""
+    """With a warm process running, the launcher decides with nothing of warm start but its gate
+    (which a cold launcher, `--cold`'s or PYRELUNE_WARM=0's, does not import)."""
     monkeypatch.delenv("PYRELUNE_WARM_DEBUG")
     monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
     warm.start()
@@ -203,7 +204,7 @@ def test_a_cell_that_uses_no_preloaded_module_imports_what_a_cold_start_imports(
     assert routed.stdout == cold.stdout
     warm_modules = {name for name in imported(routed) if name.startswith("pyrelune.warm")}
     assert warm_modules == {"pyrelune.warm", "pyrelune.warm.gate"}
-    assert imported(routed) == imported(cold)
+    assert imported(routed) == imported(cold) | warm_modules
     assert warmhost.status() is not None  # running all along: the socket was there
 
 
