@@ -44,12 +44,13 @@ def write(folder: str, name: str, text: str) -> str:
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 40
     with tempfile.TemporaryDirectory() as folder:
-        shebang = write(folder, "shebang", launcher.render(sys.executable))
+        # `--cold` launchers: what the launcher itself costs, without warm start's gate.
+        shebang = write(folder, "shebang", launcher.render(sys.executable, "0"))
         # The same environment reached through a path a shebang cannot carry.
         spaced = os.path.join(folder, "with space")
         os.symlink(sys.prefix, spaced)
         interpreter = os.path.join(spaced, "bin", os.path.basename(sys.executable))
-        wrapper = write(folder, "sh", launcher.render(interpreter))
+        wrapper = write(folder, "sh", launcher.render(interpreter, "0"))
         candidates = {
             "shebang launcher": [shebang],
             "sh launcher": [wrapper],

@@ -3,8 +3,8 @@
 Usage: python bench/warm_start.py [runs]
 
 Two launchers as `pyrelune vix install` writes them, for this interpreter:
-cold, and `--warm` (the default preload: what is installed of numpy,
-pandas and matplotlib). Each run starts the launcher as Vix Note does (no
+`--cold`, and the default (warm start, preloading what is installed of
+numpy, pandas and matplotlib). Each run starts the launcher as Vix Note does (no
 arguments, request on stdin, stdin closed) and waits for its exit; cold
 and warm runs alternate, so a busy machine slows both alike. Rows: the
 issue's four cells, a cell that imports a module no preload imports
@@ -120,7 +120,7 @@ def main() -> None:
         os.environ.pop("PYRELUNE_WARM", None)
         cold = os.path.join(folder, "cold")
         warm = os.path.join(folder, "warm")
-        for path, setting in ((cold, ""), (warm, "1")):
+        for path, setting in ((cold, "0"), (warm, "1")):
             with open(path, "w") as f:
                 f.write(launcher.render(sys.executable, setting))
             os.chmod(path, 0o755)

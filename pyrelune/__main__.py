@@ -22,12 +22,14 @@ _LINES = {("--mode", "lines"), ("--mode=lines",)}
 
 
 def main(warm: str | None = None) -> None:
-    """`warm`: the launcher's warm-start setting (`vix install --warm`); $PYRELUNE_WARM wins."""
+    """`warm`: the launcher's warm-start setting (`vix install`: "1", or "0" with `--cold`);
+    $PYRELUNE_WARM wins."""
     if len(sys.argv) == 1:
         raw = start = started = refusal = None
         setting = os.environ.get("PYRELUNE_WARM", warm or "")
-        # Unset, warm start is off without a look at its gate (see pyrelune.warm.gate).
-        if setting and not os.isatty(0):
+        # Unset, or "0" (a `--cold` launcher's), warm start is off without a look at its
+        # gate (see pyrelune.warm.gate): a cold launcher imports what `main()` does.
+        if setting not in ("", "0") and not os.isatty(0):
             from pyrelune.warm import gate
 
             preload, every, refusal = gate.launcher_settings(setting)

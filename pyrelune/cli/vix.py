@@ -42,7 +42,7 @@ DryRun = Annotated[
 ]
 
 
-def _target(package_id: str | None, warm: str = "") -> Target:
+def _target(package_id: str | None, warm: str) -> Target:
     from pyrelune.vix import descriptor, install
 
     loaded = descriptor.load()
@@ -71,7 +71,7 @@ def show_plan(plan: Plan, dry_run: bool) -> None:
 
 def _carry_out(
     prefix: Path | None, project: Path | None, package_id: str | None, dry_run: bool,
-    make_plan: Callable[[Places, Path | None, Target], Plan], warm: str = "",
+    make_plan: Callable[[Places, Path | None, Target], Plan], warm: str = "1",
 ) -> tuple[Target, Plan]:
     """Plan under the global lock (projects need none), then apply or print the plan."""
     from pyrelune.vix import descriptor, install
@@ -117,13 +117,14 @@ def install_command(
     enable: Annotated[bool, typer.Option(
         "--enable", help="Remove the extension from Vix Note's disabled list.")] = False,
     warm: Annotated[bool, typer.Option(
-        "--warm", help="Warm start: cells are served by a process that has preloaded the data "
-        "stack (started by the first cell, gone after 10 idle minutes). $PYRELUNE_WARM=0 turns "
-        "it off again.")] = False,
+        "--warm/--cold", help="Warm start, on unless --cold: cells are served by a process "
+        "that has preloaded the data stack (started by the first cell, which runs cold, and "
+        "gone after 10 idle minutes). $PYRELUNE_WARM, where Vix Note runs, wins over either.")
+    ] = True,
     preload: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option(help="With --warm: the modules to preload, comma-separated. Default: "
-                     "those of numpy, pandas and matplotlib that are installed.")] = None,
+        typer.Option(help="The modules warm start preloads, comma-separated. Default: those "
+                     "of numpy, pandas and matplotlib that are installed.")] = None,
 ) -> None:
     """Register this pyrelune (this Python environment) with Vix Note."""
     from pyrelune.vix import install
@@ -133,22 +134,27 @@ def install_command(
             return install.plan_global_install(places, target, force, enable)
         return install.plan_project_install(where, places, target, force, enable)
 
-    from pyrelune.vix import fonts
+    from pyrelune.vix import fonts, warmth
     from pyrelune.vix.discovery import RELOAD
 
-    if preload and not warm:
-        raise fail(ValueError("--preload is for warm start: add --warm"))
+    if preload is not None and not warm:
+        raise fail(ValueError("--preload names what warm start preloads, and --cold turns "
+                               "warm start off: leave out one of them"))
     if enable and not _home():
         raise fail(ValueError("--enable edits Vix Note's list of disabled extensions, "
                                "~/.vix/note/extensions.json, and HOME is not set"))
-    if preload and (missing := _missing_modules(_preload_names(preload))):
+    names = _preload_names(preload) if preload else None
+    if names and (missing := _missing_modules(names)):
         raise fail(ValueError(f"--preload: {', '.join(missing)} cannot be imported by "
                                f"{sys.executable}: install {'them' if len(missing) > 1 else 'it'}"
                                " into this environment, or leave it out"))
-    setting = (preload or "1") if warm else ""
+    setting = (names or "1") if warm else "0"
     target, plan = _carry_out(prefix, project, package_id, dry_run, make_plan, setting)
     if not plan.changes:
         typer.echo(f"{target.package_id} {target.version} is already installed: nothing changed")
+    if not dry_run:
+        for line in warmth.summary(setting):
+            typer.echo(line)
     if not dry_run and (cache := fonts.prepare()) is not None:  # not at the first plot
         typer.echo(cache.describe())
     if plan.changes and not dry_run:

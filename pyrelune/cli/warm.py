@@ -9,7 +9,8 @@ import typer
 from pyrelune.cli.style import group
 
 app = group("Warm start: oneshot cells served by a preloaded process.\n\nIt serves them "
-            "when PYRELUNE_WARM or `vix install --warm` is on.", no_args_is_help=True)
+            "when `vix install`'s launcher (unless --cold) or PYRELUNE_WARM turns it on.",
+            no_args_is_help=True)
 
 Preload = Annotated[
     Optional[str],  # noqa: UP045 (typer reads the annotation at run time on 3.10)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyrelune.settings import SettingError
 from pyrelune.vix import descriptor as descriptors
-from pyrelune.vix import discovery, fonts, host, jsonfile, launcher
+from pyrelune.vix import discovery, fonts, host, jsonfile, launcher, warmth
 from pyrelune.vix.places import Places, project_package_dir
 from pyrelune.warm.gate import preload_names, warm_folder
 
@@ -77,18 +77,13 @@ def check(places: Places, package_id: str, project: Path | None = None,
     return checks
 
 
-#: The data stack whose import a warm start saves each cell.
-DATA_STACK = ("numpy", "pandas", "matplotlib")
-
-
 def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
-    """Whether warm start is on (the launcher's `--warm`, or PYRELUNE_WARM) and serves cells.
+    """Whether warm start is on (the launcher's setting, or PYRELUNE_WARM) and serves cells.
 
     On, and with the launcher started by this environment's Python, the
     warm process is started (or found) and a probe must be served by it.
+    Off by the user's choice (`--cold`, PYRELUNE_WARM) is no warning.
     """
-    import importlib.util
-
     from pyrelune.warm import control, place
 
     try:
@@ -103,15 +98,7 @@ def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
         return Check("warm start", False, f"{exc}: each cell is refused", "set PYRELUNE_WARM to "
                      "0 (off), 1 (the data stack) or module names, comma-separated")
     if preload is None:
-        found = [name for name in DATA_STACK if importlib.util.find_spec(name) is not None]
-        if not found:
-            return Check("warm start", True, "off")
-        installed = found[0] if len(found) == 1 else f"{', '.join(found[:-1])} and {found[-1]}"
-        verb, pronoun = ("is", "it") if len(found) == 1 else ("are", "them")
-        return Check("warm start", True, f"off, while {installed} {verb} installed: each cell "
-                     f"that imports {pronoun} pays the import again (about half a second)",
-                     "rerun `pyrelune vix install --warm` to serve cells from a preloaded "
-                     "process", warning=True)
+        return _warm_off(text)
     interpreter = launcher.interpreter_of(text)
     if interpreter is None or os.path.abspath(interpreter) != os.path.abspath(sys.executable):
         return Check("warm start", True, f"on ({where}); not checked: the launcher runs "
@@ -137,7 +124,27 @@ def warm_check(extension: discovery.Extension, runner: Runner) -> Check:
                      "it says on stderr why a cell runs cold", warning=True)
     preloaded = ", ".join(after["preloaded"]) or "nothing"
     return Check("warm start", True, f"on ({where}): warm process {after['pid']} serves cells "
-                 f"(preloaded: {preloaded}; {after['rss'] >> 20} MiB resident)")
+                 f"(preloaded: {preloaded}; {after['rss'] >> 20} MiB resident; "
+                 f"{warmth.idle_exit(after['idle_timeout'])})")
+
+
+def _warm_off(text: str) -> Check:
+    """Warm start off: chosen (PYRELUNE_WARM, `--cold`), said as a note; else (a launcher
+    written before warm start was the default) a warning where the data stack is installed."""
+    found = warmth.installed()
+    pays = (f": each cell that imports {warmth.listed(found)} pays the import again (about "
+            "half a second)" if found else "")
+    if "PYRELUNE_WARM" in os.environ:
+        return Check("warm start", True, f"off (PYRELUNE_WARM={os.environ['PYRELUNE_WARM']}, "
+                     f"your choice){pays}")
+    if launcher.warm_of(text):
+        return Check("warm start", True, f"off (installed with --cold, your choice){pays}; "
+                     "`pyrelune vix install` turns it on")
+    if not launcher.is_launcher(text) or not found:
+        return Check("warm start", True, "off")
+    return Check("warm start", True, "off: the launcher was written before warm start was on "
+                 f"by default{pays}", "rerun `pyrelune vix install` to serve cells from a "
+                 "preloaded process (or `--cold` to keep it off)", warning=True)
 
 
 def plots_check(backend: str, cache: fonts.FontCache | None) -> Check:

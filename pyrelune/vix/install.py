@@ -39,14 +39,15 @@ class Change:
     path: Path
     data: bytes = b""
     mode: int = REGULAR
+    why: str = ""  # what the user must know of this change: "was A, now B"
 
     def describe(self, done: bool = False) -> str:
         verb = {
             "write": ("would write", "wrote"), "backup": ("would move aside", "moved aside"),
             "remove": ("would remove", "removed"),
-            "rmdir": ("would remove folder (if empty)", "removed folder (if empty)"),
+            "rmdir": ("would remove folder (if empty)", "removed folder"),
         }[self.action][done]
-        return f"{verb} {self.path}"
+        return f"{verb} {self.path}" + (f" ({self.why})" if self.why else "")
 
 
 @dataclass
@@ -56,14 +57,14 @@ class Plan:
     changes: list[Change] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def write(self, path: Path, data: bytes, mode: int = REGULAR) -> None:
+    def write(self, path: Path, data: bytes, mode: int = REGULAR, why: str = "") -> None:
         """Plan a write, unless the file already holds exactly this."""
         try:
             same = path.read_bytes() == data and (path.stat().st_mode & 0o777) == mode
         except OSError:
             same = False
         if not same:
-            self.changes.append(Change("write", path, data, mode))
+            self.changes.append(Change("write", path, data, mode, why))
 
 
 @dataclass
@@ -74,7 +75,7 @@ class Target:
     interpreter: str
     descriptor: dict[str, Any] = field(default_factory=descriptors.load)
     version: str = descriptors.VERSION
-    warm: str = ""  # the launcher's warm-start setting (`--warm`): "" is off
+    warm: str = "1"  # the launcher's warm-start setting: "1" (the default), "0" (`--cold`)
 
     @property
     def command(self) -> str:
@@ -99,10 +100,23 @@ def apply(plan: Plan) -> list[str]:
         else:
             try:
                 change.path.rmdir()
-            except OSError:
-                continue  # not empty (or already gone): not ours to remove
+            except FileNotFoundError:
+                continue
+            except OSError:  # not empty: what is left is not ours to remove
+                done.append(f"kept folder {change.path}: {_left_in(change.path)}")
+                continue
         done.append(change.describe(done=True))
     return done
+
+
+def _left_in(folder: Path, shown: int = 3) -> str:
+    """What keeps a folder: `holds a, b and 2 more`."""
+    try:
+        names = sorted(entry.name for entry in folder.iterdir())
+    except OSError as error:
+        return f"cannot be removed ({error.strerror})"
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"holds {', '.join(names[:shown])}{more}" if names else "cannot be removed"
 
 
 @contextmanager
@@ -254,7 +268,12 @@ def _plan_launcher(plan: Plan, path: Path, target: Target, force: bool) -> None:
                 f"{path} exists and was not written by pyrelune (an earlier runtime?). Not "
                 "replacing it: remove it, or rerun with --force to move it aside.")
         plan.changes.append(Change("backup", path))
-    plan.write(path, launcher.render(target.interpreter, target.warm).encode(), EXECUTABLE)
+    before = launcher.interpreter_of(existing or "")
+    # Another environment's launcher, replaced: its cells now import this one's packages.
+    why = f"was {before}, now {target.interpreter}" if before not in (
+        None, target.interpreter) else ""
+    plan.write(path, launcher.render(target.interpreter, target.warm).encode(), EXECUTABLE,
+               why)
 
 
 def _plan_remove_launcher(plan: Plan, path: Path) -> None:

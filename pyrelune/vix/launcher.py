@@ -33,7 +33,8 @@ if not getattr(sys.flags, "safe_path", False):
 from pyrelune.__main__ import main
 sys.exit(main({warm}))
 """
-#: How a warm launcher (`vix install --warm`) passes its setting: `main(warm='numpy,pandas')`.
+#: How a launcher passes its warm-start setting: `main(warm='1')` (`vix install`'s default),
+#: `main(warm='0')` (`--cold`), `main(warm='numpy,pandas')` (`--preload`).
 _WARM = "warm="
 
 
@@ -46,17 +47,17 @@ def fits_shebang(interpreter: str) -> bool:
     )
 
 
-def render(interpreter: str, warm: str = "") -> str:
+def render(interpreter: str, warm: str) -> str:
     """The launcher's text for an absolute interpreter path.
 
-    `warm` (a preload list, or "1" for the default one) turns warm start on
-    for every cell it runs, unless PYRELUNE_WARM says otherwise.
+    `warm` (a preload list, "1" for the default one, "0" for off) is warm
+    start's setting for every cell it runs, unless PYRELUNE_WARM says otherwise.
     """
     if not interpreter.startswith("/"):
         raise ValueError(f"interpreter path must be absolute: {interpreter!r}")
-    if not all(c.isalnum() or c in "._,-" for c in warm):
-        raise ValueError(f"warm start preloads module names, not {warm!r}")
-    program = _PROGRAM.format(warm=f"{_WARM}{warm!r}" if warm else "")
+    if not warm or not all(c.isalnum() or c in "._,-" for c in warm):
+        raise ValueError(f"warm start is 0, 1 or module names, not {warm!r}")
+    program = _PROGRAM.format(warm=f"{_WARM}{warm!r}")
     if fits_shebang(interpreter):
         return f"#!{interpreter}\n{MARKER}\n{program}"
     return (
@@ -66,7 +67,8 @@ def render(interpreter: str, warm: str = "") -> str:
 
 
 def warm_of(text: str) -> str:
-    """The warm-start setting a launcher passes ("" when it has none)."""
+    """The warm-start setting a launcher passes ("" when it has none: one written before
+    warm start was on by default, which ran cells cold)."""
     at = text.find(f"main({_WARM}")
     if not is_launcher(text) or at < 0:
         return ""

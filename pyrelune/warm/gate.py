@@ -8,7 +8,7 @@ and `sys` (and `pyrelune.settings` for a bad value, to refuse it); `route`
 and the rest of warm start import it, never the reverse.
 
 It has the rules of the variables start-up reads (`settings` has the others):
-PYRELUNE_WARM (or the launcher's `--warm`) by `preload_names`,
+PYRELUNE_WARM (or the launcher's setting, see `vix install`) by `preload_names`,
 PYRELUNE_WARM_EVERY and PYRELUNE_WARM_DEBUG by `flag`.
 """
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 #: The words of a switch (PYRELUNE_WARM, a `flag`), in any case, spaces around ignored.
 OFF = ("", "0", "off", "no", "false")
 ON = ("1", "on", "yes", "true")
-#: What PYRELUNE_WARM=1 (or a bare `--warm`) preloads: as much of these as is installed.
+#: What PYRELUNE_WARM=1 (or `vix install` without `--preload`) preloads: what is installed.
 DEFAULT_PRELOAD = "numpy,pandas,matplotlib"
 #: 2**64 - 59: what names a warm process's socket (see `warm_paths`).
 _NAME_PRIME = 0xFFFFFFFFFFFFFFC5

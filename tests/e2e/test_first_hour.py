@@ -8,9 +8,11 @@ import importlib.util
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import warmhost
 from support.launch import SCRIPT
 
 from pyrelune.vix import doctor
@@ -195,11 +197,17 @@ def test_run_refuses_a_notebook_it_cannot_read(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def user(tmp_path: Path) -> dict[str, str]:
-    """The environment of a user whose HOME and Vix prefix are fresh."""
+def user(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """The environment of a user whose HOME, Vix prefix and runtime folder are fresh: the
+    warm process the doctor starts (warm start is on by default) is ended after the test."""
     home = tmp_path / "home"
     home.mkdir()
-    return {**os.environ, "HOME": str(home), "VIX_GLOBAL_PREFIX": str(tmp_path / "prefix")}
+    runtime = warmhost.runtime_folder()
+    try:
+        yield {**os.environ, "HOME": str(home), "VIX_GLOBAL_PREFIX": str(tmp_path / "prefix"),
+               "XDG_RUNTIME_DIR": str(runtime)}
+    finally:
+        warmhost.stop_all(runtime)
 
 
 def test_a_dry_run_into_a_closed_pipe_ends_quietly(user: dict[str, str]) -> None:
@@ -249,8 +257,9 @@ def test_install_and_doctor_build_matplotlibs_font_cache(user: dict[str, str]) -
     assert "font cache is ready (already built" in plots
     if not os.environ.get("PYRELUNE_WARM") and all(
             importlib.util.find_spec(name) for name in ("numpy", "pandas")):
-        assert "warn warm start: off, while numpy, pandas and matplotlib are installed: each " \
-               "cell that imports them pays the import again" in doctor.stdout, doctor.stdout
+        # Warm start is on by default: the doctor's cell was served by its process.
+        assert "ok   warm start: on (the launcher): warm process " in doctor.stdout, \
+            doctor.stdout
 
 
 def test_doctor_says_that_cells_cannot_plot_without_matplotlib() -> None:

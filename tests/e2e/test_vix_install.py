@@ -8,10 +8,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import warmhost
 from support.launch import SCRIPT
+from support.poll import wait_until
 
 from pyrelune.vix import discovery, host
 from pyrelune.vix.places import Places
@@ -22,7 +25,21 @@ FOREIGN = {"id": "other/tool", "version": "1.0", "installed_path": "/opt/other",
 
 
 @pytest.fixture
-def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Places:
+def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The test's own XDG_RUNTIME_DIR: the warm process a launcher's first cell starts (warm
+    start is on by default) is the test's, and ended after it."""
+    folder = warmhost.runtime_folder()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    for name in ("PYRELUNE_WARM", "PYRELUNE_WARM_EVERY", "PYRELUNE_WARM_DEBUG"):
+        monkeypatch.delenv(name, raising=False)  # the launcher's setting decides (not --warm's)
+    try:
+        yield folder
+    finally:
+        warmhost.stop_all(folder)
+
+
+@pytest.fixture
+def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runtime: Path) -> Places:
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -63,18 +80,98 @@ def test_install_registers_a_runnable_extension(places: Places, tmp_path: Path) 
     assert outcome.ok and outcome.text() == "10\n"
 
 
-def test_launcher_works_without_activation_or_path(places: Places, tmp_path: Path) -> None:
+def test_launcher_works_without_activation_or_path(places: Places, tmp_path: Path,
+                                                   runtime: Path) -> None:
     assert pyrelune("vix", "install").returncode == 0
     launcher = places.bin_dir / "pyrelune"
     result = subprocess.run([str(launcher)], input=b'{"source": "import sys; print(sys.prefix)"}',
-                            capture_output=True, env={"HOME": str(tmp_path)}, cwd="/",
-                            timeout=60)
+                            capture_output=True, cwd="/", timeout=60,
+                            env={"HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(runtime)})
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["stdout"] == sys.prefix + "\n"
 
 
-def test_launcher_imports_nothing_the_oneshot_entry_does_not(places: Places) -> None:
+#: Which path served a cell: the data stack is in sys.modules before the cell imports it only
+#: in a warm process. The name in the source sends the cell warm (see `warm.gate.gains`).
+WHICH = "import sys\nprint('warm' if 'numpy' in sys.modules else 'cold')"
+
+
+def test_install_turns_warm_start_on_and_the_first_cell_runs_cold_without_waiting(
+        places: Places, runtime: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numpy")
+    installed = pyrelune("vix", "install")
+    assert installed.returncode == 0, installed.stderr
+    assert "warm start is on: the first cell starts a process that preloads numpy" in \
+        installed.stdout, installed.stdout
+    assert "idle minutes" in installed.stdout and "--cold" in installed.stdout
+    command = places.bin_dir / "pyrelune"
+    assert "main(warm='1')" in command.read_text()
+    monkeypatch.setenv("PYRELUNE_WARM_DEBUG", "1")
+    payload = host.request(WHICH, ID, __import__("pyrelune").__version__)
+    # No warm process yet (just installed, or after a reboot): the cell runs cold at once, and
+    # only its answer starts one (test_warm.py: the starter waits for the response).
+    first = host.run(str(command), payload, timeout=60)
+    assert json.loads(first.stdout)["stdout"] == "cold\n", first
+    assert first.stderr == b"pyrelune warm: cold (starting a warm process)\n"
+    assert wait_until(lambda: warmhost.status("1") is not None)
+    assert json.loads(host.run(str(command), payload, timeout=60).stdout)["stdout"] == "warm\n"
+
+
+def test_install_cold_turns_warm_start_off_and_doctor_notes_the_choice(
+        places: Places, runtime: Path) -> None:
     assert pyrelune("vix", "install").returncode == 0
+    installed = pyrelune("vix", "install", "--cold")
+    assert installed.returncode == 0, installed.stderr
+    assert "warm start is off (--cold)" in installed.stdout, installed.stdout
+    command = places.bin_dir / "pyrelune"
+    assert "main(warm='0')" in command.read_text()
+    payload = host.request(WHICH, ID, __import__("pyrelune").__version__)
+    result = host.run(str(command), payload, timeout=60)
+    assert json.loads(result.stdout)["stdout"] == "cold\n", result
+    assert warmhost.processes(runtime) == []  # a start would have been spawned by now
+    doctor = pyrelune("vix", "doctor")
+    assert doctor.returncode == 0, doctor.stdout
+    assert "warn" not in doctor.stdout
+    assert "ok   warm start: off (installed with --cold, your choice)" in doctor.stdout
+    assert warmhost.processes(runtime) == []
+
+
+def test_warm_is_the_default_and_cold_with_preload_is_refused(
+        places: Places, runtime: Path) -> None:
+    command = places.bin_dir / "pyrelune"
+    assert pyrelune("vix", "install").returncode == 0
+    written = command.read_text()
+    again = pyrelune("vix", "install", "--warm")
+    assert again.returncode == 0 and "nothing changed" in again.stdout
+    assert command.read_text() == written
+    assert pyrelune("vix", "install", "--preload", " colorsys , json").returncode == 0
+    assert "main(warm='colorsys,json')" in command.read_text()
+    refused = pyrelune("vix", "install", "--cold", "--preload", "colorsys")
+    assert refused.returncode == 1
+    assert refused.stderr == ("error: --preload names what warm start preloads, and --cold "
+                              "turns warm start off: leave out one of them\n")
+    assert "main(warm='colorsys,json')" in command.read_text()
+
+
+def test_install_from_another_environment_says_what_the_launcher_started_before(
+        places: Places, runtime: Path) -> None:
+    from pyrelune.vix import launcher
+
+    assert pyrelune("vix", "install").returncode == 0
+    command = places.bin_dir / "pyrelune"
+    text = command.read_text()
+    interpreter = launcher.interpreter_of(text)
+    command.write_text(text.replace(f"#!{interpreter}\n", "#!/opt/old env/bin/python3\n", 1))
+    result = pyrelune("vix", "install")
+    assert result.returncode == 0, result.stderr
+    assert f"wrote {command} (was /opt/old env/bin/python3, now {interpreter})\n" in \
+        result.stdout, result.stdout
+    assert launcher.interpreter_of(command.read_text()) == interpreter
+
+
+def test_launcher_imports_nothing_the_oneshot_entry_does_not(places: Places) -> None:
+    """A cold launcher: what warm start imports on a cell's way is test_warm.py's."""
+    assert pyrelune("vix", "install", "--cold").returncode == 0
     request = b'{"source": "print(2 + 3)"}'
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
 
@@ -115,6 +212,10 @@ def test_other_packages_are_kept_and_uninstall_restores_the_prefix(places: Place
     after.pop("installed.json.lock")  # kept on purpose: see jsonfile.locked
     assert json.loads(after.pop("installed.json")) == json.loads(before.pop("installed.json"))
     assert after == before
+    assert f"removed {places.bin_dir / 'pyrelune'}\n" in result.stdout
+    assert f"removed folder {places.prefix / 'packages'}\n" in result.stdout
+    assert f"kept folder {places.bin_dir}: holds tool\n" in result.stdout
+    assert "(if empty)" not in result.stdout
     assert "was not installed" in pyrelune("vix", "uninstall").stdout
 
 
@@ -235,10 +336,14 @@ def test_doctor_passes_and_prints_the_round_trip_time(places: Places) -> None:
     result = pyrelune("vix", "doctor")
     assert result.returncode == 0, result.stdout
     lines = result.stdout.splitlines()
+    # Nothing to warn of on a default install (the test extras install the data stack):
+    # warm start is on, and its process serves the doctor's cell.
     assert [line.split(":")[0] for line in lines] == [
         "ok   descriptor", "ok   registered", "ok   launcher", "ok   enabled", "ok   plots",
-        # the test extras install the data stack: warm start is suggested (test_warm.py)
-        "warn warm start", "      fix", "ok   round trip", "note"]
+        "ok   warm start", "ok   round trip", "note"]
+    assert "warm start: on (the launcher): warm process " in lines[5]
+    assert "preloaded: numpy, pandas, matplotlib;" in lines[5]
+    assert "it exits after 10 idle minutes" in lines[5]
     assert " ms " in lines[-2]
     assert "reloads its extensions" in lines[-1]
 
@@ -309,7 +414,8 @@ def test_doctor_names_each_broken_case(places: Places, breakage: object, failing
     assert "fix:" in result.stdout
 
 
-def test_sh_launcher_for_a_venv_whose_path_has_spaces(places: Places, tmp_path: Path) -> None:
+def test_sh_launcher_for_a_venv_whose_path_has_spaces(places: Places, tmp_path: Path,
+                                                      runtime: Path) -> None:
     import sysconfig
 
     from pyrelune.vix import descriptor, install
@@ -328,8 +434,8 @@ def test_sh_launcher_for_a_venv_whose_path_has_spaces(places: Places, tmp_path: 
     launcher = places.bin_dir / "pyrelune"
     assert launcher.read_text().startswith("#!/bin/sh\n")
     source = b'{"source": "import sys; print(sys.prefix); print(sys.path[0])"}'
-    result = subprocess.run([str(launcher)], input=source, capture_output=True, env={},
-                            cwd=str(tmp_path), timeout=60)
+    result = subprocess.run([str(launcher)], input=source, capture_output=True,
+                            env={"XDG_RUNTIME_DIR": str(runtime)}, cwd=str(tmp_path), timeout=60)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["stdout"] == f"{venv}\n{tmp_path}\n"
 

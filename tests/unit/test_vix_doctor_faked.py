@@ -22,7 +22,8 @@ ID = "softadastra/pyrelune"
 def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Places:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     places = Places(tmp_path / "prefix", tmp_path / "home")
-    target = install.Target(ID, sys.executable, descriptor.load())
+    # Cold: these tests are about the round trip, and doctor starts a warm launcher's process.
+    target = install.Target(ID, sys.executable, descriptor.load(), warm="0")
     install.apply(install.plan_global_install(places, target))
     return places
 

@@ -8,7 +8,7 @@ from pyrelune.vix import launcher
 
 
 def test_short_plain_path_gets_a_python_shebang() -> None:
-    text = launcher.render("/venv/bin/python3")
+    text = launcher.render("/venv/bin/python3", "1")
     assert text.startswith("#!/venv/bin/python3\n")
     assert launcher.is_launcher(text)
     assert launcher.interpreter_of(text) == "/venv/bin/python3"
@@ -18,14 +18,14 @@ def test_short_plain_path_gets_a_python_shebang() -> None:
 @pytest.mark.parametrize("path", ["/my envs/py env/bin/python", "/" + "x" * 130 + "/python",
                                   "/tab\there/python"])
 def test_paths_a_shebang_cannot_carry_get_a_sh_wrapper(path: str) -> None:
-    text = launcher.render(path)
+    text = launcher.render(path, "1")
     assert text.startswith("#!/bin/sh\n")
     assert launcher.interpreter_of(text) == path
 
 
 def test_relative_interpreter_is_refused() -> None:
     with pytest.raises(ValueError):
-        launcher.render("python3")
+        launcher.render("python3", "1")
 
 
 @pytest.mark.parametrize("text", ["", "#!/bin/sh\nexec vix\n", "#!/usr/bin/env python\nimport x\n"])
@@ -39,6 +39,10 @@ def test_a_warm_launcher_passes_its_setting_and_says_which() -> None:
         text = launcher.render(interpreter, "numpy,pandas")
         assert launcher.warm_of(text) == "numpy,pandas"
         assert launcher.interpreter_of(text) == interpreter
-    assert launcher.warm_of(launcher.render("/venv/bin/python3")) == ""
-    with pytest.raises(ValueError):
-        launcher.render("/venv/bin/python3", "x');import os;('")
+    assert launcher.warm_of(launcher.render("/venv/bin/python3", "0")) == "0"
+    before_the_default = launcher.render("/venv/bin/python3", "1").replace("main(warm='1')",
+                                                                           "main()")
+    assert launcher.warm_of(before_the_default) == ""
+    for setting in ("x');import os;('", ""):
+        with pytest.raises(ValueError):
+            launcher.render("/venv/bin/python3", setting)
