@@ -202,7 +202,7 @@ def path_note(where: Place, env: Mapping[str, str] | None = None) -> str | None:
 def next_step(display_name: str, name: str, path: str | None = None) -> str:
     """What to do once the kernelspec is written, by what this PATH (`path`, else $PATH) runs:
     `jupyter console` where its command is there, installing a front end where no `jupyter` is
-    (`pip install pyrelune` brings none, and the command would fail as not found)."""
+    (pyrelune's install brings none, and the command would fail as not found)."""
     import shutil
 
     pick = f'pick "{display_name}" in JupyterLab, Notebook or VS Code'
