@@ -12,6 +12,7 @@ import tempfile
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import profiles, warmhost
@@ -26,9 +27,14 @@ from pyrelune.vix import fonts
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--warm", action="store_true",
                      help="run every Vix Note cell through a warm process (PYRELUNE_WARM=1)")
+    parser.addoption("--full", action="store_true",
+                     help="also run the long tests (marked `long`: whole notebooks compared "
+                          "with ipykernel's, JupyterLab and voila in a browser)")
 
 
 profiles.load()
+#: Why a long test is skipped, and how to run it.
+FULL_RUN = "a long test, of the full run: add --full (`pytest -q -n 4 --full`)"
 _RUNTIME_DIR = pytest.StashKey[str]()
 
 
@@ -37,6 +43,8 @@ def pytest_configure(config: pytest.Config) -> None:
                             "--warm, whose cells find the preloaded modules)")
     config.addinivalue_line("markers", "slow: waits out a real deadline or bound (seconds of "
                             "wall time each); `-m 'not slow'` leaves them out")
+    config.addinivalue_line("markers", "long: part of the full run only (`--full`): whole "
+                            "notebooks compared with ipykernel's, a browser")
     # Each session (each xdist worker) its own XDG_RUNTIME_DIR: warm sockets, and whatever else
     # a runtime keeps there, are never shared between workers. Short (/tmp/prl-XXXXXXXX):
     # a warm socket's path under it must fit AF_UNIX's 107 bytes.
@@ -64,6 +72,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """Say what a run without --full left out, where a newcomer looks: the last lines."""
+    skipped = [report for report in terminalreporter.stats.get("skipped", [])
+               if FULL_RUN in str(report.longrepr)]
+    if skipped:
+        terminalreporter.write_line(
+            f"{len(skipped)} long tests (whole notebooks against ipykernel, JupyterLab and "
+            "voila in a browser) were skipped: `pytest -q -n 4 --full` runs everything, as "
+            "CI does (docs/development.md)")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     folder = config.stash.get(_RUNTIME_DIR, None)
     if folder is not None:
@@ -77,6 +96,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if item.get_closest_marker("cold_start"):
                 item.add_marker(skip)
+    if not config.getoption("--full"):
+        later = pytest.mark.skip(reason=FULL_RUN)
+        for item in items:
+            if item.get_closest_marker("long"):
+                item.add_marker(later)
     for item in items:
         module = item.getparent(pytest.Module)
         if module and item.get_closest_marker("xdist_group") is None and _shares_a_fixture(item):

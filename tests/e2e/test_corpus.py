@@ -24,7 +24,7 @@ def _cases() -> list[object]:
                 continue
             reason = KNOWN.get(cell.name, {}).get(mode)
             # One xdist worker runs a notebook's cells: it runs the notebook once per runtime.
-            marks = [pytest.mark.xdist_group(f"corpus-{book.name}")]
+            marks = [pytest.mark.xdist_group(f"corpus-{book.name}"), pytest.mark.long]
             if reason:
                 marks.append(pytest.mark.xfail(strict=True, reason=reason))
             cases.append(pytest.param(mode, book.name, cell.name, marks=marks,

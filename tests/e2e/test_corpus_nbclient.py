@@ -18,6 +18,9 @@ from corpus.known import KNOWN
 from support import jupyter_host, warmhost
 from support.modes import Seen
 
+#: Whole notebooks on two kernels: the full run's (`--full`).
+pytestmark = pytest.mark.long
+
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 traitlets_config = pytest.importorskip("traitlets.config")
@@ -25,6 +28,7 @@ traitlets_config = pytest.importorskip("traitlets.config")
 #: The richest form first: the one a page shows (compared as the corpus compares rpc's item).
 _SHOWN = ("image/png", "image/svg+xml", "image/jpeg", "text/html", "application/json",
           "text/markdown", "text/latex")
+
 
 
 #: The rpc kernel's known differences the Jupyter kernel does not have, as IPython's own shell

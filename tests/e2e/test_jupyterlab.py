@@ -29,6 +29,9 @@ from typing import Any
 import pytest
 from support.launch import SCRIPT
 
+#: A browser: the full run's (`--full`).
+pytestmark = pytest.mark.long
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 if CHROMIUM is None or CHROMEDRIVER is None:
@@ -67,6 +70,7 @@ IPYMPL = ("%matplotlib widget\nimport matplotlib.pyplot as plt\n"
 BOKEH = ("from bokeh.plotting import figure, output_notebook, show\n"
          "from bokeh.resources import INLINE\noutput_notebook(INLINE, hide_banner=True)\n"
          "p = figure(width=250, height=150)\np.line([1, 2, 3], [3, 1, 2])\nshow(p)")
+
 
 
 
