@@ -86,6 +86,9 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def pytest_unconfigure(config: pytest.Config) -> None:
     folder = config.stash.get(_RUNTIME_DIR, None)
     if folder is not None:
+        # A test whose launcher or `vix doctor` started the default warm process (on by
+        # default) leaves it in this folder: it goes with the folder, not 10 idle minutes later.
+        warmhost.stop_all(Path(folder))
         shutil.rmtree(folder, ignore_errors=True)
 
 

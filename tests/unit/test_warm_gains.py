@@ -5,10 +5,19 @@ A cell that imports nothing beyond the standard library is faster cold.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pyrelune.warm import reach
 from pyrelune.warm.gate import DEFAULT_PRELOAD, gains
+
+
+@pytest.fixture(autouse=True)
+def no_published_plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runtime folder of the test's own: what a warm process of an earlier test in this
+    session published as gaining nothing (requests, yaml) is not read here."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
 
 
 @pytest.mark.parametrize("source", [
