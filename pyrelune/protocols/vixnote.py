@@ -163,7 +163,7 @@ def _plain_code(raw: bytes) -> str | None:
         with warnings.catch_warnings():  # an invalid escape's SyntaxWarning would reach stderr
             warnings.simplefilter("ignore")
             compile(code, "<stdin>", "exec", dont_inherit=True)
-        summary = "Request is not valid JSON: it looks like Python code, which goes in a request"
+        summary = "Request is not valid JSON: it looks like Python code, not a JSON request"
     except (SyntaxError, ValueError):
         summary = "Request is not valid JSON: pyrelune reads one JSON object with the code in it"
     request = fastjson.dumps_utf8({"source": code}).decode()

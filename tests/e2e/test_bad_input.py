@@ -56,7 +56,7 @@ def test_rejected(host: VixHost, raw: bytes, code: str, says: str) -> None:
 @pytest.mark.parametrize(
     ("piped", "summary"),
     [
-        (b"print(1)\n", "it looks like Python code, which goes in a request"),
+        (b"print(1)\n", "it looks like Python code, not a JSON request"),
         (b"x = = 1\n", "pyrelune reads one JSON object with the code in it"),
     ],
 )

@@ -62,7 +62,7 @@ def test_a_nul_in_the_cell_id_becomes_an_escape_in_the_filename() -> None:
          'Invalid request: "documentPath" must be a string or null, not 1\n'
          'A valid request: {"source": "print(2 + 3)"}'),
         (b"print(1)", "invalid_json",
-         "Request is not valid JSON: it looks like Python code, which goes in a request\n"
+         "Request is not valid JSON: it looks like Python code, not a JSON request\n"
          'Give the code as the request\'s "source": {"source": "print(1)"}\n'
          """For example: echo '{"source": "print(1)"}' | pyrelune\n"""
          "To run a file of code, or a notebook: pyrelune run FILE.py (or FILE.ipynb)"),
