@@ -59,9 +59,11 @@ def test_user_install_is_found_by_jupyter(env: dict[str, str]) -> None:
     spec = found_by_manager(env, "pyrelune")
     # The console script's interpreter: `python` or `python3` of the same environment, by
     # which one ran pip.
-    assert os.path.samefile(spec["argv"][0], sys.executable), spec["argv"]
-    assert os.path.dirname(spec["argv"][0]) == os.path.dirname(os.path.abspath(sys.executable))
-    assert spec["argv"][1:] == ["-m", "pyrelune", "--mode", "jupyter", "-f", "{connection_file}"]
+    argv = spec["argv"]
+    assert isinstance(argv, list) and isinstance(argv[0], str), argv
+    assert os.path.samefile(argv[0], sys.executable), argv
+    assert os.path.dirname(argv[0]) == os.path.dirname(os.path.abspath(sys.executable))
+    assert argv[1:] == ["-m", "pyrelune", "--mode", "jupyter", "-f", "{connection_file}"]
     assert spec["display_name"] == "Python (pyrelune)"
     assert spec["language"] == "python"
     assert spec["interrupt_mode"] == "message"
