@@ -1,9 +1,11 @@
 """A persistent kernel: one namespace across cells, surviving whatever a cell does.
 
-The lines kernel's loop drives it with `events()` (the blocking driver);
-the rpc kernel's through `evented.EventedKernel`. It owns the current worker
-and replaces it when it dies or has to be killed, so a host always gets an
-answer and a kernel that can run the next cell.
+Four drive it. Through `events()`, the blocking driver: the lines kernel's
+loop (`modes.lines`) and `pyrelune run` of a notebook (`cli.notebook`).
+Through `evented.EventedKernel`, on an event loop: the rpc kernel
+(`modes.rpc`) and the Jupyter kernel (`modes.jupyter`). It owns the current
+worker and replaces it when it dies or has to be killed, so a host always
+gets an answer and a kernel that can run the next cell.
 """
 
 from __future__ import annotations
