@@ -1,4 +1,5 @@
-"""The blocking driver: one cell's events through `select`, for oneshot and the lines kernel.
+"""The blocking driver: one cell's events through `select`, for oneshot, the lines kernel and
+`pyrelune run` of a notebook.
 
 `supervise` is all a oneshot run needs; `Kernel.events` uses `run`.
 
