@@ -9,7 +9,7 @@ needs no index for pyrelune.)"""
 from __future__ import annotations
 
 import email
-import importlib.util
+import importlib.metadata
 import json
 import shutil
 import subprocess
@@ -44,15 +44,24 @@ def run(*command: str | Path, cwd: Path, stdin: str = "") -> subprocess.Complete
     return result
 
 
+def _setuptools_major() -> int:
+    """This environment's setuptools' major version; 0 where it has none."""
+    try:
+        return int(importlib.metadata.version("setuptools").split(".")[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return 0
+
+
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the checkout in which `python3 -m pip wheel --no-deps -w dist .` ran once
     (the module's tests then run on one xdist worker: see conftest.py)."""
     source = tmp_path_factory.mktemp("checkout") / "pyrelune"
     shutil.copytree(REPO, source, ignore=NOT_SOURCE, symlinks=True)
-    # setuptools from this environment where it has it, else as pip gets a build backend
-    # (its cache or the index: the backend, never pyrelune)
-    offline = ["--no-build-isolation"] if importlib.util.find_spec("setuptools") else []
+    # setuptools from this environment where it is one pyproject.toml's build-system accepts
+    # (77 or newer: the SPDX `license`), else as pip gets a build backend (its cache or the
+    # index, as the install that ran these tests did: the backend, never pyrelune)
+    offline = ["--no-build-isolation"] if _setuptools_major() >= 77 else []
     run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *offline, "-w", "dist", ".",
         cwd=source)
     wheels = list((source / "dist").iterdir())
