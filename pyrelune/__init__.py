@@ -4,7 +4,7 @@ The package is imported on every oneshot request, so it imports nothing here;
 `from pyrelune import display` (or `update_display`, `clear_output`,
 `DisplayHandle`, as IPython.display has them) loads the display machinery
 only when asked. `PyreluneError`, the base of its errors, is defined here,
-where it costs no module of its own.
+where it costs no module of its own, and so is `MAX_REQUEST`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,13 @@ if TYPE_CHECKING:
 
 __version__ = "0.2.0"
 _DISPLAY_NAMES = ("display", "update_display", "clear_output", "DisplayHandle")
+#: The largest oneshot request: 2 MiB, far more than any cell's source, and
+#: bounded memory (compiling 1 MiB of statements takes about 300 MB). The rule
+#: is the vix-note-extension-1 codec's (`protocols.vixnote` refuses a larger
+#: request as request_too_large); it is here because the launcher reads stdin
+#: with it before it imports any codec (warm start's front door,
+#: `pyrelune.__main__`). A larger one is read to its end and dropped, unheld.
+MAX_REQUEST = 2 << 20
 
 
 class PyreluneError(Exception):

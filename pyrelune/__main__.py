@@ -34,12 +34,13 @@ def main(warm: str | None = None) -> None:
 
             preload, every, refusal = gate.launcher_settings(setting)
             if preload is not None:
+                from pyrelune import MAX_REQUEST
                 from pyrelune.transports import stdio
 
                 # A closed stream, or a request too large, is oneshot's to answer.
                 if not (stdio.closed(0) or stdio.closed(1)):
-                    raw = stdio.read_all(0, stdio.MAX_REQUEST)
-                    if len(raw) <= stdio.MAX_REQUEST:
+                    raw = stdio.read_all(0, MAX_REQUEST)
+                    if len(raw) <= MAX_REQUEST:
                         served, start, started = _warm(raw, preload, every)
                         if served is not None:
                             os._exit(served)  # answered by the warm runtime: nothing of ours left

@@ -194,7 +194,7 @@ def settings(values: dict[str, Any]) -> Settings:
 
 def _check_listening(host: str, token: str | None) -> None:
     """Refuse to listen where it cannot work or would be unsafe (`Usage`, about --listen)."""
-    from pyrelune.modes import rpc
+    from pyrelune.transports.addresses import is_loopback
 
     try:
         import websockets  # noqa: F401 (an optional dependency: say how to get it)
@@ -203,7 +203,7 @@ def _check_listening(host: str, token: str | None) -> None:
 
         raise Usage("--listen needs the websockets package, which is not installed in this "
                     f"environment: {hint('websockets', 'websocket')}", "--listen") from None
-    if token is None and not rpc.is_loopback(host):
+    if token is None and not is_loopback(host):
         raise Usage(f"refusing to listen on {host} without a token: anyone who can reach it "
                     "could run code; give --token-file, --token or PYRELUNE_TOKEN, or listen "
                     "on 127.0.0.1", "--listen")

@@ -114,7 +114,7 @@ def check(connection: Connection) -> None:
     """Refuse to run code for anyone who can reach the port: no key, no network address."""
     if connection.key or connection.transport != "tcp":
         return
-    from pyrelune.modes.rpc import is_loopback  # ~10 ms of the start: only for an empty key
+    from pyrelune.transports.addresses import is_loopback  # here: only for an empty key
 
     if not is_loopback(connection.ip):
         raise ConfigError(

@@ -10,6 +10,7 @@ import _signal
 import os
 import sys
 
+from pyrelune import MAX_REQUEST
 from pyrelune.protocols import vixnote
 from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.transports import stdio
@@ -95,7 +96,7 @@ def main(timeout: float | None = None, raw: bytes | None = None,
         if os.isatty(0):
             sys.stderr.write(USAGE)
             return 2
-        raw = stdio.read_all(0, stdio.MAX_REQUEST)
+        raw = stdio.read_all(0, MAX_REQUEST)
     if stdio.closed(1):
         return _cannot("stdout is closed: the response is written to it")
     try:

@@ -107,17 +107,6 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host, number
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    import ipaddress  # here: only a kernel that listens needs it, and it delays the start
-
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 class RpcServer:
     """Connects the codec, the kernel and whichever client is connected."""
 

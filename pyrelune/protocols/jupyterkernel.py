@@ -40,7 +40,7 @@ from pyrelune.wire.events import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any, TypeAlias
 
     from pyrelune.protocols.jupyter import Signer
@@ -222,7 +222,7 @@ class JupyterCodec:
             outcome.problems.append(f"unknown message type on {channel}: {kind!r}")
             self._status(outcome, "idle", request)
             return
-        if getattr(self, handler)(channel, request, outcome):
+        if handler(self, channel, request, outcome):
             self._status(outcome, "idle", request)
 
     def _reply(self, outcome: Outcome, channel: str, request: Message,
@@ -706,16 +706,16 @@ def _error_content(ename: str, evalue: str, count: int,
 
 
 #: Each request type's handler; `_CONTROL` are served on the control channel too.
-_HANDLERS = {
-    "kernel_info_request": "_on_kernel_info",
-    "execute_request": "_on_execute",
-    "complete_request": "_on_complete",
-    "inspect_request": "_on_inspect",
-    "is_complete_request": "_on_is_complete",
-    "history_request": "_on_history",
-    "comm_info_request": "_on_comm_info",
-    "interrupt_request": "_on_interrupt",
-    **dict.fromkeys(COMM_TYPES, "_on_comm"),
-    "shutdown_request": "_on_shutdown",
+_HANDLERS: dict[str, Callable[[JupyterCodec, str, Message, Outcome], bool]] = {
+    "kernel_info_request": JupyterCodec._on_kernel_info,
+    "execute_request": JupyterCodec._on_execute,
+    "complete_request": JupyterCodec._on_complete,
+    "inspect_request": JupyterCodec._on_inspect,
+    "is_complete_request": JupyterCodec._on_is_complete,
+    "history_request": JupyterCodec._on_history,
+    "comm_info_request": JupyterCodec._on_comm_info,
+    "interrupt_request": JupyterCodec._on_interrupt,
+    **dict.fromkeys(COMM_TYPES, JupyterCodec._on_comm),
+    "shutdown_request": JupyterCodec._on_shutdown,
 }
 _CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request"})

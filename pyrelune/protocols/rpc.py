@@ -35,7 +35,6 @@ from pyrelune.protocols.rpcmessages import (
     CAPABILITIES,
     INVALID_REQUEST,
     KERNEL_BUSY,
-    METHODS,
     PROTOCOL_VERSION,
     WORDING,
     Request,
@@ -59,6 +58,7 @@ from pyrelune.wire.events import Clear, Display, Done, InputRequest, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, TypeAlias
 
     from pyrelune.protocols.rpcmessages import Message
@@ -70,9 +70,6 @@ MAX_AUTH_FAILURES = 3
 #: kernel.auth first; little for one that floods and never reads what it is answered.
 GUEST_MESSAGES = 64
 GUEST_BYTES = 64 << 10
-
-#: Each method's `RpcCodec` method.
-_HANDLERS = {method: "_on_" + method.replace(".", "_") for method in METHODS}
 
 # The kernel's phases; the first three are the spec's states (`SPEC_STATE`).
 IDLE = "idle"
@@ -280,8 +277,7 @@ class RpcCodec:
             request = parse(raw)
         except Rejected as exc:
             return Outcome([reject(exc)])
-        outcome: Outcome = getattr(self, _HANDLERS[request.method])(request)
-        return outcome
+        return _HANDLERS[request.method](self, request)
 
     def knock(self, guest: Guest, raw: bytes | str) -> Outcome:
         """One message from `guest`: only malformed JSON and `kernel.auth` are answered as such.
@@ -499,6 +495,17 @@ class RpcCodec:
         if request.password:
             data["password"] = True
         return event("input_request", data)
+
+
+#: Each method's handler: one for each of `rpcmessages.METHODS`, the only methods `parse` lets in.
+_HANDLERS: dict[str, Callable[[RpcCodec, Request], Outcome]] = {
+    "kernel.info": RpcCodec._on_kernel_info,
+    "kernel.auth": RpcCodec._on_kernel_auth,
+    "execute.cell": RpcCodec._on_execute_cell,
+    "execute.interrupt": RpcCodec._on_execute_interrupt,
+    "kernel.reset": RpcCodec._on_kernel_reset,
+    "execute.input_reply": RpcCodec._on_execute_input_reply,
+}
 
 
 def _joined(streams: list[Stream]) -> list[Stream]:

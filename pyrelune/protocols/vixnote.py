@@ -9,12 +9,11 @@ the user needs to act on it. Never NaN, never a lone surrogate, always UTF-8.
 
 from __future__ import annotations
 
-from pyrelune import fastjson
+from pyrelune import MAX_REQUEST, fastjson
 from pyrelune.protocols import Rejected as Rejected  # the codec's own name for it
 from pyrelune.protocols import Wording, read_object
 from pyrelune.protocols.validation import errors as schema_errors
 from pyrelune.shaping import Omitted, OutputBudget, clip, keep_tail, utf8_size
-from pyrelune.transports.stdio import MAX_REQUEST
 from pyrelune.wire.events import (
     INVALID_JSON,
     INVALID_REQUEST,

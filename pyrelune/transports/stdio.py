@@ -12,12 +12,7 @@ import os
 
 from pyrelune.wire import LineBuffer, write_all
 
-__all__ = ["MAX_REQUEST", "LineReader", "closed", "hold_stderr", "read_all", "say", "write_all"]
-
-#: The largest oneshot request read from stdin: 2 MiB, far more than any
-#: cell's source, and bounded memory (compiling 1 MiB of statements takes
-#: about 300 MB). A larger one is read to its end and dropped, unheld.
-MAX_REQUEST = 2 << 20
+__all__ = ["LineReader", "closed", "hold_stderr", "read_all", "say", "write_all"]
 
 
 def read_all(fd: int = 0, limit: int | None = None) -> bytes:

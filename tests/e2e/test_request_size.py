@@ -15,7 +15,7 @@ from support.launch import SCRIPT
 from support.rpc_host import PipeHost
 from support.vixhost import PROTOCOL, VixHost, encode_request
 
-from pyrelune.transports.stdio import MAX_REQUEST
+from pyrelune import MAX_REQUEST
 
 #: The runtime's address space in the memory test: generous for what it needs
 #: (about 60 MB), far less than a 300 MB request held, parsed or joined.

@@ -5,6 +5,11 @@ the supervisor too. A supervisor-side module that imported worker code would
 load it (and its state) into the runtime's own process, where a cell's
 `sys.path` does not apply: only fork targets, which run in the child, may.
 
+Within the supervisor side, the layers of the flow depend one way: a
+protocol codec is sans-I/O, so it imports no transport (the mode joins the
+two); and each mode is a driver of its own, so it imports no other mode
+(what two share lives below them: a transport, a codec, the `modes` package).
+
 A circle of imports (at the top or in a function: either may run first) makes
 a module's names depend on which of the circle was imported first, and ties
 layers together that should depend one way: none is allowed.
@@ -139,6 +144,41 @@ def test_transports_are_the_hosts_edge_only() -> None:
                 if module.startswith(("pyrelune.worker", "pyrelune.supervisor", "pyrelune.wire"))
                 for imported, _ in imports if imported.startswith("pyrelune.transports")]
     assert offences == []
+
+
+def _layer_offences(graph: dict[str, list[tuple[str, str | None]]]) -> list[str]:
+    """Each import of a transport by a codec, and of a mode by another mode, said."""
+    offences = []
+    for module, imports in graph.items():
+        for imported, function in imports:
+            codec_to_transport = (module.startswith("pyrelune.protocols.")
+                                  and imported.startswith("pyrelune.transports"))
+            mode_to_mode = (module.startswith("pyrelune.modes.")
+                            and imported.startswith("pyrelune.modes.") and imported != module)
+            if codec_to_transport or mode_to_mode:
+                where = f" in {function}()" if function else " at the top"
+                offences.append(f"{module} imports {imported}{where}")
+    return offences
+
+
+def test_codecs_import_no_transport_and_modes_no_other_mode() -> None:
+    """At the top, in functions, and for type checking only."""
+    assert _layer_offences(_graph(resolved=True, typing=True)) == []
+
+
+def test_the_layer_check_sees_each_kind_of_import() -> None:
+    modules = {"pyrelune.modes", "pyrelune.modes.rpc", "pyrelune.modes.jupyter",
+               "pyrelune.transports.stdio", "pyrelune.protocols.vixnote"}
+    mode = ast.parse("from pyrelune.modes import ConfigError\n"  # the package: shared
+                     "def check():\n    from .rpc import is_loopback\n")
+    codec = ast.parse("if TYPE_CHECKING:\n    from pyrelune.transports import stdio\n")
+    graph = {"pyrelune.modes.jupyter": _imports(mode, "pyrelune.modes", modules),
+             "pyrelune.protocols.vixnote": _imports(codec, "pyrelune.protocols", modules,
+                                                    typing=True)}
+    assert _layer_offences(graph) == [
+        "pyrelune.modes.jupyter imports pyrelune.modes.rpc in check()",
+        "pyrelune.protocols.vixnote imports pyrelune.transports.stdio at the top",
+    ]
 
 
 def test_the_check_sees_a_forbidden_import() -> None:

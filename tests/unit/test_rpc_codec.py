@@ -106,6 +106,10 @@ def test_an_integral_float_id_is_echoed_as_the_integer() -> None:
     assert reply[0]["id"] == 3 and "result" in reply[0]
 
 
+def test_every_method_the_parser_lets_in_has_a_handler() -> None:
+    assert set(rpc._HANDLERS) == set(msg.METHODS)
+
+
 def test_cell_lifecycle_idle_running_waiting_input_idle() -> None:
     kernel = rpc.RpcCodec()
     ready = sent(rpc.Outcome(kernel.connect()))
