@@ -28,27 +28,21 @@ import time
 
 from pyrelune.modes import ConfigError
 from pyrelune.protocols import jupyter
-from pyrelune.protocols.jupyterkernel import (
-    SHOWN,
-    AnswerInput,
-    AskWorker,
-    Interrupt,
-    JupyterCodec,
-    RefuseInput,
-    RunCell,
-    Shutdown,
-)
+from pyrelune.protocols.jupyterkernel import SHOWN, JupyterCodec
 from pyrelune.settings import IPYTHON, PLAIN
 from pyrelune.transports import prebound
 from pyrelune.transports.reactor import Reactor
 from pyrelune.transports.ticker import Ticker
+from pyrelune.wire.commands import Execute, Interrupt, Query, Shutdown
 from pyrelune.wire.events import Done
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pyrelune.protocols.jupyterkernel import Command, Outcome
+    from pyrelune.protocols.jupyterkernel import Sent
+    from pyrelune.protocols.outcome import Outcome
     from pyrelune.supervisor.evented import EventedKernel
     from pyrelune.transports.zmqsockets import ZmqSockets
+    from pyrelune.wire.commands import Command
     from pyrelune.wire.events import Event
 
 #: The largest display a cell may show whole (a big table's HTML, a plotly page, an image):
@@ -188,7 +182,7 @@ class JupyterServer:
             self._pump_due = True
             self.loop.call_soon(self._pump)
 
-    def _apply(self, outcome: Outcome) -> None:
+    def _apply(self, outcome: Outcome[Sent]) -> None:
         for channel, message in outcome.messages:
             self.sockets.send(channel, jupyter.serialize(message, self.signer))
         for problem in outcome.problems:
@@ -199,28 +193,21 @@ class JupyterServer:
         self._look_again()
 
     def _carry_out(self, command: Command) -> None:
-        if isinstance(command, (RunCell, AskWorker)):
+        if isinstance(command, (Execute, Query)):
             # Next turn: this may be the Done of the cell before, still being delivered.
             self.loop.call_soon(self._start, command)
         elif isinstance(command, Interrupt):
             self.interrupt()
-        elif isinstance(command, AnswerInput):
-            self._worker().reply_input(command.value)
-        elif isinstance(command, RefuseInput):
-            self._worker().refuse_input()
         elif isinstance(command, Shutdown):
             self.stopping = command
             self.loop.call_soon(self.loop.stop)
+        else:
+            self._worker().apply(command)
 
-    def _start(self, command: RunCell | AskWorker) -> None:
+    def _start(self, command: Execute | Query) -> None:
         if self.stopping is not None:
             return
-        if isinstance(command, RunCell):
-            self._worker().execute(command.source, command.filename, origin=command.origin,
-                                   count=command.count, history=command.history,
-                                   silent=command.silent)
-        else:
-            self._worker().query(command.kind, command.args)
+        self._worker().apply(command)
 
     def _on_event(self, event: Event) -> None:
         if isinstance(event, Done):
@@ -238,7 +225,7 @@ class JupyterServer:
 
     def _interrupt_now(self) -> None:
         if self.codec.busy:
-            self._worker().interrupt()
+            self._worker().apply(Interrupt())
 
     def close(self) -> None:
         if self.kernel is not None:

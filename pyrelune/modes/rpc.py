@@ -36,6 +36,7 @@ from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.transports.reactor import Reactor
 from pyrelune.transports.stdio import closed, hold_stderr, say
 from pyrelune.transports.ticker import Ticker
+from pyrelune.wire.commands import Admit, CancelInput, Disconnect, Interrupt
 from pyrelune.wire.events import Clear, Comm, Display, InputRequest, Payload, Reply, Stream
 
 TYPE_CHECKING = False
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Protocol
 
+    from pyrelune.protocols.outcome import Outcome
+    from pyrelune.protocols.rpcmessages import Message
     from pyrelune.transports.reactor import Loop
     from pyrelune.transports.websocket import WebSocketConnection
     from pyrelune.wire.events import Event
@@ -134,13 +137,13 @@ class RpcServer:
         events sent; an `input()` it waits in, or calls later, gets EOFError.
         """
         self.client = connection
-        self._send_all(self.protocol.connect())
+        self._send_all(self.protocol.connect().messages)
         connection.deliver(self._take, lambda at_end: self._input_over(connection, finished))
 
     def _input_over(self, connection: LineConnection, finished: Callable[[], None]) -> None:
         self._input_ended = True
         if self.protocol.state == rpc.WAITING_INPUT:
-            self.kernel.cancel_input()
+            self.kernel.apply(CancelInput())
 
         def done() -> None:
             self._leave(connection)
@@ -159,7 +162,7 @@ class RpcServer:
         """Serve `connection`, which needs no token, until it closes."""
         self.client = connection
         try:
-            self._send_all(self.protocol.connect())
+            self._send_all(self.protocol.connect().messages)
             await connection.deliver(self._take)
         finally:
             self._leave(connection)
@@ -176,7 +179,7 @@ class RpcServer:
         if len(self._guests) > MAX_GUESTS:
             self._drop(next(iter(self._guests)), TRY_AGAIN_LATER,
                        "too many connections are waiting for kernel.auth")
-        for message in self.protocol.connect():
+        for message in self.protocol.connect().messages:
             connection.send(rpcmessages.encode(message))
         expiry = self.loop.call_later(self.settings.auth_timeout, self._drop, connection,
                                       POLICY_VIOLATION, "no kernel.auth in time")
@@ -202,9 +205,9 @@ class RpcServer:
         for message in outcome.messages:
             connection.send(rpcmessages.encode(message))
         for command in outcome.commands:
-            if isinstance(command, rpc.Admit):
+            if isinstance(command, Admit):
                 self._admit(connection)
-            elif isinstance(command, rpc.Disconnect):
+            elif isinstance(command, Disconnect):
                 self._drop(connection, POLICY_VIOLATION, command.reason)
         return True
 
@@ -261,25 +264,17 @@ class RpcServer:
 
     # -- the codec's outcomes --------------------------------------------------
 
-    def _apply(self, outcome: rpc.Outcome) -> None:
+    def _apply(self, outcome: Outcome[Message]) -> None:
         """Send the messages to the served client, carry out the commands on the kernel."""
         for message in outcome.messages:
             self._send(message)
         for command in outcome.commands:
-            if isinstance(command, rpc.Execute):
-                self.kernel.execute(command.source, command.filename, command.inputs,
-                                    command.cell_id)
-            elif isinstance(command, rpc.Interrupt):
-                self.kernel.interrupt()
-            elif isinstance(command, rpc.InputReply):
-                self.kernel.reply_input(command.value)
-            elif isinstance(command, rpc.Reset):
-                self.kernel.begin_reset()
+            self.kernel.apply(command)
         self._ticker.arm(self.protocol.flush_at)
         self._settle()
 
     def _flush(self) -> None:
-        self._send_all(self.protocol.tick(time.monotonic()))
+        self._send_all(self.protocol.tick(time.monotonic()).messages)
         self._ticker.arm(self.protocol.flush_at)
 
     # -- the kernel's events ------------------------------------------------------
@@ -294,7 +289,7 @@ class RpcServer:
         if isinstance(event, (Reply, Payload)):
             return  # the answer to a Query, which this protocol never asks; an IPython note
         if isinstance(event, InputRequest) and self._input_ended:
-            self.kernel.cancel_input()
+            self.kernel.apply(CancelInput())
         self._screen.flush()  # the lines held back go first, as `Presenter.add` has a display
         self._apply(self.protocol.output(event, time.monotonic()))
 
@@ -304,7 +299,7 @@ class RpcServer:
     def interrupt_or_stop(self, stop: Callable[[], None]) -> None:
         """SIGINT to the kernel process: interrupt the running cell; idle, stop if listening."""
         if self.protocol.state != rpc.IDLE:
-            self.kernel.interrupt()
+            self.kernel.apply(Interrupt())
         elif self.settings.listen is not None:
             stop()
 

@@ -24,8 +24,10 @@ from collections import deque
 from pyrelune import __version__, fastjson
 from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupyter import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
+from pyrelune.protocols.outcome import Outcome
 from pyrelune.shaping.streaming import INTERVAL, Cap, Coalescer
 from pyrelune.wire import events
+from pyrelune.wire.commands import Execute, InputReply, Interrupt, Query, RefuseInput, Shutdown
 from pyrelune.wire.events import (
     COMM_TYPES,
     Clear,
@@ -46,7 +48,8 @@ if TYPE_CHECKING:
     from pyrelune.protocols.jupyter import Signer
     from pyrelune.wire.events import CellError, Event
 
-    Command: TypeAlias = "RunCell | AskWorker | Interrupt | AnswerInput | RefuseInput | Shutdown"
+    #: What a Jupyter kernel sends: a channel's name and a message.
+    Sent: TypeAlias = tuple[str, Message]
 
 SHELL, CONTROL, STDIN, IOPUB = "shell", "control", "stdin", "iopub"
 #: The names an error without a Python exception (the worker died, ...) goes by.
@@ -64,75 +67,6 @@ HELP_LINKS = [
     {"text": "Matplotlib Reference", "url": "https://matplotlib.org/stable/contents.html"},
     {"text": "pandas Reference", "url": "https://pandas.pydata.org/pandas-docs/stable/"},
 ]
-
-
-class RunCell:
-    """Run `source` in the worker; its events follow, ending with a Done.
-
-    `origin` names the cell on what its threads and tasks write later: its request's
-    header, as JSON. `count`, `history` and `silent`: its execution count, whether it is
-    kept in the history, and whether it leaves no trace at all (see `wire.commands.Execute`).
-    """
-
-    __slots__ = ("count", "filename", "history", "origin", "silent", "source")
-
-    def __init__(self, source: str, filename: str, origin: str | None = None,
-                 count: int | None = None, history: bool = True,
-                 silent: bool = False) -> None:
-        self.source = source
-        self.filename = filename
-        self.origin = origin
-        self.count = count
-        self.history = history
-        self.silent = silent
-
-
-class AskWorker:
-    """Ask the worker about its namespace (`wire.commands.Query`); a Reply and a Done follow."""
-
-    __slots__ = ("args", "kind")
-
-    def __init__(self, kind: str, args: dict[str, Any]) -> None:
-        self.kind = kind
-        self.args = args
-
-
-class Interrupt:
-    """KeyboardInterrupt to the running cell, and a kill if it does not end."""
-
-
-class AnswerInput:
-    """Hand `value` to the `input()` the cell waits in."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: str) -> None:
-        self.value = value
-
-
-class RefuseInput:
-    """The front end cannot answer (allow_stdin false): `input()` raises, as in ipykernel."""
-
-
-class Shutdown:
-    """Stop the kernel once the messages are sent; `restart` says whether one will follow."""
-
-    __slots__ = ("restart",)
-
-    def __init__(self, restart: bool) -> None:
-        self.restart = restart
-
-
-class Outcome:
-    """What the driver must do: send `messages` (channel, message) in order, carry out
-    `commands`, and log `problems` (messages dropped)."""
-
-    __slots__ = ("commands", "messages", "problems")
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[str, Message]] = []
-        self.commands: list[Command] = []
-        self.problems: list[str] = []
 
 
 class _Cell:
@@ -187,17 +121,17 @@ class JupyterCodec:
         due = [at for at in (self._coalescer.flush_at, self._displays.flush_at) if at is not None]
         return min(due) if due else None
 
-    def starting(self) -> Outcome:
+    def starting(self) -> Outcome[Sent]:
         """The kernel's first message: status `starting` on IOPub."""
-        outcome = Outcome()
+        outcome: Outcome[Sent] = Outcome()
         self._status(outcome, "starting", None)
         return outcome
 
     # -- requests ----------------------------------------------------------------------
 
-    def receive(self, channel: str, frames: Sequence[bytes]) -> Outcome:
+    def receive(self, channel: str, frames: Sequence[bytes]) -> Outcome[Sent]:
         """One message off `channel`; a bad one is dropped, its problem given to log."""
-        outcome = Outcome()
+        outcome: Outcome[Sent] = Outcome()
         try:
             message = parse(frames, self.signer)
         except BadMessage as exc:
@@ -213,7 +147,7 @@ class JupyterCodec:
             self._handle(SHELL, message, outcome)
         return outcome
 
-    def _handle(self, channel: str, request: Message, outcome: Outcome) -> None:
+    def _handle(self, channel: str, request: Message, outcome: Outcome[Sent]) -> None:
         """Serve `request`: busy, the reply (or the worker's command), idle once answered."""
         self._status(outcome, "busy", request)
         kind = request.msg_type
@@ -225,25 +159,25 @@ class JupyterCodec:
         if handler(self, channel, request, outcome):
             self._status(outcome, "idle", request)
 
-    def _reply(self, outcome: Outcome, channel: str, request: Message,
+    def _reply(self, outcome: Outcome[Sent], channel: str, request: Message,
                content: dict[str, Any]) -> None:
         outcome.messages.append((channel, self.builder.reply(request, content)))
 
-    def _status(self, outcome: Outcome, state: str, parent: Message | None) -> None:
+    def _status(self, outcome: Outcome[Sent], state: str, parent: Message | None) -> None:
         self._publish(outcome, "status", {"execution_state": state}, parent)
 
-    def _publish(self, outcome: Outcome, msg_type: str, content: dict[str, Any],
+    def _publish(self, outcome: Outcome[Sent], msg_type: str, content: dict[str, Any],
                  parent: Message | None, metadata: dict[str, Any] | None = None) -> None:
         outcome.messages.append((IOPUB, self.builder.publish(msg_type, content, parent,
                                                              metadata)))
 
     # Each handler answers True when the request is over (idle follows at once).
 
-    def _on_kernel_info(self, channel: str, request: Message, outcome: Outcome) -> bool:
+    def _on_kernel_info(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         self._reply(outcome, channel, request, kernel_info())
         return True
 
-    def _on_execute(self, channel: str, request: Message, outcome: Outcome) -> bool:
+    def _on_execute(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         content = request.content
         code = content.get("code")
         if not isinstance(code, str):
@@ -265,43 +199,44 @@ class JupyterCodec:
                                                      "execution_count": cell.count}, request)
         self._cap.begin()
         self._displays.begin()
-        outcome.commands.append(RunCell(code, filename, cell.origin, cell.count, stored,
-                                        silent))
+        outcome.commands.append(Execute(code, filename, origin=cell.origin, count=cell.count,
+                                        history=stored, silent=silent))
         return False
 
-    def _on_complete(self, channel: str, request: Message, outcome: Outcome) -> bool:
+    def _on_complete(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         return self._ask(request, outcome, "complete", _code_and_cursor(request.content))
 
-    def _on_inspect(self, channel: str, request: Message, outcome: Outcome) -> bool:
+    def _on_inspect(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         args = _code_and_cursor(request.content)
         level = request.content.get("detail_level", 0)
         args["detail_level"] = level if level in (0, 1) else 0
         return self._ask(request, outcome, "inspect", args)
 
-    def _ask(self, request: Message, outcome: Outcome, kind: str, args: dict[str, Any]) -> bool:
+    def _ask(self, request: Message, outcome: Outcome[Sent], kind: str,
+             args: dict[str, Any]) -> bool:
         self._current = request
         self._asked = kind
-        outcome.commands.append(AskWorker(kind, args))
+        outcome.commands.append(Query(kind, args))
         return False
 
-    def _on_is_complete(self, channel: str, request: Message, outcome: Outcome) -> bool:
+    def _on_is_complete(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         code = request.content.get("code")
         return self._ask(request, outcome, "is_complete",
                          {"code": code if isinstance(code, str) else ""})
 
-    def _on_history(self, channel: str, request: Message, outcome: Outcome) -> bool:
+    def _on_history(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         self._reply(outcome, channel, request,
                     {"status": "ok", "history": history(self.history, request.content)})
         return True
 
-    def _on_comm_info(self, channel: str, request: Message, outcome: Outcome) -> bool:
+    def _on_comm_info(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         target = request.content.get("target_name")
         comms = {comm_id: info for comm_id, info in self.comms.items()
                  if target is None or info.get("target_name") == target}
         self._reply(outcome, channel, request, {"status": "ok", "comms": comms})
         return True
 
-    def _on_comm(self, channel: str, request: Message, outcome: Outcome) -> bool:
+    def _on_comm(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         """comm_open, comm_msg, comm_close from the front end: to the comm's handler in the
         worker, in turn with the other shell requests (none is answered: idle follows)."""
         content = request.content
@@ -321,13 +256,13 @@ class JupyterCodec:
             "header": request.header, "parent_header": request.parent_header,
             "buffers": [b64encode(buffer).decode() for buffer in request.buffers]})
 
-    def _on_interrupt(self, channel: str, request: Message, outcome: Outcome) -> bool:
+    def _on_interrupt(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         if self.busy:  # a cell, or a question the worker is slow to answer (completion)
             outcome.commands.append(Interrupt())
         self._reply(outcome, channel, request, {"status": "ok"})
         return True
 
-    def _on_shutdown(self, channel: str, request: Message, outcome: Outcome) -> bool:
+    def _on_shutdown(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         restart = bool(request.content.get("restart", False))
         content = {"status": "ok", "restart": restart}
         self._reply(outcome, channel, request, content)
@@ -337,7 +272,7 @@ class JupyterCodec:
         outcome.commands.append(Shutdown(restart))
         return False
 
-    def _on_stdin(self, message: Message, outcome: Outcome) -> None:
+    def _on_stdin(self, message: Message, outcome: Outcome[Sent]) -> None:
         if message.msg_type != "input_reply":
             outcome.problems.append(f"unknown message type on stdin: {message.msg_type!r}")
             return
@@ -346,13 +281,13 @@ class JupyterCodec:
             return
         self._prompted = None
         value = message.content.get("value", "")
-        outcome.commands.append(AnswerInput(value if isinstance(value, str) else str(value)))
+        outcome.commands.append(InputReply(value if isinstance(value, str) else str(value)))
 
     # -- the engine's events ---------------------------------------------------------------
 
-    def output(self, item: Event, now: float) -> Outcome:
+    def output(self, item: Event, now: float) -> Outcome[Sent]:
         """One engine event of the request the worker serves (or a late one of a past cell's)."""
-        outcome = Outcome()
+        outcome: Outcome[Sent] = Outcome()
         parent = self._parent_of(item)
         aside = parent is not self._parent()  # another cell's: not counted in the running one's
         if isinstance(item, Stream):
@@ -383,7 +318,7 @@ class JupyterCodec:
             self._done(outcome, item)
         return outcome
 
-    def _comm(self, outcome: Outcome, comm: Comm, parent: Message | None) -> None:
+    def _comm(self, outcome: Outcome[Sent], comm: Comm, parent: Message | None) -> None:
         """A comm message of the kernel's: on IOPub, under what output goes under."""
         comm_id = comm.content["comm_id"]
         if comm.msg_type == "comm_open":
@@ -394,9 +329,9 @@ class JupyterCodec:
         outcome.messages.append((IOPUB, self.builder.publish(
             comm.msg_type, comm.content, parent, comm.metadata, comm.buffers)))
 
-    def tick(self, now: float) -> Outcome:
+    def tick(self, now: float) -> Outcome[Sent]:
         """Stream text whose time has come (the driver's timer at `flush_at`)."""
-        outcome = Outcome()
+        outcome: Outcome[Sent] = Outcome()
         self._streams(outcome, self._coalescer.due(now))
         if self._displays.due(now):
             self._send_updates(outcome)
@@ -426,22 +361,22 @@ class JupyterCodec:
             self._named = (origin, cell)
         return self._named[1] or self._parent()  # a name no cell had: as if it had none
 
-    def _flush(self, outcome: Outcome) -> None:
+    def _flush(self, outcome: Outcome[Sent]) -> None:
         streams = self._coalescer.flush() if self._coalescer.flush_at is not None else []
         self._streams(outcome, streams + self._cap.release())
         self._send_updates(outcome)
 
-    def _send_updates(self, outcome: Outcome) -> None:
+    def _send_updates(self, outcome: Outcome[Sent]) -> None:
         for display in self._displays.take():
             self._display(outcome, display, self._parent_of(display))
 
-    def _streams(self, outcome: Outcome, streams: list[Stream]) -> None:
+    def _streams(self, outcome: Outcome[Sent], streams: list[Stream]) -> None:
         for stream in streams:
             if stream.text:
                 self._publish(outcome, "stream", {"name": stream.name, "text": stream.text},
                               self._parent_of(stream))
 
-    def _display(self, outcome: Outcome, display: Display, parent: Message | None) -> None:
+    def _display(self, outcome: Outcome[Sent], display: Display, parent: Message | None) -> None:
         content: dict[str, Any] = {"data": _theirs(display.data),
                                    "metadata": _theirs(display.metadata)}
         if display.is_result and self._cell is not None:
@@ -456,7 +391,7 @@ class JupyterCodec:
         kind = "update_display_data" if display.update else "display_data"
         self._publish(outcome, kind, content, parent)
 
-    def _input_request(self, outcome: Outcome, request: InputRequest) -> None:
+    def _input_request(self, outcome: Outcome[Sent], request: InputRequest) -> None:
         cell = self._cell
         if cell is None or not cell.request.content.get("allow_stdin", False):
             outcome.commands.append(RefuseInput())
@@ -466,7 +401,7 @@ class JupyterCodec:
             cell.request, "input_request", {"prompt": request.prompt,
                                             "password": request.password})))
 
-    def _answered(self, outcome: Outcome, content: dict[str, Any]) -> None:
+    def _answered(self, outcome: Outcome[Sent], content: dict[str, Any]) -> None:
         """The worker's answer to what it was asked: the reply, or the cell's user_expressions."""
         if self._asked == "expressions" and self._cell is not None:
             self._cell.user_expressions = content
@@ -475,7 +410,7 @@ class JupyterCodec:
             self._replied = True
             self._reply(outcome, SHELL, self._current, {"status": "ok", **content})
 
-    def _done(self, outcome: Outcome, done: Done) -> None:
+    def _done(self, outcome: Outcome[Sent], done: Done) -> None:
         self._prompted = None
         request, asked, cell = self._current, self._asked, self._cell
         if done.error is not None and done.error.code == events.WORKER_DIED:
@@ -492,7 +427,7 @@ class JupyterCodec:
                 cell.error = done.error
                 if done.error is None and cell.user_expressions:
                     self._asked = "expressions"  # the reply waits for their values
-                    outcome.commands.append(AskWorker("expressions",
+                    outcome.commands.append(Query("expressions",
                                                       {"expressions": cell.user_expressions}))
                     return
             elif done.error is not None:  # its user_expressions could not be evaluated
@@ -509,7 +444,7 @@ class JupyterCodec:
         self._current, self._asked, self._replied = None, "", False
         self._next(outcome)
 
-    def _finish_cell(self, outcome: Outcome, cell: _Cell) -> None:
+    def _finish_cell(self, outcome: Outcome[Sent], cell: _Cell) -> None:
         """The execute_reply (after the error on IOPub); then what a failure aborts."""
         if note := self._displays.omitted():
             self._streams(outcome, [Stream("stderr", note)])  # under the cell: still `_cell`
@@ -531,7 +466,7 @@ class JupyterCodec:
             self._abort_queued(outcome)
         self._next(outcome)
 
-    def _abort_queued(self, outcome: Outcome) -> None:
+    def _abort_queued(self, outcome: Outcome[Sent]) -> None:
         """Every execute_request queued behind a failed cell is answered `aborted`, unrun.
 
         As ipykernel does: a notebook's "run all" stops at the first error.
@@ -548,7 +483,7 @@ class JupyterCodec:
             self._status(outcome, "idle", request)
         self._queue = kept
 
-    def _next(self, outcome: Outcome) -> None:
+    def _next(self, outcome: Outcome[Sent]) -> None:
         """Serve the queued shell requests until one needs the worker."""
         while self._current is None and self._queue:
             self._handle(SHELL, self._queue.popleft(), outcome)
@@ -706,7 +641,7 @@ def _error_content(ename: str, evalue: str, count: int,
 
 
 #: Each request type's handler; `_CONTROL` are served on the control channel too.
-_HANDLERS: dict[str, Callable[[JupyterCodec, str, Message, Outcome], bool]] = {
+_HANDLERS: dict[str, Callable[[JupyterCodec, str, Message, Outcome[Sent]], bool]] = {
     "kernel_info_request": JupyterCodec._on_kernel_info,
     "execute_request": JupyterCodec._on_execute,
     "complete_request": JupyterCodec._on_complete,

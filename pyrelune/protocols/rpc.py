@@ -30,6 +30,7 @@ import sys
 
 from pyrelune import NotAllowed, __version__, transition
 from pyrelune.protocols import Rejected, read_object
+from pyrelune.protocols.outcome import Outcome
 from pyrelune.protocols.rpcmessages import (
     AUTH_FAILED,
     CAPABILITIES,
@@ -54,15 +55,15 @@ from pyrelune.protocols.rpcmessages import (
 from pyrelune.shaping import Omitted, OutputBudget, clip
 from pyrelune.shaping.streaming import Cap, Coalescer
 from pyrelune.wire import events
+from pyrelune.wire.commands import Admit, Disconnect, Execute, InputReply, Interrupt, Reset
 from pyrelune.wire.events import Clear, Display, Done, InputRequest, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, TypeAlias
+    from typing import Any
 
     from pyrelune.protocols.rpcmessages import Message
-    Command: TypeAlias = "Execute | Interrupt | Reset | InputReply | Admit | Disconnect"
 
 #: Wrong tokens a connection may send before it is dropped.
 MAX_AUTH_FAILURES = 3
@@ -127,63 +128,6 @@ def step(state: str, event: str) -> str:
     return transition(TRANSITIONS, state, event)
 
 
-class Execute:
-    """Start `source` as cell `cell_id` with `inputs` bound first."""
-
-    __slots__ = ("cell_id", "inputs", "source")
-
-    def __init__(self, cell_id: str, source: str, inputs: dict[str, Any]) -> None:
-        self.cell_id = cell_id
-        self.source = source
-        self.inputs = inputs
-
-    @property
-    def filename(self) -> str:
-        """The name tracebacks give the cell's code."""
-        return f"<cell {self.cell_id}>"
-
-
-class Interrupt:
-    """KeyboardInterrupt to the running cell, SIGKILL if it does not stop."""
-
-
-class Reset:
-    """Start clearing the namespace; the worker confirms with a Done."""
-
-
-class InputReply:
-    """Hand `value` to the `input()` the cell waits in."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: str) -> None:
-        self.value = value
-
-
-class Admit:
-    """The guest sent the token: it is the client now, and the other guests are to be dropped."""
-
-
-class Disconnect:
-    """Close the guest's connection (close code 1008), `reason` saying why."""
-
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-
-
-class Outcome:
-    """What the driver must do: send `messages` in order, then carry out `commands`."""
-
-    __slots__ = ("commands", "messages")
-
-    def __init__(self, messages: list[Message] | None = None,
-                 commands: list[Command] | None = None) -> None:
-        self.messages = messages or []
-        self.commands = commands or []
-
-
 class Guest:
     """A connection that has not sent the token yet: what it sent so far, the wrong tokens."""
 
@@ -240,7 +184,7 @@ class RpcCodec:
         """Whether a connection is a `Guest` until it sends the token."""
         return self._token is not None
 
-    def connect(self) -> list[Message]:
+    def connect(self) -> Outcome[Message]:
         """A new connection: `kernel.ready`, then, if it is served, what was held and the prompt.
 
         It is served at once when no token is needed; otherwise it is a
@@ -248,8 +192,9 @@ class RpcCodec:
         has its token.
         """
         if self.needs_token:
-            return [self._ready(None)]
-        return [self._ready(self.cell_id if self.state != IDLE else None), *self._serve()]
+            return Outcome([self._ready(None)])
+        return Outcome([self._ready(self.cell_id if self.state != IDLE else None),
+                        *self._serve()])
 
     def refuse(self) -> list[Message]:
         """What a connection gets when another one is being served: it is dropped after this."""
@@ -271,7 +216,7 @@ class RpcCodec:
             held.append(self._input_request(self._prompt))
         return held
 
-    def receive(self, raw: bytes | str) -> Outcome:
+    def receive(self, raw: bytes | str) -> Outcome[Message]:
         """One message from the served client."""
         try:
             request = parse(raw)
@@ -279,7 +224,7 @@ class RpcCodec:
             return Outcome([reject(exc)])
         return _HANDLERS[request.method](self, request)
 
-    def knock(self, guest: Guest, raw: bytes | str) -> Outcome:
+    def knock(self, guest: Guest, raw: bytes | str) -> Outcome[Message]:
         """One message from `guest`: only malformed JSON and `kernel.auth` are answered as such.
 
         Anything else, well-formed or not, gets AUTH_REQUIRED. The right token
@@ -320,7 +265,7 @@ class RpcCodec:
         return response(request.id, {"ok": True, "state": self.state,
                                      "cell_id": self.cell_id if self.state != IDLE else None})
 
-    def _on_kernel_info(self, request: Request) -> Outcome:
+    def _on_kernel_info(self, request: Request) -> Outcome[Message]:
         import platform  # here: it delays the start, and few requests need it
 
         return Outcome([response(request.id, {
@@ -331,13 +276,13 @@ class RpcCodec:
             "capabilities": list(CAPABILITIES),
         })])
 
-    def _on_kernel_auth(self, request: Request) -> Outcome:
+    def _on_kernel_auth(self, request: Request) -> Outcome[Message]:
         """The served client is in already: its token is checked, and nothing changes."""
         if not self._token_matches(request):
             return Outcome([error(request.id, AUTH_FAILED, "Authentication failed: wrong token")])
         return Outcome([self._auth_ok(request)])
 
-    def _on_execute_cell(self, request: Request) -> Outcome:
+    def _on_execute_cell(self, request: Request) -> Outcome[Message]:
         try:
             self.phase = step(self.phase, EXECUTE)
         except NotAllowed:
@@ -349,22 +294,23 @@ class RpcCodec:
         params = request.params
         self.cell_id = params.get("cell_id", str(request.id))
         self._cap.begin()
-        command = Execute(self.cell_id, params["source"], params.get("inputs", {}))
+        command = Execute(params["source"], f"<cell {self.cell_id}>",
+                          inputs=params.get("inputs", {}), origin=self.cell_id)
         return Outcome([response(request.id, {"status": "started"})], [command])
 
-    def _on_execute_interrupt(self, request: Request) -> Outcome:
+    def _on_execute_interrupt(self, request: Request) -> Outcome[Message]:
         running = self.state != IDLE
         return Outcome([response(request.id, {"ok": True, "interrupted": running})],
                        [Interrupt()] if running else [])
 
-    def _on_kernel_reset(self, request: Request) -> Outcome:
+    def _on_kernel_reset(self, request: Request) -> Outcome[Message]:
         before, self.phase = self.phase, step(self.phase, RESET)
         self._resets.append(request.id)
         if before != IDLE:
             return Outcome()  # answered when the cell (or the reset under way) is over
         return Outcome(commands=[Reset()])
 
-    def _on_execute_input_reply(self, request: Request) -> Outcome:
+    def _on_execute_input_reply(self, request: Request) -> Outcome[Message]:
         try:
             self.phase = step(self.phase, INPUT_REPLY)
         except NotAllowed:
@@ -374,7 +320,8 @@ class RpcCodec:
         return Outcome([response(request.id, {"ok": True})],
                        [InputReply(str(request.params["value"]))])
 
-    def output(self, item: Stream | Display | Clear | InputRequest | Done, now: float) -> Outcome:
+    def output(self, item: Stream | Display | Clear | InputRequest | Done,
+               now: float) -> Outcome[Message]:
         """One engine event of the running cell (or of the reset), for this connection."""
         outcome = self._output(item, now)
         if self.connection != SERVED:
@@ -383,7 +330,7 @@ class RpcCodec:
 
     def _output(
         self, item: Stream | Display | Clear | InputRequest | Done, now: float
-    ) -> Outcome:
+    ) -> Outcome[Message]:
         if isinstance(item, (Stream, Display, Clear)):
             return self._shown(item, now)
         messages = [*self._flush(), *self._release()]  # the cell ends, or waits for input
@@ -397,7 +344,7 @@ class RpcCodec:
             return Outcome(messages)
         return self._done(item, messages)
 
-    def _shown(self, item: Stream | Display | Clear, now: float) -> Outcome:
+    def _shown(self, item: Stream | Display | Clear, now: float) -> Outcome[Message]:
         """Output of the cell: sent as it comes, until a later event may take it back.
 
         This protocol only appends (`display_data`), so from the cell's first
@@ -422,7 +369,7 @@ class RpcCodec:
         held.apply(item)
         return Outcome()
 
-    def _aside(self, item: Stream | Display | Clear, now: float) -> Outcome:
+    def _aside(self, item: Stream | Display | Clear, now: float) -> Outcome[Message]:
         """Output of another cell than the one running or last run (its thread's, its task's):
         under that cell's id, as it comes, outside this cell's cap. What it clears was sent
         long ago: it stays."""
@@ -433,7 +380,7 @@ class RpcCodec:
             return Outcome([*self._streams(held), self._display(item)])
         return Outcome()
 
-    def _done(self, done: Done, messages: list[Message]) -> Outcome:
+    def _done(self, done: Done, messages: list[Message]) -> Outcome[Message]:
         before, self.phase = self.phase, step(self.phase, DONE)
         self._prompt = None
         if before == RESETTING:
@@ -475,10 +422,10 @@ class RpcCodec:
                 messages.append(self._display(item))
         return messages + self._streams(_joined(streams)) + self._flush()
 
-    def tick(self, now: float) -> list[Message]:
+    def tick(self, now: float) -> Outcome[Message]:
         """Stream text whose time has come (the driver's timer at `flush_at`)."""
         due = self._streams(self._coalescer.due(now))
-        return due if self.connection == SERVED else self._held.hold(due)
+        return Outcome(due if self.connection == SERVED else self._held.hold(due))
 
     def _flush(self) -> list[Message]:
         # Before each display and at each end: usually nothing is held (no `flush_at`).
@@ -498,7 +445,7 @@ class RpcCodec:
 
 
 #: Each method's handler: one for each of `rpcmessages.METHODS`, the only methods `parse` lets in.
-_HANDLERS: dict[str, Callable[[RpcCodec, Request], Outcome]] = {
+_HANDLERS: dict[str, Callable[[RpcCodec, Request], Outcome[Message]]] = {
     "kernel.info": RpcCodec._on_kernel_info,
     "kernel.auth": RpcCodec._on_kernel_auth,
     "execute.cell": RpcCodec._on_execute_cell,

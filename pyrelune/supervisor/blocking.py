@@ -16,7 +16,8 @@ import select
 import time
 
 from pyrelune.supervisor.link import WorkerLink
-from pyrelune.supervisor.session import LINGER, Interrupt, Kill
+from pyrelune.supervisor.session import LINGER, Kill
+from pyrelune.wire.commands import Interrupt
 from pyrelune.wire.events import Done, Stream
 
 TYPE_CHECKING = False

@@ -21,15 +21,16 @@ from pyrelune import spin
 from pyrelune.settings import PLAIN
 from pyrelune.supervisor.kernel import Kernel
 from pyrelune.supervisor.session import COALESCE, Kill
+from pyrelune.wire.commands import Execute, Interrupt, Query, Reset
 from pyrelune.wire.events import Done, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
-    from typing import Any
 
     from pyrelune.supervisor.link import WorkerLink
     from pyrelune.transports.reactor import Loop, TimerHandle
+    from pyrelune.wire.commands import Command
     from pyrelune.wire.events import Event
 
 #: Without a pidfd to say the worker exited, look this often.
@@ -63,37 +64,21 @@ class EventedKernel:
                               shown=shown, shell=shell)
         self._watch()
 
-    def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None,
-                origin: str | None = None, count: int | None = None, history: bool = True,
-                silent: bool = False) -> None:
-        self._kernel.execute(source, filename, inputs, origin, count, history, silent)
-        self._tell()
-        self._catch_quick_end(self._watch())
-
-    def query(self, kind: str, args: dict[str, Any]) -> None:
-        self._kernel.query(kind, args)
-        self._tell()
-        self._catch_quick_end(self._watch())
-
-    def reply_input(self, value: str) -> None:
-        self._kernel.reply_input(value)
-
-    def refuse_input(self) -> None:
-        self._kernel.refuse_input()
-
-    def cancel_input(self) -> None:
-        self._kernel.cancel_input()
-
-    def begin_reset(self) -> None:
-        self._kernel.begin_reset()
-        self._tell()
-        self._watch()
-
-    def interrupt(self) -> None:
-        """SIGINT to the cell now, SIGKILL when its grace period is over."""
-        link = self._kernel.link
-        self._kernel.interrupt()
-        self._arm_escalation(link)
+    def apply(self, command: Command) -> None:
+        """Carry out a codec's `command` (see `Kernel.apply`), and watch what it starts: a
+        cell's or a query's pipes, or the kill an unanswered interrupt calls for."""
+        if isinstance(command, Interrupt):
+            link = self._kernel.link
+            self._kernel.interrupt()
+            self._arm_escalation(link)
+            return
+        self._kernel.apply(command)
+        if isinstance(command, (Execute, Query)):
+            self._tell()
+            self._catch_quick_end(self._watch())
+        elif isinstance(command, Reset):
+            self._tell()
+            self._watch()
 
     def hold(self) -> None:
         """Read nothing from the worker until `release`: its pipes fill, and the cell waits.

@@ -22,6 +22,7 @@ from pyrelune.wire.commands import (
     CancelInput,
     Execute,
     InputReply,
+    Interrupt,
     Query,
     RefuseInput,
     Reset,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
     from pyrelune.wire import WorkerFds
-    from pyrelune.wire.commands import Command
+    from pyrelune.wire.commands import Command, PipeCommand
     from pyrelune.wire.events import Event
 
 #: A kernel's capture pipes hold this much: a cell may print for a while unread.
@@ -154,17 +155,26 @@ class Kernel:
         told, self._told = self._told, []
         return told
 
-    def reply_input(self, value: str) -> None:
-        """Answer the InputRequest the running cell is waiting on."""
-        self._command(InputReply(value))
+    def apply(self, command: Command) -> None:
+        """Carry out a codec's `command` (the engine's one entry; see `wire.commands`).
 
-    def cancel_input(self) -> None:
-        """The running cell's `input()` raises EOFError: no one is left to answer it."""
-        self._command(CancelInput())
-
-    def refuse_input(self) -> None:
-        """The running cell's `input()` raises StdinNotImplementedError: the host never answers."""
-        self._command(RefuseInput())
+        An `Execute` or a `Query` starts (its events follow); the answers to the running
+        cell's `input()` (`InputReply`, `CancelInput`, `RefuseInput`) go to its worker.
+        `Shutdown`, `Admit` and `Disconnect` are the mode's, never a kernel's.
+        """
+        if isinstance(command, Execute):
+            self.execute(command.source, command.filename, command.inputs, command.origin,
+                         command.count, command.history, command.silent)
+        elif isinstance(command, Query):
+            self.query(command.kind, command.args)
+        elif isinstance(command, Reset):
+            self.begin_reset()
+        elif isinstance(command, Interrupt):
+            self.interrupt()
+        elif isinstance(command, (InputReply, CancelInput, RefuseInput)):
+            self._command(command)
+        else:
+            raise TypeError(f"{type(command).__name__} is the mode's to carry out, not a kernel's")
 
     def query(self, kind: str, args: dict[str, Any]) -> None:
         """Ask the idle worker about its namespace (see `worker.introspect`): a Reply and a
@@ -245,5 +255,5 @@ class Kernel:
     def close(self) -> None:
         self.link.close()
 
-    def _command(self, command: Command) -> None:
+    def _command(self, command: PipeCommand) -> None:
         self.link.send(to_wire(command))

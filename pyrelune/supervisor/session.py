@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from pyrelune import fastjson, transition
 from pyrelune.wire import LineBuffer
+from pyrelune.wire.commands import Interrupt
 from pyrelune.wire.events import (
     CONTINUE,
     INTERRUPTED,
@@ -69,12 +70,6 @@ class Send:
 
     def __repr__(self) -> str:
         return f"Send({self.line!r})"
-
-
-class Interrupt:
-    """SIGINT to the worker's process group, aimed at the current cell."""
-
-    __slots__ = ()
 
 
 class Kill:

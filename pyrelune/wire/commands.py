@@ -1,8 +1,12 @@
-"""The supervisor's commands to its worker, and their wire form (a JSON object a line).
+"""The one command vocabulary: what a protocol codec asks of the kernel, and what the
+supervisor sends its worker, with the wire form of the latter (a JSON object a line).
 
-The control pipe carries only these. Events go the other way (`events`,
-which also holds `SYNC` and the wire form of `Continue`, the two messages
-of the handshake every mode uses).
+A codec's `Outcome` (see `protocols.Outcome`) carries these; the engine
+(`supervisor.evented.EventedKernel.apply`, `supervisor.kernel.Kernel.apply`) carries
+them out. Those of `PipeCommand` go down the control pipe as they are; `Interrupt` is a
+signal, and `Shutdown`, `Admit` and `Disconnect` are for the mode's own wiring (the
+process, a connection). Events go the other way (`events`, which also holds `SYNC` and
+the wire form of `Continue`, the two messages of the handshake every mode uses).
 """
 
 from __future__ import annotations
@@ -96,15 +100,50 @@ class Continue:
     __slots__ = ()
 
 
+class Interrupt:
+    """KeyboardInterrupt to the running cell (SIGINT, aimed at it: see `interrupts`), and a
+    kill of its worker if it does not end (see `supervisor.session`)."""
+
+    __slots__ = ()
+
+
+class Shutdown:
+    """Stop the kernel once the messages before it are sent; `restart`: one will follow."""
+
+    __slots__ = ("restart",)
+
+    def __init__(self, restart: bool) -> None:
+        self.restart = restart
+
+
+class Admit:
+    """The guest connection sent the token: it is the served client now, the others go."""
+
+    __slots__ = ()
+
+
+class Disconnect:
+    """Close the guest connection, `reason` saying why (a policy violation)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
 if TYPE_CHECKING:
-    Command: TypeAlias = (Execute | Reset | InputReply | CancelInput | Continue | Query
-                          | RefuseInput | FreshRing)
+    #: What the control pipe carries.
+    PipeCommand: TypeAlias = (Execute | Reset | InputReply | CancelInput | Continue | Query
+                              | RefuseInput | FreshRing)
+    #: What a codec may ask of the engine.
+    Command: TypeAlias = (Execute | Query | InputReply | CancelInput | RefuseInput | Reset
+                          | Interrupt | Shutdown | Admit | Disconnect)
 
 _SIMPLE: dict[str, type[Reset | CancelInput | Continue | RefuseInput]] = {
     "reset": Reset, "cancel": CancelInput, "continue": Continue, "refuse": RefuseInput}
 
 
-def to_wire(command: Command) -> bytes:
+def to_wire(command: PipeCommand) -> bytes:
     """One line for the control pipe."""
     message: dict[str, Any]
     if isinstance(command, Execute):
@@ -132,7 +171,7 @@ def to_wire(command: Command) -> bytes:
     return (fastjson.dumps(message) + "\n").encode()
 
 
-def from_wire(line: bytes) -> Command:
+def from_wire(line: bytes) -> PipeCommand:
     """Inverse of `to_wire`. Only the supervisor writes the control pipe, so no check is made."""
     message: dict[str, Any] = fastjson.loads(line.decode())
     op = message["op"]

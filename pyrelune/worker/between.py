@@ -23,7 +23,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import asyncio
 
-    from pyrelune.wire.commands import Command
+    from pyrelune.wire.commands import PipeCommand
     from pyrelune.wire.ring import RingWriter
     from pyrelune.worker.channel import Channel
 
@@ -32,7 +32,7 @@ _LOOK = 0.02
 _LOOK_IDLE = 0.1
 
 
-def next_command(channel: Channel, writer: RingWriter | None) -> Command:
+def next_command(channel: Channel, writer: RingWriter | None) -> PipeCommand:
     """The session's next command; until it comes, the cells' tasks and threads run."""
     look = _LOOK
     channel.lend(None)

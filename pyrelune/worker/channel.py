@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from pyrelune.wire.commands import Command
+    from pyrelune.wire.commands import PipeCommand
     from pyrelune.wire.events import Event, Stream
 
 
@@ -55,7 +55,7 @@ class Channel:
         self._limit = message_limit(cap)
         self._key = key  # signs every line: the session refuses one without it
         self._sync = _line({"t": SYNC, "k": key})
-        self._from_wire: Callable[[bytes], Command] | None = None  # see `receive`
+        self._from_wire: Callable[[bytes], PipeCommand] | None = None  # see `receive`
         self._commands = LineBuffer()  # the control pipe, cut into commands
         self._queued = b""  # events posted, written with the next one sent
         self._owner: int | None = _thread.get_ident()
@@ -140,7 +140,7 @@ class Channel:
         flush_output()
         self._queued += self._line(event)
 
-    def ask(self, event: Display | Clear | InputRequest) -> Command:
+    def ask(self, event: Display | Clear | InputRequest) -> PipeCommand:
         """Send `event` and wait for the session's answer.
 
         Waiting keeps the order exact: the session drains the capture pipes
@@ -150,7 +150,7 @@ class Channel:
         self.send(event)
         return self.receive()
 
-    def receive(self) -> Command:
+    def receive(self) -> PipeCommand:
         """The next command from the session."""
         while (line := self._commands.pop()) is None:
             # Imported here, not at start-up: a oneshot worker seldom waits. As

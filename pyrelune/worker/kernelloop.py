@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
     from pyrelune.wire import WorkerFds
-    from pyrelune.wire.commands import Command
+    from pyrelune.wire.commands import PipeCommand
     from pyrelune.wire.ring import RingWriter
     from pyrelune.worker.ipyshell.shell import ZMQInteractiveShell
     from pyrelune.worker.liveprint import LivePrint
@@ -250,7 +250,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
             eventloop.forget_inherited()
         # A host that sees output only when a cell ends (lines) waits between cells: so does
         # its worker. An interactive one's goes on running the cells' tasks (see `between`).
-        receive: Callable[[], Command] = channel.receive
+        receive: Callable[[], PipeCommand] = channel.receive
         origins: Origins | None = None  # whose output it is (see `worker.origin`): a live host's
         if interactive:
             from pyrelune.wire.ring import RingWriter

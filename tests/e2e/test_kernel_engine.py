@@ -10,6 +10,7 @@ import pytest
 from support.stall import stall_first_worker
 
 from pyrelune.supervisor.kernel import LOST, Kernel
+from pyrelune.wire.commands import CancelInput, InputReply
 from pyrelune.wire.events import Display, Done, InputRequest
 
 TYPE_CHECKING = False
@@ -40,8 +41,8 @@ def test_a_reply_that_comes_after_the_interrupt_is_ignored(kernel: Kernel) -> No
     kernel.interrupt()
     done = next(e for e in events if isinstance(e, Done))
     assert done.error is not None and done.error.ename == "KeyboardInterrupt"
-    kernel.reply_input("too late")  # both reach the worker after its input() has ended
-    kernel.cancel_input()
+    kernel.apply(InputReply("too late"))  # both reach the worker after its input() has ended
+    kernel.apply(CancelInput())
     kernel.execute("x + 1", "<cell 3>")
     events_3 = list(kernel.events())
     assert ended(events_3).ok, events_3[-1]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from test_jupyter_codec import codec, execute, frames, sent
 
-from pyrelune.protocols.jupyterkernel import AskWorker
+from pyrelune.wire.commands import Query
 from pyrelune.wire.events import WORKER_DIED, CellError, Comm, Done, Stream, from_wire, to_wire
 
 
@@ -44,7 +44,7 @@ def test_front_end_comm_messages_go_to_the_worker_in_turn_without_reply() -> Non
     outcome = kernel.receive("shell", raw)
     assert sent(outcome) == [("iopub", "status:busy")]
     (command,) = outcome.commands
-    assert isinstance(command, AskWorker) and command.kind == "comm"
+    assert isinstance(command, Query) and command.kind == "comm"
     assert command.args["msg_type"] == "comm_open"
     assert command.args["content"]["comm_id"] == "w1" and command.args["buffers"] == []
     assert kernel.comms == {"w1": {"target_name": "jupyter.widget"}}
@@ -77,7 +77,7 @@ def test_a_comm_message_waits_while_a_cell_runs() -> None:
     queued = kernel.receive("shell", frames("comm_msg", {"comm_id": "w", "data": {}})[0])
     assert queued.messages == [] and queued.commands == []
     done = kernel.output(Done(), 0.0)
-    assert [c.kind for c in done.commands if isinstance(c, AskWorker)] == ["comm"]
+    assert [c.kind for c in done.commands if isinstance(c, Query)] == ["comm"]
 
 
 def test_a_comm_message_without_id_is_dropped_and_said() -> None:

@@ -11,18 +11,9 @@ from pyrelune.cli.jupyterargs import connection_file
 from pyrelune.protocols import jupyter
 from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupyter import BadMessage, Builder, Message, Signer, parse, serialize
-from pyrelune.protocols.jupyterkernel import (
-    MAX_DISPLAYS,
-    AnswerInput,
-    AskWorker,
-    Interrupt,
-    JupyterCodec,
-    Outcome,
-    RefuseInput,
-    RunCell,
-    Shutdown,
-    history,
-)
+from pyrelune.protocols.jupyterkernel import MAX_DISPLAYS, JupyterCodec, history
+from pyrelune.protocols.outcome import Outcome
+from pyrelune.wire.commands import Execute, InputReply, Interrupt, Query, RefuseInput, Shutdown
 from pyrelune.wire.events import (
     TRACEBACK_PARTS,
     WORKER_DIED,
@@ -35,6 +26,10 @@ from pyrelune.wire.events import (
     Reply,
     Stream,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pyrelune.protocols.jupyterkernel import Sent
 
 KEY = b"secret-key"
 
@@ -129,13 +124,13 @@ def codec() -> JupyterCodec:
     return JupyterCodec(Builder("k", "me"), Signer(KEY))
 
 
-def sent(outcome: Outcome) -> list[tuple[str, str]]:
+def sent(outcome: Outcome[Sent]) -> list[tuple[str, str]]:
     """(channel, msg_type) of each message, a status as `status:<state>`."""
     return [(channel, f"status:{m.content['execution_state']}" if m.msg_type == "status"
              else m.msg_type) for channel, m in outcome.messages]
 
 
-def execute(kernel: JupyterCodec, code: str, **options: Any) -> tuple[Outcome, str]:
+def execute(kernel: JupyterCodec, code: str, **options: Any) -> tuple[Outcome[Sent], str]:
     content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
                "allow_stdin": True, "stop_on_error": True, **options}
     raw, msg_id = frames("execute_request", content)
@@ -148,7 +143,7 @@ def test_an_execute_request_is_busy_input_then_a_cell_to_run() -> None:
     assert sent(outcome) == [("iopub", "status:busy"), ("iopub", "execute_input")]
     assert all(m.parent_header["msg_id"] == msg_id for _, m in outcome.messages)
     (command,) = outcome.commands
-    assert isinstance(command, RunCell) and command.source == "print(1)"
+    assert isinstance(command, Execute) and command.source == "print(1)"
     assert command.filename == "<In[1]>"
     streamed = kernel.output(Stream("stdout", "1\n"), 0.0)
     done = kernel.output(Done(), 1.0)
@@ -258,7 +253,7 @@ def test_without_stop_on_error_the_queued_cell_runs() -> None:
     execute(kernel, "1/0", stop_on_error=False)
     execute(kernel, "next()")
     done = kernel.output(Done(CellError("python_runtime_error", "E", "e")), 0.0)
-    assert [type(c) for c in done.commands] == [RunCell]
+    assert [type(c) for c in done.commands] == [Execute]
     assert kernel.busy
 
 
@@ -281,7 +276,7 @@ def test_input_goes_to_stdin_or_is_refused_without_allow_stdin() -> None:
     assert request.content == {"prompt": "Name? ", "password": False}
     answered = kernel.receive("stdin", frames("input_reply", {"value": "Ada"})[0])
     assert [(type(c), c.value) for c in answered.commands  # type: ignore[union-attr]
-            ] == [(AnswerInput, "Ada")]
+            ] == [(InputReply, "Ada")]
     stray = kernel.receive("stdin", frames("input_reply", {"value": "late"})[0])
     assert stray.commands == [] and stray.problems
     refusing = codec()
@@ -294,7 +289,7 @@ def test_a_question_for_the_worker_is_answered_by_its_reply() -> None:
     outcome = kernel.receive("shell", frames("complete_request", {"code": "pri",
                                                                   "cursor_pos": 3})[0])
     (command,) = outcome.commands
-    assert isinstance(command, AskWorker) and command.kind == "complete"
+    assert isinstance(command, Query) and command.kind == "complete"
     assert command.args == {"code": "pri", "cursor_pos": 3}
     replied = kernel.output(Reply({"matches": ["print"], "cursor_start": 0, "cursor_end": 3,
                                    "metadata": {}}), 0.0)
@@ -308,7 +303,7 @@ def test_user_expressions_are_asked_for_after_the_cell() -> None:
     done = kernel.output(Done(), 0.0)
     assert done.messages == []
     (command,) = done.commands
-    assert isinstance(command, AskWorker) and command.args == {"expressions": {"v": "x"}}
+    assert isinstance(command, Query) and command.args == {"expressions": {"v": "x"}}
     kernel.output(Reply({"v": {"status": "ok", "data": {"text/plain": "1"}, "metadata": {}}}),
                   0.0)
     finished = kernel.output(Done(), 0.0)
@@ -345,11 +340,11 @@ def test_output_between_cells_goes_under_the_last_cell() -> None:
 
 def test_output_of_another_cell_goes_under_that_cells_request() -> None:
     """A thread's or a task's of a cell that is not the running one: the worker names its
-    cell with the origin it was given (`RunCell.origin`), and it goes under that request."""
+    cell with the origin it was given (`Execute.origin`), and it goes under that request."""
     kernel = JupyterCodec(Builder("k", "me"), Signer(KEY), limit=100)
     outcome, first = execute(kernel, "start_thread()")
     (run,) = outcome.commands
-    assert isinstance(run, RunCell) and run.origin is not None
+    assert isinstance(run, Execute) and run.origin is not None
     kernel.output(Done(), 0.0)
     _, second = execute(kernel, "print(2)")
     messages = []
@@ -415,15 +410,15 @@ def test_a_traceback_ipython_formatted_is_sent_as_its_parts() -> None:
 def test_a_cell_is_numbered_for_the_shell_unless_kept_out_of_the_history() -> None:
     kernel = codec()
     (stored,) = execute(kernel, "1")[0].commands
-    assert isinstance(stored, RunCell)
+    assert isinstance(stored, Execute)
     assert (stored.count, stored.history, stored.silent) == (1, True, False)
     kernel.output(Done(), 0.0)
     (unstored,) = execute(kernel, "2", store_history=False)[0].commands
-    assert isinstance(unstored, RunCell)
+    assert isinstance(unstored, Execute)
     assert (unstored.count, unstored.history, unstored.silent) == (1, False, False)
     kernel.output(Done(), 0.0)
     (silent,) = execute(kernel, "3", silent=True)[0].commands
-    assert isinstance(silent, RunCell)
+    assert isinstance(silent, Execute)
     assert (silent.count, silent.history, silent.silent) == (1, False, True)
 
 

@@ -15,6 +15,8 @@ from support.rpc_host import check
 
 from pyrelune.protocols import Rejected, rpc, validation
 from pyrelune.protocols import rpcmessages as msg
+from pyrelune.protocols.outcome import Outcome
+from pyrelune.wire.commands import Admit, Disconnect, Execute, InputReply, Interrupt, Reset
 from pyrelune.wire.events import (
     ITEM_MIME,
     JSONML_MIME,
@@ -26,6 +28,10 @@ from pyrelune.wire.events import (
     Stream,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pyrelune.protocols.rpcmessages import Message
+
 
 def line(method: str, params: dict[str, Any] | None = None, request_id: str = "1") -> str:
     message: dict[str, Any] = {"kind": "request", "id": request_id, "method": method}
@@ -34,7 +40,7 @@ def line(method: str, params: dict[str, Any] | None = None, request_id: str = "1
     return json.dumps(message)
 
 
-def sent(outcome: rpc.Outcome, methods: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def sent(outcome: Outcome[Message], methods: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """The outcome's messages as the host receives them, schema-checked."""
     out = []
     for message in outcome.messages:
@@ -44,11 +50,11 @@ def sent(outcome: rpc.Outcome, methods: dict[str, str] | None = None) -> list[di
     return out
 
 
-def start(kernel: rpc.RpcCodec, cell_id: str = "c") -> rpc.Execute:
+def start(kernel: rpc.RpcCodec, cell_id: str = "c") -> Execute:
     outcome = kernel.receive(line("execute.cell", {"cell_id": cell_id, "source": "x"}))
     assert sent(outcome, {"1": "execute.cell"})[0]["result"] == {"status": "started"}
     (command,) = outcome.commands
-    assert isinstance(command, rpc.Execute)
+    assert isinstance(command, Execute)
     return command
 
 
@@ -112,11 +118,12 @@ def test_every_method_the_parser_lets_in_has_a_handler() -> None:
 
 def test_cell_lifecycle_idle_running_waiting_input_idle() -> None:
     kernel = rpc.RpcCodec()
-    ready = sent(rpc.Outcome(kernel.connect()))
+    ready = sent(kernel.connect())
     assert ready[0]["data"] == {"version": 1, "state": "idle", "cell_id": None,
                                 "auth_required": False}
     command = start(kernel, "cell-1")
-    assert (command.cell_id, command.source, command.inputs) == ("cell-1", "x", {})
+    assert (command.origin, command.filename, command.source, command.inputs) == (
+        "cell-1", "<cell cell-1>", "x", {})
     assert command.filename == "<cell cell-1>"
     assert kernel.state == rpc.RUNNING
     asked = sent(kernel.output(InputRequest("name? "), 0.0))
@@ -124,7 +131,7 @@ def test_cell_lifecycle_idle_running_waiting_input_idle() -> None:
     assert kernel.state == rpc.WAITING_INPUT
     outcome = kernel.receive(line("execute.input_reply", {"value": "Ada"}, "2"))
     assert sent(outcome, {"2": "execute.input_reply"})[0]["result"] == {"ok": True}
-    assert [type(c) for c in outcome.commands] == [rpc.InputReply]
+    assert [type(c) for c in outcome.commands] == [InputReply]
     assert kernel.state == rpc.RUNNING
     done = sent(kernel.output(Done(), 0.1))
     assert done == [{"kind": "event", "event": "execute.done",
@@ -156,7 +163,7 @@ def test_interrupt_only_commands_when_a_cell_runs() -> None:
     kernel.output(InputRequest("?"), 0.0)
     waiting = kernel.receive(line("execute.interrupt", {}, "2"))
     assert sent(waiting, {"2": "execute.interrupt"})[0]["result"]["interrupted"] is True
-    assert [type(c) for c in waiting.commands] == [rpc.Interrupt]
+    assert [type(c) for c in waiting.commands] == [Interrupt]
 
 
 def test_reset_while_running_is_answered_after_the_cell_and_the_reset() -> None:
@@ -166,7 +173,7 @@ def test_reset_while_running_is_answered_after_the_cell_and_the_reset() -> None:
     assert waiting.messages == [] and waiting.commands == []
     after = kernel.output(Done(CellError("interrupted", "KeyboardInterrupt", "stop")), 0.0)
     assert [m["event"] for m in sent(after)] == ["execute.done"]
-    assert [type(c) for c in after.commands] == [rpc.Reset]
+    assert [type(c) for c in after.commands] == [Reset]
     assert kernel.busy
     assert sent(kernel.receive(line("execute.cell", {"source": "1"}, "2")))[0]["error"][
         "code"] == msg.KERNEL_BUSY
@@ -181,13 +188,13 @@ def test_reset_while_running_is_answered_after_the_cell_and_the_reset() -> None:
 def test_reset_while_idle_commands_at_once() -> None:
     kernel = rpc.RpcCodec()
     outcome = kernel.receive(line("kernel.reset", {}))
-    assert [type(c) for c in outcome.commands] == [rpc.Reset]
+    assert [type(c) for c in outcome.commands] == [Reset]
     assert sent(kernel.output(Done(), 0.0), {"1": "kernel.reset"})[0]["result"] == {"ok": True}
 
 
 def test_auth_gate() -> None:
     kernel = rpc.RpcCodec(token="tok")
-    assert sent(rpc.Outcome(kernel.connect()))[0]["data"]["auth_required"] is True
+    assert sent(kernel.connect())[0]["data"]["auth_required"] is True
     guest = rpc.Guest()
     for method in msg.METHODS:
         if method != "kernel.auth":
@@ -197,11 +204,11 @@ def test_auth_gate() -> None:
         outcome = kernel.knock(guest, line("kernel.auth", {"token": "nope"}))
         assert sent(outcome)[0]["error"]["code"] == msg.AUTH_FAILED
         last = attempt == rpc.MAX_AUTH_FAILURES - 1
-        assert [type(c) for c in outcome.commands] == ([rpc.Disconnect] if last else [])
+        assert [type(c) for c in outcome.commands] == ([Disconnect] if last else [])
     ok = kernel.knock(rpc.Guest(), line("kernel.auth", {"token": "tok"}))  # a new one starts over
     assert sent(ok, {"1": "kernel.auth"})[0]["result"] == {"ok": True, "state": "idle",
                                                            "cell_id": None}
-    assert [type(c) for c in ok.commands] == [rpc.Admit]
+    assert [type(c) for c in ok.commands] == [Admit]
     assert "result" in sent(kernel.receive(line("kernel.info")), {"1": "kernel.info"})[0]
     wrong = sent(kernel.receive(line("kernel.auth", {"token": "nope"})))  # the client stays in
     assert wrong[0]["error"]["code"] == msg.AUTH_FAILED
@@ -239,7 +246,7 @@ def test_a_guest_that_sends_too_much_before_auth_is_dropped_unanswered(raw: str,
     over = kernel.knock(guest, raw)
     assert over.messages == []
     (command,) = over.commands
-    assert isinstance(command, rpc.Disconnect) and "before kernel.auth" in command.reason
+    assert isinstance(command, Disconnect) and "before kernel.auth" in command.reason
 
 
 def authed_kernel(token: str = "tok", limit: int | None = None) -> rpc.RpcCodec:
@@ -253,13 +260,13 @@ def test_a_connection_sees_no_cell_until_it_authenticates() -> None:
     kernel = authed_kernel()
     start(kernel, "secret")
     kernel.leave()  # the client changes mid-cell
-    (ready,) = sent(rpc.Outcome(kernel.connect()))
+    (ready,) = sent(kernel.connect())
     assert ready["data"]["state"] == "running"
     assert ready["data"]["cell_id"] is None
     assert sent(kernel.output(Stream("stdout", "API_KEY=1\n"), 10.0)) == []
     assert sent(kernel.output(Display({"text/plain": "'pw'"}, {}), 10.1)) == []
     assert sent(kernel.output(Done(), 10.2)) == []
-    assert kernel.tick(11.0) == []
+    assert kernel.tick(11.0).messages == []
     guest = rpc.Guest()
     assert sent(kernel.knock(guest, line("kernel.auth", {"token": "guess"})))[0]["error"][
         "code"] == msg.AUTH_FAILED
@@ -293,7 +300,7 @@ def test_pending_prompt_is_repeated_to_a_client_that_reconnects() -> None:
     start(kernel, "held")
     kernel.output(InputRequest("again? "), 0.0)
     kernel.leave()
-    greeting = sent(rpc.Outcome(kernel.connect()))
+    greeting = sent(kernel.connect())
     assert [m["event"] for m in greeting] == ["kernel.ready"]  # nothing before auth
     assert greeting[0]["data"]["state"] == "waiting_input"
     authed = sent(kernel.knock(rpc.Guest(), line("kernel.auth", {"token": "tok"})),
@@ -310,8 +317,8 @@ def test_streams_are_coalesced_and_flushed_before_displays() -> None:
     assert sent(kernel.output(Stream("stderr", "c"), 10.02)) == []
     assert sent(kernel.output(Stream("stdout", "d"), 10.03)) == []
     assert kernel.flush_at == pytest.approx(10.05)
-    assert sent(rpc.Outcome(kernel.tick(10.04))) == []
-    due = sent(rpc.Outcome(kernel.tick(10.05)))
+    assert sent(kernel.tick(10.04)) == []
+    due = sent(kernel.tick(10.05))
     assert [(m["data"]["name"], m["data"]["text"]) for m in due] == [
         ("stdout", "b"), ("stderr", "c"), ("stdout", "d")]
     kernel.output(Stream("stdout", "e"), 10.06)

@@ -14,6 +14,7 @@ from support.rpc_host import check
 from pyrelune import NotAllowed
 from pyrelune.protocols import rpc
 from pyrelune.protocols import rpcmessages as msg
+from pyrelune.protocols.outcome import Outcome
 from pyrelune.protocols.rpc import (
     DONE,
     EXECUTE,
@@ -32,6 +33,10 @@ from pyrelune.protocols.rpc import (
     WAITING_INPUT_THEN_RESET,
 )
 from pyrelune.wire.events import Done, InputRequest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pyrelune.protocols.rpcmessages import Message
 
 PHASES = (IDLE, RUNNING, WAITING_INPUT, RESETTING, RUNNING_THEN_RESET, WAITING_INPUT_THEN_RESET)
 PHASE_EVENTS = (EXECUTE, INPUT_REPLY, RESET, PROMPT, DONE)
@@ -74,7 +79,7 @@ NOT_ALLOWED = [pair for pair in itertools.product(PHASES, PHASE_EVENTS)
                if pair not in rpc.TRANSITIONS]
 
 
-def fire(kernel: rpc.RpcCodec, event: str) -> rpc.Outcome:
+def fire(kernel: rpc.RpcCodec, event: str) -> Outcome[Message]:
     """`event` as the codec meets it: a request of the served client, or an engine event."""
     if event == PROMPT:
         return kernel.output(InputRequest("?"), 0.0)
@@ -86,7 +91,7 @@ def fire(kernel: rpc.RpcCodec, event: str) -> rpc.Outcome:
                                       "params": params}))
 
 
-def summary(outcome: rpc.Outcome) -> list[str]:
+def summary(outcome: Outcome[Message]) -> list[str]:
     """The outcome, schema-checked, in words: messages then commands."""
     out = []
     for message in outcome.messages:
@@ -163,7 +168,7 @@ def connected(state: str, token: str | None) -> rpc.RpcCodec:
 def serve(kernel: rpc.RpcCodec) -> list[str]:
     """A client comes: served at once without a token, else once it sends it."""
     if not kernel.needs_token:
-        return summary(rpc.Outcome(kernel.connect()))
+        return summary(kernel.connect())
     auth = json.dumps({"kind": "request", "id": "kernel.auth", "method": "kernel.auth",
                        "params": {"token": "tok"}})
     return summary(kernel.knock(rpc.Guest(), auth))
