@@ -1,9 +1,9 @@
 """Jupyter kernel mode: Jupyter's messaging protocol over ZeroMQ, on the kernels' worker.
 
 `pyrelune --mode jupyter -f CONNECTION_FILE`, as a kernelspec starts it. One
-event loop (`transports.reactor.Reactor`) does everything, as in the rpc
+event loop (`loop.reactor.Reactor`) does everything, as in the rpc
 kernel over a pipe: it reads the sockets (`transports.zmqsockets`), hands
-each message to the state machine (`protocols.jupyterkernel`), carries out
+each message to the state machine (`protocols.jupyter`), carries out
 its commands on the kernel (`supervisor.evented`, which watches the worker
 on the same loop) and sends what it answers. The heartbeat echoes on a
 thread of its own. The worker, where cells run, holds no socket: whatever
@@ -26,19 +26,19 @@ import os
 import sys
 import time
 
+from pyrelune.loop.reactor import Reactor
+from pyrelune.loop.ticker import Ticker
 from pyrelune.modes import ConfigError
-from pyrelune.protocols import jupyter
-from pyrelune.protocols.jupyterkernel import SHOWN, JupyterCodec
+from pyrelune.protocols import jupytermessages
+from pyrelune.protocols.jupyter import SHOWN, JupyterCodec
 from pyrelune.settings import IPYTHON, PLAIN
 from pyrelune.transports import prebound
-from pyrelune.transports.reactor import Reactor
-from pyrelune.transports.ticker import Ticker
 from pyrelune.wire.commands import Execute, Interrupt, Query, Shutdown
 from pyrelune.wire.events import Done
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pyrelune.protocols.jupyterkernel import Sent
+    from pyrelune.protocols.jupyter import Sent
     from pyrelune.protocols.outcome import Outcome
     from pyrelune.supervisor.evented import EventedKernel
     from pyrelune.transports.zmqsockets import ZmqSockets
@@ -96,7 +96,7 @@ def read_connection(path: str) -> Connection:
     if not isinstance(key, str) or not isinstance(scheme, str):
         raise ConfigError("key and signature_scheme must be strings")
     try:
-        jupyter.Signer(b"", scheme)
+        jupytermessages.Signer(b"", scheme)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     connection = Connection(transport, ip, ports, key.encode(), scheme, path)
@@ -127,8 +127,8 @@ class JupyterServer:
         self.loop = loop
         self._shell = shell
         self.sockets = sockets
-        self.signer = jupyter.Signer(connection.key, connection.signature_scheme)
-        builder = jupyter.Builder(os.urandom(16).hex(), _username())
+        self.signer = jupytermessages.Signer(connection.key, connection.signature_scheme)
+        builder = jupytermessages.Builder(os.urandom(16).hex(), _username())
         self.codec = JupyterCodec(builder, self.signer, cap)
         self._cap = DISPLAY_LIMIT if cap is None else cap
         self.kernel: EventedKernel | None = None  # until the first request is answered
@@ -184,7 +184,7 @@ class JupyterServer:
 
     def _apply(self, outcome: Outcome[Sent]) -> None:
         for channel, message in outcome.messages:
-            self.sockets.send(channel, jupyter.serialize(message, self.signer))
+            self.sockets.send(channel, jupytermessages.serialize(message, self.signer))
         for problem in outcome.problems:
             sys.stderr.write(f"pyrelune: {problem}\n")
         for command in outcome.commands:

@@ -4,7 +4,7 @@ One event loop does everything: it reads the transport, hands lines to the
 codec (`pyrelune.protocols.rpc`) and carries out its commands on the kernel
 (`pyrelune.supervisor.evented`, which watches the worker on the same loop and
 hands its events back as they happen). Over a pipe the loop is a
-`transports.reactor.Reactor`: the host waits for `kernel.ready`, and asyncio
+`loop.reactor.Reactor`: the host waits for `kernel.ready`, and asyncio
 alone takes longer to import than the rest of the kernel. WebSocket needs
 asyncio (the `websockets` package runs on it); the same `RpcServer` runs on
 either loop, with callbacks only, and the coroutines around it are
@@ -26,6 +26,8 @@ import os
 import sys
 import time
 
+from pyrelune.loop.reactor import Reactor
+from pyrelune.loop.ticker import Ticker
 from pyrelune.modes import ConfigError
 from pyrelune.protocols import rpc, rpcmessages
 from pyrelune.settings import PLAIN
@@ -33,9 +35,7 @@ from pyrelune.shaping.streaming import DEFAULT_LIMIT
 from pyrelune.shaping.terminal import Presenter
 from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.transports.pipe import OVERSIZED, LineConnection
-from pyrelune.transports.reactor import Reactor
 from pyrelune.transports.stdio import closed, hold_stderr, say
-from pyrelune.transports.ticker import Ticker
 from pyrelune.wire.commands import Admit, CancelInput, Disconnect, Interrupt
 from pyrelune.wire.events import Clear, Comm, Display, InputRequest, Payload, Reply, Stream
 
@@ -45,9 +45,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Protocol
 
+    from pyrelune.loop.reactor import Loop
     from pyrelune.protocols.outcome import Outcome
     from pyrelune.protocols.rpcmessages import Message
-    from pyrelune.transports.reactor import Loop
     from pyrelune.transports.websocket import WebSocketConnection
     from pyrelune.wire.events import Event
 

@@ -1,191 +1,656 @@
-"""Jupyter's wire format: signed multipart messages, as plain values (no sockets).
+"""The Jupyter kernel's state machine: requests and engine events in, messages and commands out.
 
-A message on the wire is a list of frames: the routing identities, the
-`<IDS|MSG>` delimiter, the HMAC signature of the next four frames, then the
-header, parent header, metadata and content as JSON, and any binary buffers.
-`Signer` signs and checks with the connection file's key and scheme; `parse`
-turns frames into a `Message` or raises `BadMessage` saying why it must be
-dropped (a wrong or replayed signature among them); `Builder` makes the
-kernel's messages, with the headers the messaging spec asks for. The kernel's
-state machine (`jupyterkernel`) and its driver (`modes.jupyter`) use them.
+No I/O and no clock of its own, as the rpc codec (h11's way): the driver
+(`modes.jupyter`) hands it each message's frames with the channel they came
+on, and each engine event with the time; it sends the messages returned on
+their channels and carries out the commands (run a cell, ask the worker,
+interrupt, answer `input()`, shut down).
+
+Shell requests are served one at a time, in order, as ipykernel serves them:
+one that needs the worker (execute, complete, inspect) holds the queue until
+the worker's answer is in. Control requests (interrupt, shutdown,
+kernel_info) are answered at once, even while a cell runs. Every request is
+wrapped in `status` busy and idle on IOPub, with the request as parent; a
+cell's output goes out under its execute_request, as does what a thread or a
+task it started writes later, between cells or while another cell runs (the
+worker names the cell: `Stream.origin`, the request's header as JSON).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import os
-from collections import OrderedDict
-from datetime import datetime, timezone
+import sys
+from collections import deque
 
-from pyrelune import PyreluneError, fastjson
+from pyrelune import __version__, fastjson
+from pyrelune.protocols.colourtb import coloured
+from pyrelune.protocols.jupytermessages import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
+from pyrelune.protocols.outcome import Outcome
+from pyrelune.shaping.streaming import INTERVAL, Cap, Coalescer
+from pyrelune.wire import events
+from pyrelune.wire.commands import Execute, InputReply, Interrupt, Query, RefuseInput, Shutdown
+from pyrelune.wire.events import (
+    COMM_TYPES,
+    Clear,
+    Comm,
+    Display,
+    Done,
+    InputRequest,
+    Payload,
+    Reply,
+    Stream,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-    from typing import Any
+    from collections.abc import Callable, Sequence
+    from typing import Any, TypeAlias
 
-#: The messaging spec's version this kernel speaks.
-PROTOCOL_VERSION = "5.3"
-DELIMITER = b"<IDS|MSG>"
-#: The header fields every message must carry.
-HEADER_FIELDS = ("msg_id", "msg_type", "session", "username", "version", "date")
-#: Signatures remembered to refuse a replayed message (as jupyter_client does).
-REPLAY_MEMORY = 1 << 16
+    from pyrelune.protocols.jupytermessages import Signer
+    from pyrelune.wire.events import CellError, Event
+
+    #: What a Jupyter kernel sends: a channel's name and a message.
+    Sent: TypeAlias = tuple[str, Message]
+
+SHELL, CONTROL, STDIN, IOPUB = "shell", "control", "stdin", "iopub"
+#: The names an error without a Python exception (the worker died, ...) goes by.
+_ENAMES = {events.WORKER_DIED: "WorkerDied", events.TIMEOUT: "Timeout"}
+#: What a Jupyter front end shows: any type but pyrelune's own (which `_theirs` drops).
+SHOWN = (events.ANY_MIME,)
+#: Displays a cell may show (display_data): past them, the rest are counted, not sent.
+MAX_DISPLAYS = 2000
+#: The history's session number: this kernel keeps only its own session's cells.
+SESSION = 1
+HELP_LINKS = [
+    {"text": "Python Reference",
+     "url": "https://docs.python.org/{}.{}".format(*sys.version_info[:2])},
+    {"text": "NumPy Reference", "url": "https://numpy.org/doc/stable/reference/"},
+    {"text": "Matplotlib Reference", "url": "https://matplotlib.org/stable/contents.html"},
+    {"text": "pandas Reference", "url": "https://pandas.pydata.org/pandas-docs/stable/"},
+]
 
 
-class BadMessage(PyreluneError):
-    """Frames that are not a message this kernel may act on; the text says why."""
+class _Cell:
+    """The execute_request being run, and what its reply needs."""
+
+    __slots__ = ("count", "error", "origin", "payload", "request", "silent", "stop_on_error",
+                 "user_expressions")
+
+    def __init__(self, request: Message, count: int) -> None:
+        content = request.content
+        self.request = request
+        self.origin = fastjson.dumps(request.header)  # how the worker names it (RunCell)
+        self.count = count
+        self.silent = bool(content.get("silent", False))
+        self.stop_on_error = bool(content.get("stop_on_error", True))
+        expressions = content.get("user_expressions") or {}
+        self.user_expressions = expressions if isinstance(expressions, dict) else {}
+        self.error: CellError | None = None
+        self.payload: list[dict[str, Any]] = []  # pages (`obj?`) for the front end's pager
 
 
-class Signer:
-    """HMAC signatures of a connection's messages (`signature_scheme` `hmac-<digest>`).
+class JupyterCodec:
+    """The protocol state of one kernel, for every front end connected to it."""
 
-    An empty key signs nothing (the signature frame is empty) and accepts
-    anything: the connection file asked for no authentication.
+    def __init__(self, builder: Builder, signer: Signer, limit: int | None = None) -> None:
+        self.builder = builder
+        self.signer = signer
+        self.execution_count = 0
+        self.history: list[tuple[int, str]] = []  # (execution count, source) of stored cells
+        self._queue: deque[Message] = deque()  # shell requests waiting for the current one
+        self._current: Message | None = None  # the shell request the worker is serving
+        self._cell: _Cell | None = None  # the execute_request among them, while it runs
+        self._asked = ""  # what the worker was asked (AskWorker.kind), while it answers
+        self._last_cell: Message | None = None  # the parent of output between cells
+        self._named: tuple[str, Message | None] = ("", None)  # the last origin and its cell
+        self._prompted: Message | None = None  # the input_request the cell waits on
+        self._replied = False  # the worker's Reply to what it was asked came
+        self._coalescer = Coalescer()
+        self._cap = Cap() if limit is None else Cap(limit)
+        self._displays = DisplayBudget()
+        self.comms: dict[str, dict[str, str]] = {}  # comm_id: {"target_name": ...} (comm_info)
+
+    @property
+    def busy(self) -> bool:
+        """Whether the worker is serving a shell request (others wait in the queue); an
+        interrupt has something to stop."""
+        return self._current is not None
+
+    @property
+    def flush_at(self) -> float | None:
+        """When `tick()` has output to send (time.monotonic), if it has any."""
+        due = [at for at in (self._coalescer.flush_at, self._displays.flush_at) if at is not None]
+        return min(due) if due else None
+
+    def starting(self) -> Outcome[Sent]:
+        """The kernel's first message: status `starting` on IOPub."""
+        outcome: Outcome[Sent] = Outcome()
+        self._status(outcome, "starting", None)
+        return outcome
+
+    # -- requests ----------------------------------------------------------------------
+
+    def receive(self, channel: str, frames: Sequence[bytes]) -> Outcome[Sent]:
+        """One message off `channel`; a bad one is dropped, its problem given to log."""
+        outcome: Outcome[Sent] = Outcome()
+        try:
+            message = parse(frames, self.signer)
+        except BadMessage as exc:
+            outcome.problems.append(f"dropped a message on {channel}: {exc}")
+            return outcome
+        if channel == STDIN:
+            self._on_stdin(message, outcome)
+        elif channel == CONTROL:
+            self._handle(CONTROL, message, outcome)
+        elif self.busy:
+            self._queue.append(message)
+        else:
+            self._handle(SHELL, message, outcome)
+        return outcome
+
+    def _handle(self, channel: str, request: Message, outcome: Outcome[Sent]) -> None:
+        """Serve `request`: busy, the reply (or the worker's command), idle once answered."""
+        self._status(outcome, "busy", request)
+        kind = request.msg_type
+        handler = _HANDLERS.get(kind)
+        if handler is None or (channel == CONTROL and kind not in _CONTROL):
+            outcome.problems.append(f"unknown message type on {channel}: {kind!r}")
+            self._status(outcome, "idle", request)
+            return
+        if handler(self, channel, request, outcome):
+            self._status(outcome, "idle", request)
+
+    def _reply(self, outcome: Outcome[Sent], channel: str, request: Message,
+               content: dict[str, Any]) -> None:
+        outcome.messages.append((channel, self.builder.reply(request, content)))
+
+    def _status(self, outcome: Outcome[Sent], state: str, parent: Message | None) -> None:
+        self._publish(outcome, "status", {"execution_state": state}, parent)
+
+    def _publish(self, outcome: Outcome[Sent], msg_type: str, content: dict[str, Any],
+                 parent: Message | None, metadata: dict[str, Any] | None = None) -> None:
+        outcome.messages.append((IOPUB, self.builder.publish(msg_type, content, parent,
+                                                             metadata)))
+
+    # Each handler answers True when the request is over (idle follows at once).
+
+    def _on_kernel_info(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        self._reply(outcome, channel, request, kernel_info())
+        return True
+
+    def _on_execute(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        content = request.content
+        code = content.get("code")
+        if not isinstance(code, str):
+            self._reply(outcome, channel, request, _error_content(
+                "ValueError", "execute_request without code", self.execution_count))
+            return True
+        silent = bool(content.get("silent", False))
+        stored = bool(content.get("store_history", True)) and not silent
+        if stored:
+            self.execution_count += 1
+            self.history.append((self.execution_count, code))
+            filename = f"<In[{self.execution_count}]>"
+        else:
+            filename = f"<In[{self.execution_count}] silent>"
+        cell = self._cell = _Cell(request, self.execution_count)
+        self._current = self._last_cell = request
+        if not silent:
+            self._publish(outcome, "execute_input", {"code": code,
+                                                     "execution_count": cell.count}, request)
+        self._cap.begin()
+        self._displays.begin()
+        outcome.commands.append(Execute(code, filename, origin=cell.origin, count=cell.count,
+                                        history=stored, silent=silent))
+        return False
+
+    def _on_complete(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        return self._ask(request, outcome, "complete", _code_and_cursor(request.content))
+
+    def _on_inspect(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        args = _code_and_cursor(request.content)
+        level = request.content.get("detail_level", 0)
+        args["detail_level"] = level if level in (0, 1) else 0
+        return self._ask(request, outcome, "inspect", args)
+
+    def _ask(self, request: Message, outcome: Outcome[Sent], kind: str,
+             args: dict[str, Any]) -> bool:
+        self._current = request
+        self._asked = kind
+        outcome.commands.append(Query(kind, args))
+        return False
+
+    def _on_is_complete(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        code = request.content.get("code")
+        return self._ask(request, outcome, "is_complete",
+                         {"code": code if isinstance(code, str) else ""})
+
+    def _on_history(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        self._reply(outcome, channel, request,
+                    {"status": "ok", "history": history(self.history, request.content)})
+        return True
+
+    def _on_comm_info(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        target = request.content.get("target_name")
+        comms = {comm_id: info for comm_id, info in self.comms.items()
+                 if target is None or info.get("target_name") == target}
+        self._reply(outcome, channel, request, {"status": "ok", "comms": comms})
+        return True
+
+    def _on_comm(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        """comm_open, comm_msg, comm_close from the front end: to the comm's handler in the
+        worker, in turn with the other shell requests (none is answered: idle follows)."""
+        content = request.content
+        comm_id = content.get("comm_id")
+        if not isinstance(comm_id, str) or (request.msg_type == "comm_open" and not isinstance(
+                content.get("target_name"), str)):
+            outcome.problems.append(f"dropped a {request.msg_type} without comm_id or target")
+            return True
+        if request.msg_type == "comm_open":
+            self.comms[comm_id] = {"target_name": content["target_name"]}
+        elif request.msg_type == "comm_close":
+            self.comms.pop(comm_id, None)
+        from base64 import b64encode
+
+        return self._ask(request, outcome, "comm", {
+            "msg_type": request.msg_type, "content": content, "metadata": request.metadata,
+            "header": request.header, "parent_header": request.parent_header,
+            "buffers": [b64encode(buffer).decode() for buffer in request.buffers]})
+
+    def _on_interrupt(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        if self.busy:  # a cell, or a question the worker is slow to answer (completion)
+            outcome.commands.append(Interrupt())
+        self._reply(outcome, channel, request, {"status": "ok"})
+        return True
+
+    def _on_shutdown(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        restart = bool(request.content.get("restart", False))
+        content = {"status": "ok", "restart": restart}
+        self._reply(outcome, channel, request, content)
+        # Also on IOPub, as ipykernel does: every front end learns the kernel is going.
+        self._publish(outcome, "shutdown_reply", content, request)
+        self._status(outcome, "idle", request)
+        outcome.commands.append(Shutdown(restart))
+        return False
+
+    def _on_stdin(self, message: Message, outcome: Outcome[Sent]) -> None:
+        if message.msg_type != "input_reply":
+            outcome.problems.append(f"unknown message type on stdin: {message.msg_type!r}")
+            return
+        if self._prompted is None:
+            outcome.problems.append("an input_reply with no input() waiting: ignored")
+            return
+        self._prompted = None
+        value = message.content.get("value", "")
+        outcome.commands.append(InputReply(value if isinstance(value, str) else str(value)))
+
+    # -- the engine's events ---------------------------------------------------------------
+
+    def output(self, item: Event, now: float) -> Outcome[Sent]:
+        """One engine event of the request the worker serves (or a late one of a past cell's)."""
+        outcome: Outcome[Sent] = Outcome()
+        parent = self._parent_of(item)
+        aside = parent is not self._parent()  # another cell's: not counted in the running one's
+        if isinstance(item, Stream):
+            sent = self._cap.add(item) if self._cell is not None and not aside else item
+            if sent is not None:
+                self._streams(outcome, self._coalescer.add(sent, now))
+            return outcome
+        if isinstance(item, Display) and item.update and item.display_id is not None:
+            self._displays.hold(item, now)  # only its last state goes out, at the next flush
+            return outcome
+        if isinstance(item, Payload):
+            if self._cell is not None and not aside:
+                self._cell.payload.append(item.content)
+            return outcome  # what no cell waits on has no reply to go in
+        self._flush(outcome)
+        if isinstance(item, Display):
+            if item.is_result or self._cell is None or aside or self._displays.admit():
+                self._display(outcome, item, parent)
+        elif isinstance(item, Clear):
+            self._publish(outcome, "clear_output", {"wait": item.wait}, parent)
+        elif isinstance(item, InputRequest):
+            self._input_request(outcome, item)
+        elif isinstance(item, Reply):
+            self._answered(outcome, item.content)
+        elif isinstance(item, Comm):
+            self._comm(outcome, item, parent)
+        else:
+            self._done(outcome, item)
+        return outcome
+
+    def _comm(self, outcome: Outcome[Sent], comm: Comm, parent: Message | None) -> None:
+        """A comm message of the kernel's: on IOPub, under what output goes under."""
+        comm_id = comm.content["comm_id"]
+        if comm.msg_type == "comm_open":
+            target = comm.content.get("target_name")
+            self.comms[comm_id] = {"target_name": target if isinstance(target, str) else ""}
+        elif comm.msg_type == "comm_close":
+            self.comms.pop(comm_id, None)
+        outcome.messages.append((IOPUB, self.builder.publish(
+            comm.msg_type, comm.content, parent, comm.metadata, comm.buffers)))
+
+    def tick(self, now: float) -> Outcome[Sent]:
+        """Stream text whose time has come (the driver's timer at `flush_at`)."""
+        outcome: Outcome[Sent] = Outcome()
+        self._streams(outcome, self._coalescer.due(now))
+        if self._displays.due(now):
+            self._send_updates(outcome)
+        return outcome
+
+    def _parent(self) -> Message | None:
+        """What output belongs to: the running cell, the comm message being handled, or
+        (between cells: a thread's, a task's) the last cell."""
+        if self._cell is not None:
+            return self._cell.request
+        if self._asked == "comm":
+            return self._current
+        return self._last_cell
+
+    def _parent_of(self, item: Event) -> Message | None:
+        """What `item` goes under: the cell it names (a thread's or a task's of a cell that
+        is not running), else `_parent()`."""
+        origin = item.origin if isinstance(item, (Stream, Display, Clear)) else None
+        if origin is None or (self._cell is not None and origin == self._cell.origin):
+            return self._parent()
+        if origin != self._named[0]:  # parsed once for a run of its output
+            try:
+                header = fastjson.loads(origin)
+            except (ValueError, RecursionError):
+                header = None
+            cell = Message(header, {}, {}, {}) if isinstance(header, dict) else None
+            self._named = (origin, cell)
+        return self._named[1] or self._parent()  # a name no cell had: as if it had none
+
+    def _flush(self, outcome: Outcome[Sent]) -> None:
+        streams = self._coalescer.flush() if self._coalescer.flush_at is not None else []
+        self._streams(outcome, streams + self._cap.release())
+        self._send_updates(outcome)
+
+    def _send_updates(self, outcome: Outcome[Sent]) -> None:
+        for display in self._displays.take():
+            self._display(outcome, display, self._parent_of(display))
+
+    def _streams(self, outcome: Outcome[Sent], streams: list[Stream]) -> None:
+        for stream in streams:
+            if stream.text:
+                self._publish(outcome, "stream", {"name": stream.name, "text": stream.text},
+                              self._parent_of(stream))
+
+    def _display(self, outcome: Outcome[Sent], display: Display, parent: Message | None) -> None:
+        content: dict[str, Any] = {"data": _theirs(display.data),
+                                   "metadata": _theirs(display.metadata)}
+        if display.is_result and self._cell is not None:
+            if self._cell.silent:
+                return
+            content["execution_count"] = self._cell.count
+            self._publish(outcome, "execute_result", content, parent)
+            return
+        content["transient"] = {}
+        if display.display_id is not None:
+            content["transient"] = {"display_id": display.display_id}
+        kind = "update_display_data" if display.update else "display_data"
+        self._publish(outcome, kind, content, parent)
+
+    def _input_request(self, outcome: Outcome[Sent], request: InputRequest) -> None:
+        cell = self._cell
+        if cell is None or not cell.request.content.get("allow_stdin", False):
+            outcome.commands.append(RefuseInput())
+            return
+        self._prompted = cell.request
+        outcome.messages.append((STDIN, self.builder.to(
+            cell.request, "input_request", {"prompt": request.prompt,
+                                            "password": request.password})))
+
+    def _answered(self, outcome: Outcome[Sent], content: dict[str, Any]) -> None:
+        """The worker's answer to what it was asked: the reply, or the cell's user_expressions."""
+        if self._asked == "expressions" and self._cell is not None:
+            self._cell.user_expressions = content
+            return
+        if self._current is not None and not self._replied:
+            self._replied = True
+            self._reply(outcome, SHELL, self._current, {"status": "ok", **content})
+
+    def _done(self, outcome: Outcome[Sent], done: Done) -> None:
+        self._prompted = None
+        request, asked, cell = self._current, self._asked, self._cell
+        if done.error is not None and done.error.code == events.WORKER_DIED:
+            self.comms.clear()  # they died with it: the front end's views are left unlinked
+        if request is None:
+            return  # not ours: nothing was asked of the worker
+        if asked == "comm":  # comm messages have no reply
+            self._status(outcome, "idle", request)
+            self._current, self._asked, self._replied = None, "", False
+            self._next(outcome)
+            return
+        if cell is not None:
+            if asked == "":  # the cell itself is over
+                cell.error = done.error
+                if done.error is None and cell.user_expressions:
+                    self._asked = "expressions"  # the reply waits for their values
+                    outcome.commands.append(Query("expressions",
+                                                      {"expressions": cell.user_expressions}))
+                    return
+            elif done.error is not None:  # its user_expressions could not be evaluated
+                cell.user_expressions = {}
+            self._finish_cell(outcome, cell)
+            return
+        if done.error is not None or not self._replied:  # the worker died while it answered
+            error = done.error
+            ename, evalue = (_ename(error), error.evalue) if error else ("WorkerDied", "no reply")
+            self._reply(outcome, SHELL, request, {
+                "status": "error", "ename": ename, "evalue": evalue,
+                "traceback": coloured(error.traceback if error else "", ename, evalue)})
+        self._status(outcome, "idle", request)
+        self._current, self._asked, self._replied = None, "", False
+        self._next(outcome)
+
+    def _finish_cell(self, outcome: Outcome[Sent], cell: _Cell) -> None:
+        """The execute_reply (after the error on IOPub); then what a failure aborts."""
+        if note := self._displays.omitted():
+            self._streams(outcome, [Stream("stderr", note)])  # under the cell: still `_cell`
+        self._cell, self._current, self._asked = None, None, ""
+        error = cell.error
+        if error is None:
+            self._reply(outcome, SHELL, cell.request, {
+                "status": "ok", "execution_count": cell.count,
+                "user_expressions": cell.user_expressions, "payload": cell.payload})
+        else:
+            content = _error_content(_ename(error), error.evalue, cell.count,
+                                     coloured(error.traceback, _ename(error), error.evalue))
+            if not cell.silent and content["traceback"]:  # none: said its own way already
+                self._publish(outcome, "error", {k: content[k] for k in (
+                    "ename", "evalue", "traceback")}, cell.request)
+            self._reply(outcome, SHELL, cell.request, content)
+        self._status(outcome, "idle", cell.request)
+        if error is not None and cell.stop_on_error:
+            self._abort_queued(outcome)
+        self._next(outcome)
+
+    def _abort_queued(self, outcome: Outcome[Sent]) -> None:
+        """Every execute_request queued behind a failed cell is answered `aborted`, unrun.
+
+        As ipykernel does: a notebook's "run all" stops at the first error.
+        Requests of other kinds (completion, say) are still served.
+        """
+        kept: deque[Message] = deque()
+        for request in self._queue:
+            if request.msg_type != "execute_request":
+                kept.append(request)
+                continue
+            self._status(outcome, "busy", request)
+            self._reply(outcome, SHELL, request, {"status": "aborted",
+                                                  "execution_count": self.execution_count})
+            self._status(outcome, "idle", request)
+        self._queue = kept
+
+    def _next(self, outcome: Outcome[Sent]) -> None:
+        """Serve the queued shell requests until one needs the worker."""
+        while self._current is None and self._queue:
+            self._handle(SHELL, self._queue.popleft(), outcome)
+
+
+class DisplayBudget:
+    """A cell's displays, bounded: `MAX_DISPLAYS` are shown, updates are coalesced.
+
+    A loop that displays a million values must not become a million messages
+    (a front end that falls behind loses IOPub messages, its `idle` among
+    them): past the budget, displays are counted and the cell ends with a
+    note saying how many were not shown. Updates of a display (a progress
+    bar's `update_display`) only change it in place: each display's last
+    state is sent, at most once per `INTERVAL`.
     """
 
-    def __init__(self, key: bytes, scheme: str = "hmac-sha256") -> None:
-        kind, _, digest = scheme.partition("-")
-        if kind != "hmac" or digest not in hashlib.algorithms_available:
-            raise ValueError(f"unsupported signature_scheme {scheme!r} "
-                             "(expected hmac-<digest>, such as hmac-sha256)")
-        self.key = key
-        self._digest = digest
-        self._seen: OrderedDict[bytes, None] = OrderedDict()
+    def __init__(self, limit: int = MAX_DISPLAYS) -> None:
+        self.limit = limit
+        self.flush_at: float | None = None  # when held updates are due
+        self._held: dict[str, Display] = {}
+        self.begin()
 
-    def sign(self, parts: Sequence[bytes]) -> bytes:
-        if not self.key:
-            return b""
-        mac = hmac.new(self.key, digestmod=self._digest)
-        for part in parts:
-            mac.update(part)
-        return mac.hexdigest().encode()
+    def begin(self) -> None:
+        """A new cell: a full budget."""
+        self._left = self.limit
+        self._dropped = 0
 
-    def check(self, signature: bytes, parts: Sequence[bytes]) -> None:
-        """Raise `BadMessage` unless `signature` is right for `parts` and new."""
-        if not self.key:
-            return
-        if not hmac.compare_digest(signature, self.sign(parts)):
-            raise BadMessage("invalid signature")
-        if signature in self._seen:
-            raise BadMessage("duplicate signature (a replayed message)")
-        self._seen[signature] = None
-        if len(self._seen) > REPLAY_MEMORY:
-            self._seen.popitem(last=False)
+    def admit(self) -> bool:
+        """Whether a display_data may be sent (else it is counted as omitted)."""
+        if self._left > 0:
+            self._left -= 1
+            return True
+        self._dropped += 1
+        return False
 
+    def hold(self, update: Display, now: float) -> None:
+        assert update.display_id is not None
+        self._held.pop(update.display_id, None)  # moves to the end: updates keep their order
+        self._held[update.display_id] = update
+        if self.flush_at is None:
+            self.flush_at = now + INTERVAL
 
-class Message:
-    """One message, as received or about to be sent."""
+    def due(self, now: float) -> bool:
+        return self.flush_at is not None and now >= self.flush_at
 
-    __slots__ = ("buffers", "content", "header", "identities", "metadata", "parent_header")
+    def take(self) -> list[Display]:
+        """The held updates, each display's last, in the order they were last changed."""
+        held = list(self._held.values())
+        self._held = {}
+        self.flush_at = None
+        return held
 
-    def __init__(self, header: dict[str, Any], parent_header: dict[str, Any],
-                 metadata: dict[str, Any], content: dict[str, Any],
-                 identities: Sequence[bytes] = (), buffers: Sequence[bytes] = ()) -> None:
-        self.header = header
-        self.parent_header = parent_header
-        self.metadata = metadata
-        self.content = content
-        self.identities = list(identities)
-        self.buffers = list(buffers)
+    def omitted(self) -> str:
+        """The note for the cell's end, if displays were left out."""
+        if not self._dropped:
+            return ""
+        from pyrelune.shaping import notes
 
-    @property
-    def msg_type(self) -> str:
-        return str(self.header.get("msg_type", ""))
-
-    @property
-    def msg_id(self) -> str:
-        return str(self.header.get("msg_id", ""))
-
-    def __repr__(self) -> str:
-        return f"Message({self.msg_type!r}, {self.msg_id!r})"
+        return notes.displays_past_limit(self._dropped, self.limit)
 
 
-def parse(frames: Sequence[bytes], signer: Signer) -> Message:
-    """The message in `frames`, its signature checked; `BadMessage` if it is not one."""
-    try:
-        at = list(frames).index(DELIMITER)
-    except ValueError:
-        raise BadMessage("no <IDS|MSG> delimiter") from None
-    parts = list(frames[at + 1:])
-    if len(parts) < 5:
-        raise BadMessage(f"{len(parts)} frames after the delimiter, at least 5 expected")
-    signer.check(parts[0], parts[1:5])
-    header, parent, metadata, content = (_json_object(part, name) for part, name in zip(
-        parts[1:5], ("header", "parent_header", "metadata", "content"), strict=True))
-    for field in ("msg_id", "msg_type"):
-        if not isinstance(header.get(field), str) or not header[field]:
-            raise BadMessage(f"header without a {field}")
-    return Message(header, parent, metadata, content, frames[:at], parts[5:])
+def kernel_info() -> dict[str, Any]:
+    """kernel_info_reply's content: language_info as ipykernel gives it."""
+    import platform  # here: few requests need it
+
+    python = platform.python_version()
+    return {
+        "status": "ok",
+        "protocol_version": PROTOCOL_VERSION,
+        "implementation": "pyrelune",
+        "implementation_version": __version__,
+        "language_info": {
+            "name": "python",
+            "version": python,
+            "mimetype": "text/x-python",
+            "codemirror_mode": {"name": "ipython", "version": 3},
+            "pygments_lexer": "ipython3",
+            "nbconvert_exporter": "python",
+            "file_extension": ".py",
+        },
+        "banner": (f"Python {sys.version}\npyrelune {__version__}: a kernel whose interrupt "
+                   "always ends the cell and whose worker is replaced if it dies\n"),
+        "help_links": HELP_LINKS,
+        "debugger": False,
+    }
 
 
-def _json_object(frame: bytes, name: str) -> dict[str, Any]:
-    try:
-        value = fastjson.loads(frame.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise BadMessage(f"{name} is not JSON ({str(exc)[:100]})") from None
-    if not isinstance(value, dict):
-        raise BadMessage(f"{name} is not a JSON object")
-    return value
+def history(cells: list[tuple[int, str]], request: dict[str, Any]) -> list[list[Any]]:
+    """history_request's entries over this session's `cells`: tail, range or search."""
+    output = bool(request.get("output", False))
+    access = request.get("hist_access_type", "tail")
+    chosen: list[tuple[int, str]]
+    if access == "range":
+        session = request.get("session", 0)
+        if session not in (0, SESSION):
+            return []  # earlier sessions: this kernel keeps none
+        start = _int(request.get("start"), None) or 1
+        stop = _int(request.get("stop"), None)
+        chosen = [(n, s) for n, s in cells if n >= start and (stop is None or n < stop)]
+    elif access == "search":
+        from fnmatch import fnmatchcase
+
+        pattern = request.get("pattern") or "*"
+        chosen = [(n, s) for n, s in cells if fnmatchcase(s, str(pattern))]
+        if request.get("unique"):
+            seen: set[str] = set()
+            unique = []
+            for n, s in reversed(chosen):  # the last run of each source is kept
+                if s not in seen:
+                    seen.add(s)
+                    unique.append((n, s))
+            chosen = unique[::-1]
+        chosen = _last(chosen, request.get("n"))
+    else:
+        chosen = _last(cells, request.get("n", 10))
+    return [[SESSION, n, [s, None] if output else s] for n, s in chosen]
 
 
-def serialize(message: Message, signer: Signer) -> list[bytes]:
-    """The frames of `message`, signed."""
-    parts = [encode(message.header), encode(message.parent_header), encode(message.metadata),
-             encode(message.content)]
-    return [*message.identities, DELIMITER, signer.sign(parts), *parts, *message.buffers]
+def _last(cells: list[tuple[int, str]], n: Any) -> list[tuple[int, str]]:
+    count = _int(n, None)
+    return cells if count is None else (cells[-count:] if count > 0 else [])
 
 
-def encode(value: dict[str, Any]) -> bytes:
-    """Strict UTF-8 JSON: NaN and infinities (a user's JSON output) become null."""
-    try:
-        return fastjson.dumps(value, ensure_ascii=False, allow_nan=False).encode(
-            "utf-8", "replace")
-    except ValueError:
-        return fastjson.dumps(_finite(value), ensure_ascii=False).encode("utf-8", "replace")
+def _int(value: Any, default: int | None) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and value - value != 0:  # NaN or an infinity
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
+def _code_and_cursor(content: dict[str, Any]) -> dict[str, Any]:
+    code = content.get("code")
+    code = code if isinstance(code, str) else ""
+    cursor = content.get("cursor_pos")
+    if not isinstance(cursor, int) or isinstance(cursor, bool) or not 0 <= cursor <= len(code):
+        cursor = len(code)
+    return {"code": code, "cursor_pos": cursor}
 
 
-def now() -> str:
-    """The header's `date`: ISO 8601 in UTC."""
-    return datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+def _theirs(bundle: dict[str, Any]) -> dict[str, Any]:
+    """A bundle without the types pyrelune adds for its own hosts (a table as JSONML, an rpc
+    item): a notebook keeps what ipykernel would have given it."""
+    if not any(mime.startswith(events.OWN_MIME) for mime in bundle):
+        return bundle
+    return {mime: value for mime, value in bundle.items() if not mime.startswith(events.OWN_MIME)}
 
 
-class Builder:
-    """Makes the kernel's messages: one session id, a fresh msg_id each."""
+def _ename(error: CellError) -> str:
+    return error.ename or _ENAMES.get(error.code, "Error")
 
-    def __init__(self, session: str, username: str) -> None:
-        self.session = session
-        self.username = username
 
-    def header(self, msg_type: str) -> dict[str, Any]:
-        return {"msg_id": os.urandom(16).hex(), "msg_type": msg_type, "session": self.session,
-                "username": self.username, "version": PROTOCOL_VERSION, "date": now()}
+def _error_content(ename: str, evalue: str, count: int,
+                   traceback: list[str] | None = None) -> dict[str, Any]:
+    return {"status": "error", "execution_count": count, "ename": ename, "evalue": evalue,
+            "traceback": [f"{ename}: {evalue}"] if traceback is None else traceback,
+            "user_expressions": {},
+            "payload": []}
 
-    def reply(self, request: Message, content: dict[str, Any],
-              msg_type: str | None = None) -> Message:
-        """The reply to `request`, routed back to its sender."""
-        kind = msg_type or request.msg_type.replace("_request", "_reply")
-        return Message(self.header(kind), request.header, {}, content, request.identities)
 
-    def publish(self, msg_type: str, content: dict[str, Any],
-                parent: Message | None, metadata: dict[str, Any] | None = None,
-                buffers: Sequence[bytes] = ()) -> Message:
-        """A message on IOPub: topic `kernel.<session>.<msg_type>`, as ipykernel names it."""
-        topic = f"kernel.{self.session}.{msg_type}".encode()
-        return Message(self.header(msg_type), parent.header if parent is not None else {},
-                       metadata or {}, content, [topic], buffers)
-
-    def to(self, request: Message, msg_type: str, content: dict[str, Any]) -> Message:
-        """A request of the kernel's own (stdin's input_request) to the sender of `request`."""
-        return Message(self.header(msg_type), request.header, {}, content, request.identities)
+#: Each request type's handler; `_CONTROL` are served on the control channel too.
+_HANDLERS: dict[str, Callable[[JupyterCodec, str, Message, Outcome[Sent]], bool]] = {
+    "kernel_info_request": JupyterCodec._on_kernel_info,
+    "execute_request": JupyterCodec._on_execute,
+    "complete_request": JupyterCodec._on_complete,
+    "inspect_request": JupyterCodec._on_inspect,
+    "is_complete_request": JupyterCodec._on_is_complete,
+    "history_request": JupyterCodec._on_history,
+    "comm_info_request": JupyterCodec._on_comm_info,
+    "interrupt_request": JupyterCodec._on_interrupt,
+    **dict.fromkeys(COMM_TYPES, JupyterCodec._on_comm),
+    "shutdown_request": JupyterCodec._on_shutdown,
+}
+_CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request"})

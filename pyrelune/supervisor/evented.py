@@ -1,6 +1,6 @@
 """The event-loop driver: a kernel whose worker is watched by the kernel's loop (rpc, Jupyter).
 
-The loop is `transports.reactor.Reactor` for the rpc kernel over a pipe and
+The loop is `loop.reactor.Reactor` for the rpc kernel over a pipe and
 for the Jupyter kernel, and asyncio's for rpc over WebSocket: this asks of it
 only what `Loop` offers.
 
@@ -28,8 +28,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
+    from pyrelune.loop.reactor import Loop, TimerHandle
     from pyrelune.supervisor.link import WorkerLink
-    from pyrelune.transports.reactor import Loop, TimerHandle
     from pyrelune.wire.commands import Command
     from pyrelune.wire.events import Event
 

@@ -2,7 +2,7 @@
 
 The rpc kernel over a pipe: requests arrive one per line on stdin, messages
 leave one per line on a private duplicate of stdout. A pipe or socket is read on
-the event loop (a `transports.reactor.Reactor`, or asyncio's: only the methods
+the event loop (a `loop.reactor.Reactor`, or asyncio's: only the methods
 they share are used); anything else (a file, a terminal) on a thread. A line longer
 than `max_size` is reported, skipped to its end and never held in memory whole.
 Writes are plain blocking writes, in order, one per turn of the event loop:
@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from pyrelune.transports.reactor import Loop
+    from pyrelune.loop.reactor import Loop
 
 #: Requests answered in a row by one call of the reader (see `_readable`).
 _RUN = 16

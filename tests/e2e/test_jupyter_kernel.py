@@ -422,8 +422,8 @@ def test_a_restart_gives_a_fresh_namespace(tmp_path: Path) -> None:
 
 # -- nothing of it on the oneshot path ------------------------------------------------------
 
-JUPYTER_MODULES = ("zmq", "pyrelune.modes.jupyter", "pyrelune.protocols.jupyter",
-                   "pyrelune.protocols.jupyterkernel", "pyrelune.protocols.colourtb",
+JUPYTER_MODULES = ("zmq", "pyrelune.modes.jupyter", "pyrelune.protocols.jupytermessages",
+                   "pyrelune.protocols.jupyter", "pyrelune.protocols.colourtb",
                    "pyrelune.transports.zmqsockets", "pyrelune.cli.jupyterargs",
                    "pyrelune.worker.introspect", "pyrelune.worker.completeness")
 

@@ -47,7 +47,7 @@ def test_the_pipe_kernel_runs_a_cell_without_asyncio() -> None:
     messages = [json.loads(line) for line in result.stdout.splitlines()]
     assert messages[-1]["event"] == "execute.done", messages
     assert messages[-1]["data"]["status"] == "ok"
-    assert "pyrelune.transports.reactor" in modules
+    assert "pyrelune.loop.reactor" in modules
     assert "asyncio" not in modules
 
 

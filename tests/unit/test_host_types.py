@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pyrelune.protocols import jupyterkernel, lines, rpcmessages, vixnote, vixnote_outputs
+from pyrelune.protocols import jupyter, lines, rpcmessages, vixnote, vixnote_outputs
 from pyrelune.wire.events import ITEM_MIME, JSONML_MIME, TEXT_FORMS, Display
 from pyrelune.worker import display
 from pyrelune.worker.display import mime_bundle, shown
@@ -86,7 +86,7 @@ def test_jupyter_gets_every_type(monkeypatch: pytest.MonkeyPatch) -> None:
     thing = Everything()
     everything = set(mime_bundle(thing)[0])  # no host said: every type
     assert len(everything) == 11
-    display.host_shows(jupyterkernel.SHOWN)
+    display.host_shows(jupyter.SHOWN)
     thing = Everything()
     assert set(mime_bundle(thing)[0]) == everything and thing.bundle_include is None
 
@@ -124,7 +124,7 @@ def test_each_host_loses_nothing_by_being_sent_only_what_it_shows(data: dict[str
         shown_types = vixnote.shown(order)
         assert vixnote_outputs.select_output(Display(_cut(data, shown_types), {}), order,
                                              1 << 20).data == whole
-    assert jupyterkernel._theirs(_cut(data, jupyterkernel.SHOWN)) == jupyterkernel._theirs(data)
+    assert jupyter._theirs(_cut(data, jupyter.SHOWN)) == jupyter._theirs(data)
 
 
 def test_vix_note_is_sent_its_types_in_its_order_and_what_they_are_made_from() -> None:

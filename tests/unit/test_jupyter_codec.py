@@ -8,10 +8,17 @@ import pytest
 from jupyter_client.session import Session
 
 from pyrelune.cli.jupyterargs import connection_file
-from pyrelune.protocols import jupyter
+from pyrelune.protocols import jupytermessages
 from pyrelune.protocols.colourtb import coloured
-from pyrelune.protocols.jupyter import BadMessage, Builder, Message, Signer, parse, serialize
-from pyrelune.protocols.jupyterkernel import MAX_DISPLAYS, JupyterCodec, history
+from pyrelune.protocols.jupyter import MAX_DISPLAYS, JupyterCodec, history
+from pyrelune.protocols.jupytermessages import (
+    BadMessage,
+    Builder,
+    Message,
+    Signer,
+    parse,
+    serialize,
+)
 from pyrelune.protocols.outcome import Outcome
 from pyrelune.wire.commands import Execute, InputReply, Interrupt, Query, RefuseInput, Shutdown
 from pyrelune.wire.events import (
@@ -29,7 +36,7 @@ from pyrelune.wire.events import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from pyrelune.protocols.jupyterkernel import Sent
+    from pyrelune.protocols.jupyter import Sent
 
 KEY = b"secret-key"
 
@@ -69,7 +76,7 @@ def test_what_the_kernel_sends_jupyter_client_reads_and_trusts() -> None:
     assert read["parent_header"]["msg_id"] == request.msg_id
     header = read["header"]
     assert header["session"] == "kernel-session" and header["username"] == "me"
-    assert header["version"] == jupyter.PROTOCOL_VERSION and header["msg_id"]
+    assert header["version"] == jupytermessages.PROTOCOL_VERSION and header["msg_id"]
     assert str(header["date"]).startswith("20")
 
 
@@ -78,7 +85,7 @@ def test_what_the_kernel_sends_jupyter_client_reads_and_trusts() -> None:
 def test_a_message_that_is_not_signed_right_or_not_whole_is_refused(damage: str) -> None:
     raw, _ = frames("execute_request", {"code": "1"},
                     key=b"other" if damage == "wrong key" else KEY)
-    at = raw.index(jupyter.DELIMITER)
+    at = raw.index(jupytermessages.DELIMITER)
     if damage == "tampered":
         raw[at + 5] = b'{"code": "import os; os.system(\'x\')"}'
     elif damage == "no delimiter":
@@ -113,7 +120,7 @@ def test_only_hmac_schemes_are_accepted() -> None:
 
 
 def test_non_finite_numbers_are_sent_as_null() -> None:
-    assert jupyter.encode({"x": float("nan"), "y": [float("inf"), 1.5]}) == (
+    assert jupytermessages.encode({"x": float("nan"), "y": [float("inf"), 1.5]}) == (
         b'{"x": null, "y": [null, 1.5]}')
 
 
@@ -463,7 +470,7 @@ def test_the_kernels_command_line_names_its_shell() -> None:
 def test_messages_built_carry_every_header_field() -> None:
     message = Builder("s", "u").publish("status", {"execution_state": "idle"}, None)
     assert isinstance(message, Message)
-    assert set(jupyter.HEADER_FIELDS) <= set(message.header)
+    assert set(jupytermessages.HEADER_FIELDS) <= set(message.header)
     assert message.identities == [b"kernel.s.status"] and message.parent_header == {}
 
 

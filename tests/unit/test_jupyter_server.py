@@ -14,14 +14,14 @@ from collections.abc import Callable, Iterator
 import pytest
 from support.stall import stall_first_worker
 
+from pyrelune.loop.reactor import Reactor
 from pyrelune.modes.jupyter import Connection, JupyterServer
-from pyrelune.protocols import jupyter
+from pyrelune.protocols import jupytermessages
 from pyrelune.settings import IPYTHON, PLAIN
-from pyrelune.transports.reactor import Reactor
 
 KEY = b"key"
-SIGNER = jupyter.Signer(KEY)
-CLIENT = jupyter.Builder("client-session", "tester")
+SIGNER = jupytermessages.Signer(KEY)
+CLIENT = jupytermessages.Builder("client-session", "tester")
 
 
 class FakeSockets:
@@ -33,14 +33,14 @@ class FakeSockets:
     def __init__(self) -> None:
         self.inbox: dict[str, deque[list[bytes]]] = {c: deque() for c in ("control", "shell",
                                                                           "stdin")}
-        self.on_send: Callable[[str, jupyter.Message], None] = lambda channel, message: None
+        self.on_send: Callable[[str, jupytermessages.Message], None] = lambda channel, message: None
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
 
     def deliver(self, channel: str, msg_type: str, content: dict[str, object]) -> str:
         """Queue a request from the front end, waking the loop; its msg_id."""
-        message = jupyter.Message(CLIENT.header(msg_type), {}, {}, content, [b"front-end"])
-        self.inbox[channel].append(jupyter.serialize(message, SIGNER))
+        message = jupytermessages.Message(CLIENT.header(msg_type), {}, {}, content, [b"front-end"])
+        self.inbox[channel].append(jupytermessages.serialize(message, SIGNER))
         os.write(self._wake_w, b"x")
         return message.msg_id
 
@@ -58,7 +58,7 @@ class FakeSockets:
         return self.inbox[channel].popleft() if self.inbox[channel] else None
 
     def send(self, channel: str, frames: list[bytes]) -> None:
-        self.on_send(channel, jupyter.parse(frames, SIGNER))
+        self.on_send(channel, jupytermessages.parse(frames, SIGNER))
 
     def close(self) -> None:
         os.close(self._wake_r)
@@ -89,12 +89,14 @@ def ipython_kernel() -> Iterator[tuple[JupyterServer, FakeSockets, Reactor]]:
     yield from _served(IPYTHON)
 
 
-def _until_reply(loop: Reactor, sockets: FakeSockets, msg_id: str,
-                 seen: Callable[[str, jupyter.Message], None] | None = None) -> jupyter.Message:
+def _until_reply(
+        loop: Reactor, sockets: FakeSockets, msg_id: str,
+        seen: Callable[[str, jupytermessages.Message], None] | None = None,
+) -> jupytermessages.Message:
     """Run the loop until the reply to `msg_id` is sent; every message goes to `seen`."""
-    replies: list[jupyter.Message] = []
+    replies: list[jupytermessages.Message] = []
 
-    def on_send(channel: str, message: jupyter.Message) -> None:
+    def on_send(channel: str, message: jupytermessages.Message) -> None:
         if seen is not None:
             seen(channel, message)
         if channel != "iopub" and message.parent_header.get("msg_id") == msg_id:
@@ -151,7 +153,7 @@ def test_an_interrupt_ends_a_cell_whose_worker_was_just_forked(
     code = "print('ran')" if stalled else "import time\ntime.sleep(300)"
     msg_id = sockets.deliver("shell", "execute_request", {"code": code})
 
-    def interrupt_at_once(channel: str, message: jupyter.Message) -> None:
+    def interrupt_at_once(channel: str, message: jupytermessages.Message) -> None:
         if message.msg_type == "execute_input":  # the cell is handed to a worker not yet forked
             assert server.kernel is None
             sockets.deliver("control", "interrupt_request", {})
@@ -184,7 +186,7 @@ def test_an_interrupt_ends_a_cell_sent_while_ipythons_shell_is_being_made(
     msg_id = sockets.deliver("shell", "execute_request",
                              {"code": "import time\ntime.sleep(300)"})
 
-    def interrupt_at_once(channel: str, message: jupyter.Message) -> None:
+    def interrupt_at_once(channel: str, message: jupytermessages.Message) -> None:
         if message.msg_type == "execute_input":  # the worker is still importing IPython
             sockets.deliver("control", "interrupt_request", {})
 

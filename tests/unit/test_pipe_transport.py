@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from pyrelune.loop.reactor import Reactor
 from pyrelune.transports.pipe import OVERSIZED, LineConnection, LineSplitter
-from pyrelune.transports.reactor import Reactor
 
 #: Only so that a broken build fails instead of hanging.
 PATIENCE = 60.0

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pyrelune.transports.reactor import Reactor
+from pyrelune.loop.reactor import Reactor
 
 #: Only so that a broken loop fails instead of hanging.
 PATIENCE = 30.0

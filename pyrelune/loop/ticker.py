@@ -12,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from pyrelune.transports.reactor import Loop, TimerHandle
+    from pyrelune.loop.reactor import Loop, TimerHandle
 
 
 class Ticker:
