@@ -17,7 +17,6 @@ import time
 
 from pyrelune.supervisor.link import WorkerLink
 from pyrelune.supervisor.session import LINGER, Kill
-from pyrelune.wire.commands import Interrupt
 from pyrelune.wire.events import Done, Stream
 
 TYPE_CHECKING = False
@@ -76,11 +75,11 @@ def run(link: WorkerLink, soon: bool = False,
         if session.timed(now):  # a deadline, an interrupt or a pause: the clock has a say
             heard = link.heard()
             due = session.due(now, heard)
-            if isinstance(due, Interrupt):
-                link.interrupt()
-            elif isinstance(due, Kill):
+            if isinstance(due, Kill):
                 yield from link.kill(due.error)
                 return
+            if due is not None:  # the deadline's Interrupt
+                link.interrupt()
             wake = session.wake_at(now, heard)
             wait = None if wake is None else max(0.0, wake - now)
             if session.paused(now):

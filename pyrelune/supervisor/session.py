@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from pyrelune import fastjson, transition
 from pyrelune.wire import LineBuffer
-from pyrelune.wire.commands import Interrupt
 from pyrelune.wire.events import (
     CONTINUE,
     INTERRUPTED,
@@ -45,6 +44,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TypeAlias
 
+    from pyrelune.wire.commands import Interrupt
     from pyrelune.wire.events import Event
 
 #: Between the interrupt and the kill: a cell may clean up, but not for long.
@@ -84,7 +84,6 @@ class Kill:
         return f"Kill({self.error!r})"
 
 
-INTERRUPT = Interrupt()
 _SEND_CONTINUE = Send(CONTINUE)
 
 # The current cell's states.
@@ -279,6 +278,9 @@ class Session:
         if self._deadline is not None and now >= self._deadline and self.allows(DEADLINE):
             self.state = step(self.state, DEADLINE)
             self._arm(now, self._grace)
+            # Imported when a deadline passes: a oneshot cell's start does without the module.
+            from pyrelune.wire.commands import INTERRUPT
+
             return INTERRUPT
         kill_at = self.kill_at(heard)
         if kill_at is not None and now >= kill_at:

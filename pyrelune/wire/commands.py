@@ -107,6 +107,10 @@ class Interrupt:
     __slots__ = ()
 
 
+#: The one Interrupt there need be (it carries nothing).
+INTERRUPT = Interrupt()
+
+
 class Shutdown:
     """Stop the kernel once the messages before it are sent; `restart`: one will follow."""
 

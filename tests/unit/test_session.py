@@ -6,11 +6,11 @@ from pyrelune import fastjson
 from pyrelune.supervisor.session import (
     COALESCE,
     GRACE,
-    INTERRUPT,
     Kill,
     Send,
     Session,
 )
+from pyrelune.wire.commands import INTERRUPT
 from pyrelune.wire.events import (
     CONTINUE,
     INTERRUPTED,

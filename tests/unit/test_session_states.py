@@ -20,7 +20,6 @@ from pyrelune.supervisor.session import (
     FINISHED,
     FOREIGN,
     GRACE,
-    INTERRUPT,
     INTERRUPT_SENT,
     INTERRUPTING,
     RUNNING,
@@ -29,6 +28,7 @@ from pyrelune.supervisor.session import (
     Kill,
     Session,
 )
+from pyrelune.wire.commands import INTERRUPT
 from pyrelune.wire.events import WORKER_DIED, Done, message_limit, to_wire
 
 KEY = "0123456789abcdef"
