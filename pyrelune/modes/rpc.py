@@ -8,9 +8,7 @@ hands its events back as they happen). Over a pipe the loop is a
 alone takes longer to import than the rest of the kernel. WebSocket needs
 asyncio (the `websockets` package runs on it); the same `RpcServer` runs on
 either loop, with callbacks only, and the coroutines around it are
-WebSocket's. Stream text passes through the
-`Presenter` first, so `\r` progress bars arrive collapsed; a timer flushes
-the codec's coalesced output.
+WebSocket's. A timer flushes the codec's coalesced output.
 
 The kernel outlives its connections: a WebSocket client that reconnects finds
 the namespace (and a running cell) as it left them. One client at a time is
@@ -32,12 +30,11 @@ from pyrelune.modes import ConfigError
 from pyrelune.protocols import rpc, rpcmessages
 from pyrelune.settings import PLAIN
 from pyrelune.shaping.streaming import DEFAULT_LIMIT
-from pyrelune.shaping.terminal import Presenter
 from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.transports.stdio import closed, hold_stderr, say
 from pyrelune.wire.commands import Admit, CancelInput, Disconnect, Interrupt
-from pyrelune.wire.events import Clear, Comm, Display, InputRequest, Payload, Reply, Stream
+from pyrelune.wire.events import Comm, InputRequest, Payload, Reply
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -125,7 +122,6 @@ class RpcServer:
         self._when_settled: Callable[[], None] | None = None  # once no cell runs, no reset
         self._input_ended = False  # the pipe's input is over: no input() can be answered
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
-        self._screen = Presenter(self._present, interleave=True)
 
     # -- connections ---------------------------------------------------------
 
@@ -281,20 +277,13 @@ class RpcServer:
 
     def _on_event(self, event: Event) -> None:
         """One event of the running cell (or reset), in order, as the kernel reads it."""
-        if isinstance(event, Stream):
-            self._screen.add(event)  # \r and \b applied; on to _present
-            return
         if isinstance(event, Comm):
             return  # this protocol has no comms (its workers make none: see `worker.comms`)
         if isinstance(event, (Reply, Payload)):
             return  # the answer to a Query, which this protocol never asks; an IPython note
         if isinstance(event, InputRequest) and self._input_ended:
             self.kernel.apply(CancelInput())
-        self._screen.flush()  # the lines held back go first, as `Presenter.add` has a display
         self._apply(self.protocol.output(event, time.monotonic()))
-
-    def _present(self, item: Stream | Display | Clear) -> None:
-        self._apply(self.protocol.output(item, time.monotonic()))
 
     def interrupt_or_stop(self, stop: Callable[[], None]) -> None:
         """SIGINT to the kernel process: interrupt the running cell; idle, stop if listening."""

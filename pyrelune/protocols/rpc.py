@@ -54,6 +54,7 @@ from pyrelune.protocols.rpcmessages import (
 )
 from pyrelune.shaping import Omitted, OutputBudget, clip
 from pyrelune.shaping.streaming import Cap, Coalescer
+from pyrelune.shaping.terminal import Presenter
 from pyrelune.wire import events
 from pyrelune.wire.commands import Admit, Disconnect, Execute, InputReply, Interrupt, Reset
 from pyrelune.wire.events import Clear, Display, Done, InputRequest, Stream
@@ -158,6 +159,8 @@ class RpcCodec:
         self._resets: list[str | int] = []  # requests waiting for the namespace to be cleared
         self._prompt: InputRequest | None = None  # the input() a waiting phase waits in
         self._coalescer = Coalescer()
+        self._settled: list[Stream | Display | Clear | InputRequest | Done] = []
+        self._screen = Presenter(self._settled.append, interleave=True)
         self._cap = Cap() if limit is None else Cap(limit)
         self._held = _Held(self._cap.limit)
         # The cell's output since it first cleared or showed an updatable display: a
@@ -322,8 +325,26 @@ class RpcCodec:
 
     def output(self, item: Stream | Display | Clear | InputRequest | Done,
                now: float) -> Outcome[Message]:
-        """One engine event of the running cell (or of the reset), for this connection."""
-        outcome = self._output(item, now)
+        """One engine event of the running cell (or of the reset), for this connection.
+
+        A terminal shows the host's text, so stream text passes a terminal's rules first
+        (`shaping.terminal.Presenter`): `\r` and `\b` applied, so a progress bar arrives
+        collapsed, and the two streams kept in the order a terminal shows them. What it
+        holds back of a line goes ahead of any other event.
+        """
+        if isinstance(item, Stream):
+            self._screen.add(item)
+        else:
+            self._screen.flush()
+        settled = self._settled.copy()  # the list the Presenter appends to stays this one
+        self._settled.clear()
+        if not isinstance(item, Stream):
+            settled.append(item)
+        outcome: Outcome[Message] = Outcome()
+        for each in settled:
+            part = self._output(each, now)
+            outcome.messages += part.messages
+            outcome.commands += part.commands
         if self.connection != SERVED:
             outcome.messages = self._held.hold(outcome.messages)
         return outcome

@@ -311,20 +311,33 @@ def test_pending_prompt_is_repeated_to_a_client_that_reconnects() -> None:
 def test_streams_are_coalesced_and_flushed_before_displays() -> None:
     kernel = rpc.RpcCodec()
     start(kernel)
-    first = sent(kernel.output(Stream("stdout", "a"), 10.0))
-    assert [m["data"]["text"] for m in first] == ["a"]  # the first text goes out at once
-    assert sent(kernel.output(Stream("stdout", "b"), 10.01)) == []
-    assert sent(kernel.output(Stream("stderr", "c"), 10.02)) == []
-    assert sent(kernel.output(Stream("stdout", "d"), 10.03)) == []
+    first = sent(kernel.output(Stream("stdout", "a\n"), 10.0))
+    assert [m["data"]["text"] for m in first] == ["a\n"]  # the first text goes out at once
+    assert sent(kernel.output(Stream("stdout", "b\n"), 10.01)) == []
+    assert sent(kernel.output(Stream("stderr", "c\n"), 10.02)) == []
+    assert sent(kernel.output(Stream("stdout", "d\n"), 10.03)) == []
     assert kernel.flush_at == pytest.approx(10.05)
     assert sent(kernel.tick(10.04)) == []
     due = sent(kernel.tick(10.05))
     assert [(m["data"]["name"], m["data"]["text"]) for m in due] == [
-        ("stdout", "b"), ("stderr", "c"), ("stdout", "d")]
-    kernel.output(Stream("stdout", "e"), 10.06)
+        ("stdout", "b\n"), ("stderr", "c\n"), ("stdout", "d\n")]
+    kernel.output(Stream("stdout", "e"), 10.06)  # a line not yet ended: held back
     shown = sent(kernel.output(Display({"text/plain": "'x'"}, {}), 10.07))
     assert [m["event"] for m in shown] == ["stream", "display_data"]
     assert shown[0]["data"]["text"] == "e"
+
+
+def test_a_progress_bar_arrives_collapsed_and_the_streams_in_a_terminals_order() -> None:
+    """The codec applies a terminal's rules to stream text (`shaping.terminal.Presenter`)."""
+    kernel = rpc.RpcCodec()
+    start(kernel)
+    assert sent(kernel.output(Stream("stderr", "10%\r50%\r"), 10.0)) == []
+    bar = sent(kernel.output(Stream("stderr", "100%\n"), 10.01)) + sent(kernel.tick(10.1))
+    assert "".join(m["data"]["text"] for m in bar) == "100%\n"
+    assert sent(kernel.output(Stream("stderr", "working"), 10.2)) == []  # may be rewritten
+    late = sent(kernel.output(Stream("stdout", "said\n"), 10.3)) + sent(kernel.tick(10.4))
+    assert [(m["data"]["name"], m["data"]["text"]) for m in late] == [
+        ("stderr", "working"), ("stdout", "said\n")]  # the other stream passes the line on
 
 
 def test_output_of_another_cell_goes_under_its_id_outside_the_running_cells_cap() -> None:
