@@ -229,27 +229,17 @@ def _collect(
     """The cell's output, shaped for Vix Note and within budget, and how it ended."""
     # Imported after the fork, so that on two cores they load while the
     # worker already compiles and runs the cell.
-    from pyrelune.protocols import vixnote_outputs
-    from pyrelune.shaping import OutputBudget
-    from pyrelune.shaping.terminal import Presenter
+    from pyrelune.protocols.vixnote_outputs import Shown
     from pyrelune.supervisor.blocking import supervise
 
-    budget = OutputBudget(max_output)
-
-    def keep(item: Stream | Display | Clear) -> None:
-        if isinstance(item, Display) and item.data:  # one output Vix Note shows, that fits
-            item = vixnote_outputs.select_output(item, order, budget.room())
-        budget.apply(item)  # Vix Note cannot update an output: it gets the last state
-
-    screen = Presenter(keep, plain=True)  # Vix Note shows text raw: no colour codes
+    shown = Shown(max_output, order)
     failure = None
     for event in supervise(worker, deadline or None, GRACE, max_output, started):
         if isinstance(event, Done):
             failure = event.error
         elif isinstance(event, (Stream, Display, Clear)):
-            screen.add(event)
-    screen.close()
-    return budget, failure
+            shown.add(event)
+    return shown.close(), failure
 
 
 def note_folder(document_path: str) -> str | None:

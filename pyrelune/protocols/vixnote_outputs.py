@@ -18,8 +18,39 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
+    from pyrelune.shaping import OutputBudget
+    from pyrelune.wire.events import Clear, Stream
+
 _SVG_NS = "http://www.w3.org/2000/svg"
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+class Shown:
+    """What the page shows of a cell's events: text raw (no colour codes; `\r` and `\b`
+    applied, as a terminal would), one output of an accepted type per display, and only the
+    last state of one that is updated (the page cannot update an output), within the budget.
+    """
+
+    def __init__(self, max_output: int, order: tuple[str, ...]) -> None:
+        from pyrelune.shaping import OutputBudget
+        from pyrelune.shaping.terminal import Presenter
+
+        self.budget = OutputBudget(max_output)
+        self._order = order
+        self._screen = Presenter(self._keep, plain=True)
+
+    def add(self, item: Stream | Display | Clear) -> None:
+        self._screen.add(item)
+
+    def close(self) -> OutputBudget:
+        """The end of the cell: what was held back of a line goes in too."""
+        self._screen.close()
+        return self.budget
+
+    def _keep(self, item: Stream | Display | Clear) -> None:
+        if isinstance(item, Display) and item.data:  # one output Vix Note shows, that fits
+            item = select_output(item, self._order, self.budget.room())
+        self.budget.apply(item)
 
 
 def select_output(display: Display, order: tuple[str, ...], room: int) -> Display:

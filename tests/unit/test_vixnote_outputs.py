@@ -13,11 +13,12 @@ from PIL import Image
 from pyrelune.protocols import vixnote
 from pyrelune.protocols.vixnote_outputs import (
     MIME_ORDER,
+    Shown,
     raster_svg,
     select_output,
     svg_for_host,
 )
-from pyrelune.wire.events import Display
+from pyrelune.wire.events import Display, Stream
 from pyrelune.worker.display import mime_bundle
 
 ROOM = 1 << 20
@@ -198,3 +199,17 @@ def test_select_output_is_what_the_response_holds() -> None:
                              budget.room()))
     response = json.loads(vixnote.respond(budget, None, None))
     assert response["outputs"] == [{"mime": "image/svg+xml", "data": SVG}]
+
+
+def test_what_the_page_shows_of_a_cells_events() -> None:
+    """Text raw and settled as a terminal shows it, one output per display, the last state of
+    an updated one: `Shown`, which the oneshot mode hands every event of a cell."""
+    shown = Shown(10_000, vixnote.MIME_ORDER)
+    shown.add(Stream("stderr", "\x1b[31m10%\r50%\r100%\x1b[0m\n"))
+    shown.add(Display({"text/plain": "1", "text/html": "<b>1</b>"}, {}, display_id="d"))
+    shown.add(Display({"text/plain": "2"}, {}, display_id="d", update=True))
+    shown.add(Stream("stdout", "unfinished"))
+    items = list(shown.close().items())
+    assert [(type(i).__name__, getattr(i, "text", None) or getattr(i, "data", None))
+            for i in items] == [("Stream", "100%\n"), ("Display", {"text/plain": "2"}),
+                                ("Stream", "unfinished")]
