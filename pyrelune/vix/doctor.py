@@ -229,16 +229,16 @@ def _launcher_check(extension: discovery.Extension, reinstall: str) -> Check:
 def _round_trip(extension: discovery.Extension, runner: Runner, reinstall: str) -> Check:
     payload = host.request(PROBE, extension.id, extension.version)
     exchange = runner(extension.command, payload)
-    outcome = host.interpret(exchange)
+    verdict = host.interpret(exchange)
     took = f"{exchange.seconds * 1000:.0f} ms"
-    if outcome.ok and outcome.text() == EXPECTED and len(outcome.outputs) == 1:
+    if verdict.ok and verdict.text() == EXPECTED and len(verdict.outputs) == 1:
         return Check("round trip", True, f"{PROBE} gave {EXPECTED.strip()} in {took} "
                      "(start-up included, started exactly as Vix Note does)")
-    if outcome.ok:
-        shown = "; ".join(f"{kind}: {text.strip()[:200]}" for kind, text in outcome.outputs)
+    if verdict.ok:
+        shown = "; ".join(f"{kind}: {text.strip()[:200]}" for kind, text in verdict.outputs)
         detail = f"{PROBE} showed {shown or 'nothing'} instead of {EXPECTED.strip()}"
     else:
         stderr = exchange.stderr.decode("utf-8", "replace").strip()
-        detail = f"Vix Note would show {outcome.message!r}" + (
+        detail = f"Vix Note would show {verdict.message!r}" + (
             f"; stderr: {stderr[-300:]}" if stderr else "")
     return Check("round trip", False, f"{detail} (after {took})", reinstall)

@@ -42,8 +42,9 @@ class Exchange:
 
 
 @dataclass
-class Outcome:
-    """What the user sees in the cell; the response as parsed, when stdout was JSON."""
+class Verdict:
+    """What the host makes of an exchange: what the user sees in the cell, and the response
+    as parsed, when stdout was JSON."""
 
     ok: bool
     message: str
@@ -113,40 +114,40 @@ def _reap(process: subprocess.Popen[bytes]) -> None:
         pass  # unkillable (uninterruptible sleep): nothing more a host can do
 
 
-def interpret(exchange: Exchange) -> Outcome:
+def interpret(exchange: Exchange) -> Verdict:
     """The cell's result as Vix Note shows it; messages prefixed "crash:" would bring it down."""
     if exchange.failure:  # what the runtime wrote does not survive it (kept to diagnose)
-        return Outcome(False, exchange.failure)
+        return Verdict(False, exchange.failure)
     stderr = exchange.stderr.decode("utf-8", "replace")
     if exchange.returncode != 0:
-        return Outcome(False, "extension process failed", [("stderr", stderr)] if stderr else [])
+        return Verdict(False, "extension process failed", [("stderr", stderr)] if stderr else [])
     try:
         response = strict_loads(exchange.stdout)
     except ValueError as error:
-        return Outcome(False, f"extension returned invalid JSON ({error})",
+        return Verdict(False, f"extension returned invalid JSON ({error})",
                        [("stderr", stderr)] if stderr else [])
     try:
-        outcome = _read_response(response, stderr)
+        verdict = _read_response(response, stderr)
     except TypeError as error:
-        outcome = Outcome(False, f"crash: {error}")
-    outcome.response = response
-    return outcome
+        verdict = Verdict(False, f"crash: {error}")
+    verdict.response = response
+    return verdict
 
 
-def _read_response(response: Any, stderr: str) -> Outcome:
+def _read_response(response: Any, stderr: str) -> Verdict:
     if not isinstance(response, dict):
         raise TypeError(f"the response is {type(response).__name__}, not an object")
     protocol = _get_string(response, "protocol", "")
     if protocol and protocol != PROTOCOL:
-        return Outcome(False, "extension returned invalid protocol")
+        return Verdict(False, "extension returned invalid protocol")
     if not isinstance(response.get("ok"), bool):
-        return Outcome(False, "extension response missing boolean ok")
+        return Verdict(False, "extension response missing boolean ok")
     if not response["ok"]:
         error = response.get("error", {})
         if not isinstance(error, dict):
             raise TypeError(f"`error` is {type(error).__name__}, not an object")
         message = _get_string(error, "message", "extension failed")
-        return Outcome(False, message, [("error", message)])
+        return Verdict(False, message, [("error", message)])
     outputs: list[tuple[str, str]] = []
     for key in ("stdout", "stderr"):
         if isinstance(response.get(key), str) and response[key]:
@@ -167,7 +168,7 @@ def _read_response(response: Any, stderr: str) -> Outcome:
             outputs.append(("error", f"unsupported output MIME: {mime}"))
     if stderr:
         outputs.append(("stderr", stderr))
-    return Outcome(True, "extension cell executed", outputs)
+    return Verdict(True, "extension cell executed", outputs)
 
 
 def renderable_svg(data: str) -> bool:

@@ -1,7 +1,7 @@
 """The one command vocabulary: what a protocol codec asks of the kernel, and what the
 supervisor sends its worker, with the wire form of the latter (a JSON object a line).
 
-A codec's `Outcome` (see `protocols.Outcome`) carries these; the engine
+A codec's `Outcome` (`protocols.outcome`) carries these; the engine
 (`supervisor.evented.EventedKernel.apply`, `supervisor.kernel.Kernel.apply`) carries
 them out. Those of `PipeCommand` go down the control pipe as they are; `Interrupt` is a
 signal, and `Shutdown`, `Admit` and `Disconnect` are for the mode's own wiring (the

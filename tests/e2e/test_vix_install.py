@@ -57,7 +57,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
             for p in sorted(root.rglob("*"))}
 
 
-def run_cell(extension: discovery.Extension, source: str, cwd: str = "") -> host.Outcome:
+def run_cell(extension: discovery.Extension, source: str, cwd: str = "") -> host.Verdict:
     payload = host.request(source, extension.id, extension.version, cwd)
     return host.interpret(host.run(extension.command, payload, timeout=60))
 
