@@ -31,7 +31,7 @@ class PyreluneError(Exception):
     PyreluneError
     ├── settings.SettingError (also ValueError)  a setting's value breaks its rule
     ├── protocols.Rejected                       a request no cell runs for, and its code
-    ├── protocols.jupytermessages.BadMessage             frames the Jupyter kernel may not act on
+    ├── protocols.jupytermessages.BadMessage     frames the Jupyter kernel may not act on
     ├── NotAllowed                               an event a state table has no row for (the
     │                                            rpc codec's, a worker session's)
     ├── modes.ConfigError                        what a kernel refuses to start with (rpc

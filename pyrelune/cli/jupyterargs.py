@@ -10,12 +10,6 @@ from __future__ import annotations
 from pyrelune.cli.rpcargs import pairs
 
 
-def connection_file(args: list[str]) -> str | None:
-    """The connection file `args` name, if `read` takes them."""
-    kernel = read(args)
-    return None if kernel is None else kernel[0]
-
-
 def read(args: list[str]) -> tuple[str, str | None] | None:
     """The connection file and the `--shell` (None without one), if `args` are exactly
     `--mode jupyter`, one connection file and at most one `--shell`."""

@@ -33,7 +33,7 @@ from pyrelune.protocols import jupytermessages
 from pyrelune.protocols.jupyter import SHOWN, JupyterCodec
 from pyrelune.settings import IPYTHON, PLAIN
 from pyrelune.transports import prebound
-from pyrelune.wire.commands import Execute, Interrupt, Query, Shutdown
+from pyrelune.wire.commands import INTERRUPT, Execute, Interrupt, Query, Shutdown
 from pyrelune.wire.events import Done
 
 TYPE_CHECKING = False
@@ -225,7 +225,7 @@ class JupyterServer:
 
     def _interrupt_now(self) -> None:
         if self.codec.busy:
-            self._worker().apply(Interrupt())
+            self._worker().apply(INTERRUPT)
 
     def close(self) -> None:
         if self.kernel is not None:

@@ -33,7 +33,7 @@ from pyrelune.shaping.streaming import DEFAULT_LIMIT
 from pyrelune.supervisor.evented import EventedKernel
 from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.transports.stdio import closed, hold_stderr, say
-from pyrelune.wire.commands import Admit, CancelInput, Disconnect, Interrupt
+from pyrelune.wire.commands import INTERRUPT, Admit, CancelInput, Disconnect
 from pyrelune.wire.events import Comm, InputRequest, Payload, Reply
 
 TYPE_CHECKING = False
@@ -288,7 +288,7 @@ class RpcServer:
     def interrupt_or_stop(self, stop: Callable[[], None]) -> None:
         """SIGINT to the kernel process: interrupt the running cell; idle, stop if listening."""
         if self.protocol.state != rpc.IDLE:
-            self.kernel.apply(Interrupt())
+            self.kernel.apply(INTERRUPT)
         elif self.settings.listen is not None:
             stop()
 

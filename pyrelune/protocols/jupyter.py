@@ -27,7 +27,7 @@ from pyrelune.protocols.jupytermessages import PROTOCOL_VERSION, BadMessage, Bui
 from pyrelune.protocols.outcome import Outcome
 from pyrelune.shaping.streaming import INTERVAL, Cap, Coalescer
 from pyrelune.wire import events
-from pyrelune.wire.commands import Execute, InputReply, Interrupt, Query, RefuseInput, Shutdown
+from pyrelune.wire.commands import INTERRUPT, Execute, InputReply, Query, RefuseInput, Shutdown
 from pyrelune.wire.events import (
     COMM_TYPES,
     Clear,
@@ -258,7 +258,7 @@ class JupyterCodec:
 
     def _on_interrupt(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         if self.busy:  # a cell, or a question the worker is slow to answer (completion)
-            outcome.commands.append(Interrupt())
+            outcome.commands.append(INTERRUPT)
         self._reply(outcome, channel, request, {"status": "ok"})
         return True
 

@@ -56,7 +56,7 @@ from pyrelune.shaping import Omitted, OutputBudget, clip
 from pyrelune.shaping.streaming import Cap, Coalescer
 from pyrelune.shaping.terminal import Presenter
 from pyrelune.wire import events
-from pyrelune.wire.commands import Admit, Disconnect, Execute, InputReply, Interrupt, Reset
+from pyrelune.wire.commands import INTERRUPT, Admit, Disconnect, Execute, InputReply, Reset
 from pyrelune.wire.events import Clear, Display, Done, InputRequest, Stream
 
 TYPE_CHECKING = False
@@ -304,7 +304,7 @@ class RpcCodec:
     def _on_execute_interrupt(self, request: Request) -> Outcome[Message]:
         running = self.state != IDLE
         return Outcome([response(request.id, {"ok": True, "interrupted": running})],
-                       [Interrupt()] if running else [])
+                       [INTERRUPT] if running else [])
 
     def _on_kernel_reset(self, request: Request) -> Outcome[Message]:
         before, self.phase = self.phase, step(self.phase, RESET)
@@ -336,10 +336,9 @@ class RpcCodec:
             self._screen.add(item)
         else:
             self._screen.flush()
+            self._settled.append(item)
         settled = self._settled.copy()  # the list the Presenter appends to stays this one
         self._settled.clear()
-        if not isinstance(item, Stream):
-            settled.append(item)
         outcome: Outcome[Message] = Outcome()
         for each in settled:
             part = self._output(each, now)

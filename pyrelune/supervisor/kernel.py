@@ -126,9 +126,14 @@ class Kernel:
         while another cell runs (see `worker.origin`). `count`, `history`, `silent`: see
         `Execute`.
         """
+        self.start(Execute(source, filename, 0, inputs, origin, count, history, silent))
+
+    def start(self, execute: Execute) -> None:
+        """Start the cell `execute` asks for; a worker that died since the last one is
+        replaced first."""
         if (status := self.link.worker.reap(block=False)) is not None:
             self.replace_lost(status)
-        self._send(Execute(source, filename, 0, inputs, origin, count, history, silent))
+        self._send(execute)
 
     def _send(self, execute: Execute) -> None:
         """Send `execute` as the link's next cell (numbered by its session)."""
@@ -163,8 +168,7 @@ class Kernel:
         `Shutdown`, `Admit` and `Disconnect` are the mode's, never a kernel's.
         """
         if isinstance(command, Execute):
-            self.execute(command.source, command.filename, command.inputs, command.origin,
-                         command.count, command.history, command.silent)
+            self.start(command)
         elif isinstance(command, Query):
             self.query(command.kind, command.args)
         elif isinstance(command, Reset):

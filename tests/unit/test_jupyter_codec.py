@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from jupyter_client.session import Session
 
-from pyrelune.cli.jupyterargs import connection_file
+from pyrelune.cli.jupyterargs import read
 from pyrelune.protocols import jupytermessages
 from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupyter import MAX_DISPLAYS, JupyterCodec, history
@@ -457,12 +457,11 @@ def test_payloads_go_in_the_cells_reply_in_order() -> None:
     (["--mode", "jupyter", "-f", "k.json", "--shell", "plain", "--shell", "plain"], None),
 ])
 def test_the_kernels_command_line(args: list[str], expected: str | None) -> None:
-    assert connection_file(args) == expected
+    kernel = read(args)
+    assert (None if kernel is None else kernel[0]) == expected
 
 
 def test_the_kernels_command_line_names_its_shell() -> None:
-    from pyrelune.cli.jupyterargs import read
-
     assert read(["--mode", "jupyter", "-f", "k.json"]) == ("k.json", None)
     assert read(["--mode", "jupyter", "-f", "k.json", "--shell", "plain"]) == ("k.json", "plain")
 
