@@ -202,12 +202,9 @@ def user(tmp_path: Path) -> Iterator[dict[str, str]]:
     warm process the doctor starts (warm start is on by default) is ended after the test."""
     home = tmp_path / "home"
     home.mkdir()
-    runtime = warmhost.runtime_folder()
-    try:
+    with warmhost.own_runtime() as runtime:
         yield {**os.environ, "HOME": str(home), "VIX_GLOBAL_PREFIX": str(tmp_path / "prefix"),
                "XDG_RUNTIME_DIR": str(runtime)}
-    finally:
-        warmhost.stop_all(runtime)
 
 
 def test_a_dry_run_into_a_closed_pipe_ends_quietly(user: dict[str, str]) -> None:

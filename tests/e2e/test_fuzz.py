@@ -145,12 +145,9 @@ class WarmSocket:
 
 @pytest.fixture(scope="module")
 def warm_socket() -> Iterator[WarmSocket]:
-    runtime = warmhost.runtime_folder()
-    with warmhost.environment(XDG_RUNTIME_DIR=str(runtime), PYRELUNE_WARM="colorsys"):
-        try:
-            yield WarmSocket(runtime)
-        finally:
-            warmhost.stop_all(runtime)
+    with warmhost.own_runtime() as runtime, warmhost.environment(
+            XDG_RUNTIME_DIR=str(runtime), PYRELUNE_WARM="colorsys"):
+        yield WarmSocket(runtime)
 
 
 def _read(conn: socket.socket, enough: Callable[[bytes], bool]) -> bytes:

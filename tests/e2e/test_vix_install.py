@@ -28,14 +28,11 @@ FOREIGN = {"id": "other/tool", "version": "1.0", "installed_path": "/opt/other",
 def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The test's own XDG_RUNTIME_DIR: the warm process a launcher's first cell starts (warm
     start is on by default) is the test's, and ended after it."""
-    folder = warmhost.runtime_folder()
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
-    for name in ("PYRELUNE_WARM", "PYRELUNE_WARM_EVERY", "PYRELUNE_WARM_DEBUG"):
-        monkeypatch.delenv(name, raising=False)  # the launcher's setting decides (not --warm's)
-    try:
+    with warmhost.own_runtime() as folder:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+        for name in ("PYRELUNE_WARM", "PYRELUNE_WARM_EVERY", "PYRELUNE_WARM_DEBUG"):
+            monkeypatch.delenv(name, raising=False)  # the launcher's setting decides
         yield folder
-    finally:
-        warmhost.stop_all(folder)
 
 
 @pytest.fixture

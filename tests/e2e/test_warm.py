@@ -69,14 +69,11 @@ class Warm:
 
 @pytest.fixture
 def warm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Warm]:
-    runtime = warmhost.runtime_folder()
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    monkeypatch.setenv("PYRELUNE_WARM", PRELOAD)
-    monkeypatch.setenv("PYRELUNE_WARM_DEBUG", "1")
-    try:
+    with warmhost.own_runtime() as runtime:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+        monkeypatch.setenv("PYRELUNE_WARM", PRELOAD)
+        monkeypatch.setenv("PYRELUNE_WARM_DEBUG", "1")
         yield Warm(runtime)
-    finally:
-        warmhost.stop_all(runtime)
 
 
 def cold_reason(result: HostResult) -> str:

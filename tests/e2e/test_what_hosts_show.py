@@ -125,14 +125,11 @@ def test_jupyter_still_gets_every_type_and_a_text_host_only_text(
 def test_the_warm_worker_forked_ahead_is_told_what_vix_note_shows(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A Vix Note that shows text alone, served warm (see `warm.ahead`): nothing is drawn."""
-    runtime = warmhost.runtime_folder()  # short: its socket's path must fit AF_UNIX's limit
-    for name, value in (("XDG_RUNTIME_DIR", str(runtime)), ("PYRELUNE_WARM", "colorsys"),
-                        ("PYRELUNE_WARM_DEBUG", "1"), ("PYRELUNE_MIME_ORDER", "text/plain")):
-        monkeypatch.setenv(name, value)
-    try:
+    with warmhost.own_runtime() as runtime:  # short: its socket's path fits AF_UNIX's limit
+        for name, value in (("XDG_RUNTIME_DIR", str(runtime)), ("PYRELUNE_WARM", "colorsys"),
+                            ("PYRELUNE_WARM_DEBUG", "1"), ("PYRELUNE_MIME_ORDER", "text/plain")):
+            monkeypatch.setenv(name, value)
         warmhost.start()
         result = VixHost().run_cell(f"import sys\nprint('colorsys' in sys.modules)\n{FIGURE}")
-    finally:
-        warmhost.stop_all(runtime)
     assert result.ok, result
     assert result.shown == [("stdout", "True\n"), ("stdout", FIGURE_TEXT), ("stdout", "[]\n")]

@@ -26,6 +26,16 @@ def runtime_folder() -> Path:
     return Path(tempfile.mkdtemp(prefix="rt", dir=os.environ["XDG_RUNTIME_DIR"]))
 
 
+@contextmanager
+def own_runtime() -> Iterator[Path]:
+    """A test's own runtime folder (`runtime_folder`), whose warm processes end with it."""
+    folder = runtime_folder()
+    try:
+        yield folder
+    finally:
+        stop_all(folder)
+
+
 def command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([SCRIPT, "warm", *args], capture_output=True, text=True,
                           env=env, timeout=START_WITHIN + 30)
