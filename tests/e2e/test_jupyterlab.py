@@ -161,6 +161,10 @@ def stop(server: subprocess.Popen[bytes]) -> None:
 def browser() -> Iterator[WebDriver]:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
+    # `get` returns once the document is parsed: each test then waits for what it needs to
+    # see (`wait_for`). A page's full load also waits for every resource and stream it opens
+    # (voila's page seen holding its load past the driver's 120 s), which no test looks at.
+    options.page_load_strategy = "eager"
     # Pages name CDNs (voila's stylesheets): on a machine whose network drops packets
     # instead of refusing them, the page's load would wait for them until the driver's
     # time-out, so every name but the loopback's fails at once.
