@@ -7,7 +7,7 @@ two signals. `Reactor` offers exactly the part of asyncio's loop that the
 pipe kernel uses (`add_reader`, `call_soon`, `call_at`, `add_signal_handler`,
 ...), with the same order within a turn: ready descriptors' callbacks and due
 timers run after the callbacks already scheduled, and what a callback
-schedules runs in the next turn. So `EventedKernel` and `LineConnection` run
+schedules runs in the next turn. So `evented.LoopDriver` and `LineConnection` run
 on it or on asyncio's loop alike, and the WebSocket kernel keeps asyncio.
 
 Signals and other threads wake it through one self-pipe: the signal number

@@ -30,7 +30,7 @@ from pyrelune.loop.reactor import Reactor
 from pyrelune.loop.ticker import Ticker
 from pyrelune.modes import ConfigError
 from pyrelune.protocols import jupytermessages
-from pyrelune.protocols.jupyter import SHOWN, JupyterCodec
+from pyrelune.protocols.jupyter import JupyterCodec, profile
 from pyrelune.settings import IPYTHON, PLAIN
 from pyrelune.transports import prebound
 from pyrelune.wire.commands import INTERRUPT, Execute, Interrupt, Query, Shutdown
@@ -40,7 +40,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pyrelune.protocols.jupyter import Sent
     from pyrelune.protocols.outcome import Outcome
-    from pyrelune.supervisor.evented import EventedKernel
+    from pyrelune.supervisor.kernel import Kernel
     from pyrelune.transports.zmqsockets import ZmqSockets
     from pyrelune.wire.commands import Command
     from pyrelune.wire.events import Event
@@ -131,7 +131,7 @@ class JupyterServer:
         builder = jupytermessages.Builder(os.urandom(16).hex(), _username())
         self.codec = JupyterCodec(builder, self.signer, cap)
         self._cap = DISPLAY_LIMIT if cap is None else cap
-        self.kernel: EventedKernel | None = None  # until the first request is answered
+        self.kernel: Kernel | None = None  # until the first request is answered
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self.stopping: Shutdown | None = None
@@ -164,15 +164,15 @@ class JupyterServer:
         if received and self.kernel is None and self.stopping is None:
             self.loop.call_soon(self._worker)  # the answers are on their way
 
-    def _worker(self) -> EventedKernel:
+    def _worker(self) -> Kernel:
         """The kernel, its worker started on first need (see the module's docstring)."""
         if self.kernel is None:
-            from pyrelune.supervisor.evented import EventedKernel
+            from pyrelune.supervisor.evented import LoopDriver
+            from pyrelune.supervisor.kernel import Kernel
 
             _line_buffered_c_stdout()
-            # Its workers' widgets talk to the front end (comms: see `worker.comms`).
-            self.kernel = EventedKernel(self.loop, self._on_event, self._cap, comms=True,
-                                        shown=SHOWN, shell=self._shell)
+            self.kernel = Kernel(profile(self._cap, self._shell))
+            LoopDriver(self.loop, self.kernel, self._on_event)
         return self.kernel
 
     def _look_again(self) -> None:

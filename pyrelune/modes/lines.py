@@ -31,6 +31,7 @@ from pyrelune.shaping import OutputBudget
 from pyrelune.supervisor.blocking import drain
 from pyrelune.supervisor.kernel import DEFAULT_CAP, Kernel
 from pyrelune.transports import stdio
+from pyrelune.wire.commands import Execute, Reset
 from pyrelune.wire.events import Clear, Display, Done, Stream
 from pyrelune.wire.recent import Recent
 
@@ -63,7 +64,7 @@ class LinesServer:
 
     def __init__(self, max_output: int, reader: stdio.LineReader, shell: str = PLAIN) -> None:
         self.max_output = max_output
-        self.kernel = Kernel(cap=max_output, shown=lines.SHOWN, shell=shell)
+        self.kernel = Kernel(lines.profile(max_output, shell))
         self.reader = reader
         self.busy = False
         # A SIGINT while no cell runs but a request is on its way (in the
@@ -138,7 +139,9 @@ class LinesServer:
         if request.type == "execute":
             return self.execute(request)
         if request.type == "restart":
-            self.kernel.reset()
+            self.kernel.apply(Reset())
+            for _ in self.kernel.events():
+                pass  # its Done: a fresh namespace
             self._filenames.clear()  # the worker forgets its sources with its namespace
             return lines.response(request.id)
         return lines.pong(request.id)
@@ -152,7 +155,7 @@ class LinesServer:
         output = OutputBudget(self.max_output)
         error = None
         try:
-            self.kernel.execute(request.code, filename)
+            self.kernel.apply(Execute(request.code, filename))
             # Busy once the cell is sent, so that an interrupt is aimed at it;
             # one that came on its way is honoured now (see `on_sigint`).
             self.busy = True

@@ -30,7 +30,8 @@ from pyrelune.modes import ConfigError
 from pyrelune.protocols import rpc, rpcmessages
 from pyrelune.settings import PLAIN
 from pyrelune.shaping.streaming import DEFAULT_LIMIT
-from pyrelune.supervisor.evented import EventedKernel
+from pyrelune.supervisor.evented import LoopDriver
+from pyrelune.supervisor.kernel import Kernel
 from pyrelune.transports.pipe import OVERSIZED, LineConnection
 from pyrelune.transports.stdio import closed, hold_stderr, say
 from pyrelune.wire.commands import INTERRUPT, Admit, CancelInput, Disconnect
@@ -115,8 +116,8 @@ class RpcServer:
         self.loop = loop
         self.protocol = rpc.RpcCodec(settings.token, settings.max_output)
         cap = DEFAULT_LIMIT if settings.max_output is None else settings.max_output
-        self.kernel = EventedKernel(loop, self._on_event, cap, shown=rpcmessages.SHOWN,
-                                    shell=settings.shell)
+        self.kernel = Kernel(rpc.profile(cap, settings.shell))
+        self.driver = LoopDriver(loop, self.kernel, self._on_event)
         self.client: Connection | None = None  # the one served: it may see the cells
         self._guests: dict[WebSocketConnection, rpc.Guest] = {}  # oldest first
         self._when_settled: Callable[[], None] | None = None  # once no cell runs, no reset
@@ -230,15 +231,15 @@ class RpcServer:
         if connection is not self.client:
             return
         if congested:
-            self.kernel.hold()
+            self.driver.hold()
         else:
-            self.kernel.release()
+            self.driver.release()
 
     def _leave(self, connection: Connection) -> None:
         if self.client is connection:
             self.client = None
             self.protocol.leave()
-            self.kernel.release()  # no one to wait for: the cell's output is held within its cap
+            self.driver.release()  # no one to wait for: the cell's output is held within its cap
 
     def _take(self, raw: bytes | str) -> bool:
         """One message from the served client (it is never dropped for what it sends)."""

@@ -39,6 +39,7 @@ from pyrelune.wire.events import (
     Reply,
     Stream,
 )
+from pyrelune.wire.profile import HostProfile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -67,6 +68,12 @@ HELP_LINKS = [
     {"text": "Matplotlib Reference", "url": "https://matplotlib.org/stable/contents.html"},
     {"text": "pandas Reference", "url": "https://pandas.pydata.org/pandas-docs/stable/"},
 ]
+
+
+def profile(cap: int, shell: str) -> HostProfile:
+    """A Jupyter front end: it shows a cell's output while it runs, answers its `input()`
+    on stdin, and talks to its widgets (comms)."""
+    return HostProfile(cap, interactive=True, comms=True, shown=SHOWN, shell=shell)
 
 
 class _Cell:

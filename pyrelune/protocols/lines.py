@@ -22,6 +22,7 @@ from pyrelune.wire.events import (
     Display,
     Stream,
 )
+from pyrelune.wire.profile import HostProfile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,6 +42,11 @@ WORDING = Wording(
     too_deep="Invalid JSON: nested too deeply",
     not_object="Invalid request: expected a JSON object, got {got}",
 )
+
+
+def profile(cap: int, shell: str) -> HostProfile:
+    """The lines host: it sees a cell's output as text, once the cell ends."""
+    return HostProfile(cap, shown=SHOWN, shell=shell)
 
 
 class Request:

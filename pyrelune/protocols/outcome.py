@@ -3,7 +3,7 @@
 A codec is fed a host's message (`receive`), an engine event (`output`) or the clock
 (`tick`) and answers an `Outcome`: the messages to send in order (each protocol's own
 form: an rpc message, a Jupyter channel and message), then the commands of
-`wire.commands` to carry out (`supervisor.evented.EventedKernel.apply`, or the mode's
+`wire.commands` to carry out (`supervisor.kernel.Kernel.apply`, or the mode's
 own for `Shutdown`, `Admit` and `Disconnect`), and problems to log (messages dropped).
 """
 

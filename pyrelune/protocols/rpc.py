@@ -37,6 +37,7 @@ from pyrelune.protocols.rpcmessages import (
     INVALID_REQUEST,
     KERNEL_BUSY,
     PROTOCOL_VERSION,
+    SHOWN,
     WORDING,
     Request,
     another_client,
@@ -58,6 +59,7 @@ from pyrelune.shaping.terminal import Presenter
 from pyrelune.wire import events
 from pyrelune.wire.commands import INTERRUPT, Admit, Disconnect, Execute, InputReply, Reset
 from pyrelune.wire.events import Clear, Display, Done, InputRequest, Stream
+from pyrelune.wire.profile import HostProfile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -122,6 +124,11 @@ TRANSITIONS: dict[tuple[str, str], str] = {
 #: The state the spec names for each phase (kernel.ready, kernel.info, kernel.auth).
 SPEC_STATE = {IDLE: IDLE, RESETTING: IDLE, RUNNING: RUNNING, RUNNING_THEN_RESET: RUNNING,
               WAITING_INPUT: WAITING_INPUT, WAITING_INPUT_THEN_RESET: WAITING_INPUT}
+
+
+def profile(cap: int, shell: str) -> HostProfile:
+    """The rpc host: it shows a cell's output while it runs and answers its `input()`."""
+    return HostProfile(cap, interactive=True, shown=SHOWN, shell=shell)
 
 
 def step(state: str, event: str) -> str:

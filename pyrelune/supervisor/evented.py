@@ -1,4 +1,4 @@
-"""The event-loop driver: a kernel whose worker is watched by the kernel's loop (rpc, Jupyter).
+"""The event-loop I/O layer of the engine: a kernel whose worker a loop watches (rpc, Jupyter).
 
 The loop is `loop.reactor.Reactor` for the rpc kernel over a pipe and
 for the Jupyter kernel, and asyncio's for rpc over WebSocket: this asks of it
@@ -18,10 +18,8 @@ from __future__ import annotations
 import time
 
 from pyrelune import spin
-from pyrelune.settings import PLAIN
-from pyrelune.supervisor.kernel import Kernel
+from pyrelune.supervisor.kernel import Driver
 from pyrelune.supervisor.session import COALESCE, Kill
-from pyrelune.wire.commands import Execute, Interrupt, Query, Reset
 from pyrelune.wire.events import Done, Stream
 
 TYPE_CHECKING = False
@@ -29,8 +27,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from pyrelune.loop.reactor import Loop, TimerHandle
+    from pyrelune.supervisor.kernel import Kernel
     from pyrelune.supervisor.link import WorkerLink
-    from pyrelune.wire.commands import Command
     from pyrelune.wire.events import Event
 
 #: Without a pidfd to say the worker exited, look this often.
@@ -43,14 +41,16 @@ _RING_SOON = COALESCE
 _RING_IDLE = 0.025
 
 
-class EventedKernel:
-    """A `Kernel` whose events reach `on_event` as they happen, on `loop`."""
+class LoopDriver(Driver):
+    """Passes `kernel`'s events to `on_event` as they happen, on `loop`.
 
-    def __init__(self, loop: Loop, on_event: Callable[[Event], None],
-                 cap: int, interactive: bool = True, comms: bool = False,
-                 shown: tuple[str, ...] | None = None, shell: str = PLAIN) -> None:
-        """`comms`, `shown` and `shell`: see `Kernel`."""
+    The mode carries out commands with `kernel.apply`; the kernel tells this
+    driver what it started, interrupted or is replacing (see `Driver`).
+    """
+
+    def __init__(self, loop: Loop, kernel: Kernel, on_event: Callable[[Event], None]) -> None:
         self.loop = loop
+        self._kernel = kernel
         self._on_event = on_event
         self._watched: set[int] = set()
         self._paused: set[int] = set()  # capture pipes left to fill for a moment
@@ -59,26 +59,29 @@ class EventedKernel:
         self._poll_timer: TimerHandle | None = None
         self._ring_timer: TimerHandle | None = None
         self._ring_wait = _RING_SOON
-        # Whenever the kernel replaces its worker, the old one's descriptors are let go first.
-        self._kernel = Kernel(interactive, cap, before_replace=self._unwatch, comms=comms,
-                              shown=shown, shell=shell)
+        kernel.driver = self
         self._watch()
 
-    def apply(self, command: Command) -> None:
-        """Carry out a codec's `command` (see `Kernel.apply`), and watch what it starts: a
-        cell's or a query's pipes, or the kill an unanswered interrupt calls for."""
-        if isinstance(command, Interrupt):
-            link = self._kernel.link
-            self._kernel.interrupt()
-            self._arm_escalation(link)
-            return
-        self._kernel.apply(command)
-        if isinstance(command, (Execute, Query)):
-            self._tell()
-            self._catch_quick_end(self._watch())
-        elif isinstance(command, Reset):
-            self._tell()
-            self._watch()
+    # -- what the kernel tells ---------------------------------------------------
+
+    def started(self) -> None:
+        """Watch what the kernel just started, and read its first events at once."""
+        self._tell()
+        self._catch_quick_end(self._watch())
+
+    def interrupted(self, link: WorkerLink) -> None:
+        self._arm_escalation(link)
+
+    def replacing(self) -> None:
+        """Stop watching the worker about to go: its descriptor numbers will be reused."""
+        for fd in self._watched:
+            self.loop.remove_reader(fd)
+        self._watched = set()
+        self._paused = set()
+        for timer in (self._resume_timer, self._ring_timer):
+            if timer is not None:
+                timer.cancel()
+        self._resume_timer = self._ring_timer = None
 
     def hold(self) -> None:
         """Read nothing from the worker until `release`: its pipes fill, and the cell waits.
@@ -91,10 +94,6 @@ class EventedKernel:
     def release(self) -> None:
         self._held = False
         self._watch()
-
-    def close(self) -> None:
-        self._unwatch()
-        self._kernel.close()
 
     # -- the clock -----------------------------------------------------------------
 
@@ -135,17 +134,6 @@ class EventedKernel:
             elif self._ring_timer is None:
                 self._ring_timer = self.loop.call_later(self._ring_wait, self._look_at_ring)
         return fds
-
-    def _unwatch(self) -> None:
-        """Stop watching the worker about to be replaced: its descriptor numbers will be reused."""
-        for fd in self._watched:
-            self.loop.remove_reader(fd)
-        self._watched = set()
-        self._paused = set()
-        for timer in (self._resume_timer, self._ring_timer):
-            if timer is not None:
-                timer.cancel()
-        self._resume_timer = self._ring_timer = None
 
     def _poll(self) -> None:
         self._poll_timer = None

@@ -1,11 +1,14 @@
-"""A persistent kernel: one namespace across cells, surviving whatever a cell does.
+"""The engine of a persistent kernel: one namespace across cells, surviving whatever a cell does.
 
-Four drive it. Through `events()`, the blocking driver: the lines kernel's
-loop (`modes.lines`) and `pyrelune run` of a notebook (`cli.notebook`).
-Through `evented.EventedKernel`, on an event loop: the rpc kernel
-(`modes.rpc`) and the Jupyter kernel (`modes.jupyter`). It owns the current
-worker and replaces it when it dies or has to be killed, so a host always
-gets an answer and a kernel that can run the next cell.
+`Kernel` is the one supervisor-side kernel: every mode's codec commands
+(`wire.commands`) reach it through `Kernel.apply`, and it owns the current
+worker, replacing it when it dies or has to be killed, so a host always gets
+an answer and a kernel that can run the next cell. Its events reach the
+host through one of two I/O layers: `Kernel.events()`, the blocking one
+(`blocking.run`), for the lines kernel (`modes.lines`) and `pyrelune run` of
+a notebook (`cli.notebook`); or `evented.LoopDriver`, on an event loop, for
+the rpc kernel (`modes.rpc`) and the Jupyter kernel (`modes.jupyter`). What a
+host is (`wire.profile.HostProfile`) is given once, by its protocol.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from __future__ import annotations
 import os
 import sys
 
-from pyrelune.settings import PLAIN
 from pyrelune.supervisor import blocking
 from pyrelune.supervisor.link import WorkerLink
 from pyrelune.supervisor.process import WorkerProcess, describe_exit
@@ -35,11 +37,12 @@ from pyrelune.wire.ring import OutputRing
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from typing import Any, NoReturn
+    from typing import NoReturn
 
     from pyrelune.wire import WorkerFds
     from pyrelune.wire.commands import Command, PipeCommand
     from pyrelune.wire.events import Event
+    from pyrelune.wire.profile import HostProfile
 
 #: A kernel's capture pipes hold this much: a cell may print for a while unread.
 CAPTURE_PIPE_SIZE = 1 << 20
@@ -65,12 +68,29 @@ def buffers_stdout(interactive: bool) -> bool:
     return not interactive and not _UNBUFFERED
 
 
-def _serve(fds: WorkerFds, interactive: bool, cap: int, comms: bool,
-           shown: tuple[str, ...] | None, shell: str) -> NoReturn:
+def _serve(fds: WorkerFds, host: HostProfile) -> NoReturn:
     """The fork target: the worker's command loop, imported in the child only."""
     from pyrelune.worker.kernelloop import serve
 
-    serve(fds, interactive, buffers_stdout(interactive), cap, comms, shown, shell)
+    serve(fds, host, buffers_stdout(host.interactive))
+
+
+class Driver:
+    """What an I/O layer is told of the engine's changes, so that it watches the right worker.
+
+    The blocking layer (`Kernel.events`) needs nothing: it reads whatever the
+    current link is. The loop's (`evented.LoopDriver`) follows the worker's
+    descriptors and arms the clock.
+    """
+
+    def replacing(self) -> None:
+        """The worker is about to be replaced or closed: its descriptors close after this."""
+
+    def started(self) -> None:
+        """A cell, a query or a reset was sent: its events follow."""
+
+    def interrupted(self, link: WorkerLink) -> None:
+        """The cell of `link` was interrupted: the kill it may call for is the driver's clock."""
 
 
 class Kernel:
@@ -84,56 +104,35 @@ class Kernel:
     been read (a thread's last words) goes ahead of the notice.
     """
 
-    def __init__(self, interactive: bool = False, cap: int = DEFAULT_CAP,
-                 before_replace: Callable[[], None] | None = None, comms: bool = False,
-                 shown: tuple[str, ...] | None = None, shell: str = PLAIN) -> None:
-        """`before_replace()` is called whenever the worker is about to be replaced, before
-        its descriptors close: a driver watching them stops then (new pipes may reuse their
-        numbers). `comms`: the host is a Jupyter front end, which widgets talk to (see
-        `worker.comms`). `shown`: the MIME types the host shows, the only ones its workers
-        build (see `display.host_shows`); None, every type. `shell`: what runs the cells,
-        `PLAIN` or `IPYTHON` (see `settings.shell`)."""
-        self._interactive = interactive
-        self._comms = comms
-        self._shown = shown
-        self._shell = shell
-        self._cap = cap
-        self._before_replace = before_replace
+    def __init__(self, host: HostProfile) -> None:
+        """`host`: what the host is, which every worker of this kernel serves."""
+        self.host = host
+        self.driver = Driver()  # an event loop's takes its place (see `evented.LoopDriver`)
         self.link = self._spawn()
         self._sent: Execute | None = None  # the cell sent, while it may not have started
         self._told: list[Event] = []  # for the host ahead of the next cell's own output
 
     def _spawn(self) -> WorkerLink:
-        interactive, cap, comms, shown = self._interactive, self._cap, self._comms, self._shown
-        shell = self._shell
+        host = self.host
         # A live host's stdout goes through shared memory (see `wire.ring`).
-        ring = OutputRing() if interactive else None
-        worker = WorkerProcess(lambda fds: _serve(fds, interactive, cap, comms, shown, shell),
-                               Interrupts(), ring)
+        ring = OutputRing() if host.interactive else None
+        worker = WorkerProcess(lambda fds: _serve(fds, host), Interrupts(), ring)
         worker.widen_capture(CAPTURE_PIPE_SIZE)
-        return WorkerLink(worker, cap)
+        return WorkerLink(worker, host.cap)
 
     @property
     def worker(self) -> WorkerProcess:
         return self.link.worker
 
-    def execute(self, source: str, filename: str, inputs: dict[str, Any] | None = None,
-                origin: str | None = None, count: int | None = None, history: bool = True,
-                silent: bool = False) -> None:
-        """Start a cell; its events come from `events()` (or an event-loop driver).
-
-        `origin`: what the host knows the cell by, on what its threads and tasks write
-        while another cell runs (see `worker.origin`). `count`, `history`, `silent`: see
-        `Execute`.
-        """
-        self.start(Execute(source, filename, 0, inputs, origin, count, history, silent))
-
-    def start(self, execute: Execute) -> None:
+    def _start(self, execute: Execute) -> None:
         """Start the cell `execute` asks for; a worker that died since the last one is
         replaced first."""
+        self._replace_if_lost()
+        self._send(execute)
+
+    def _replace_if_lost(self) -> None:
         if (status := self.link.worker.reap(block=False)) is not None:
             self.replace_lost(status)
-        self._send(execute)
 
     def _send(self, execute: Execute) -> None:
         """Send `execute` as the link's next cell (numbered by its session)."""
@@ -163,40 +162,38 @@ class Kernel:
     def apply(self, command: Command) -> None:
         """Carry out a codec's `command` (the engine's one entry; see `wire.commands`).
 
-        An `Execute` or a `Query` starts (its events follow); the answers to the running
-        cell's `input()` (`InputReply`, `CancelInput`, `RefuseInput`) go to its worker.
-        `Shutdown`, `Admit` and `Disconnect` are the mode's, never a kernel's.
+        An `Execute`, a `Query` or a `Reset` starts (its events follow, a Done
+        last); the answers to the running cell's `input()` (`InputReply`,
+        `CancelInput`, `RefuseInput`) go to its worker; an `Interrupt` stops the
+        cell. `Shutdown`, `Admit` and `Disconnect` are the mode's, never a kernel's.
         """
         if isinstance(command, Execute):
-            self.start(command)
+            self._start(command)
         elif isinstance(command, Query):
-            self.query(command.kind, command.args)
+            self._query(command)
         elif isinstance(command, Reset):
-            self.begin_reset()
+            self._reset()
         elif isinstance(command, Interrupt):
             self.interrupt()
+            return
         elif isinstance(command, (InputReply, CancelInput, RefuseInput)):
             self._command(command)
+            return
         else:
             raise TypeError(f"{type(command).__name__} is the mode's to carry out, not a kernel's")
+        self.driver.started()
 
-    def query(self, kind: str, args: dict[str, Any]) -> None:
+    def _query(self, query: Query) -> None:
         """Ask the idle worker about its namespace (see `worker.introspect`): a Reply and a
         Done follow, as a cell's events do. A worker that died in between is replaced first."""
-        if (status := self.link.worker.reap(block=False)) is not None:
-            self.replace_lost(status)
+        self._replace_if_lost()
         self.link.begin()
         self._sent = None
-        self._command(Query(kind, args, self.link.session.cell))
+        query.cell = self.link.session.cell
+        self._command(query)
 
-    def reset(self) -> None:
-        """A fresh namespace (the cell must be over); blocks until the worker confirms."""
-        self.begin_reset()
-        for _ in self.events():
-            pass
-
-    def begin_reset(self) -> None:
-        """Ask for a fresh namespace; the worker confirms with a Done (for event-loop drivers)."""
+    def _reset(self) -> None:
+        """Ask for a fresh namespace (the cell must be over); the worker confirms with a Done."""
         if self.link.worker.reap(block=False) is not None:
             self._keep_leftovers()  # a fresh namespace is what was asked for: no notice
             self.restart()
@@ -241,22 +238,25 @@ class Kernel:
         self.restart()
         error = done.error or CellError(WORKER_DIED, "", "the worker ended")
         lost = LOST
-        if os.WIFSIGNALED(status) and buffers_stdout(self._interactive):
+        if os.WIFSIGNALED(status) and buffers_stdout(self.host.interactive):
             lost = f"{LOST}; {UNFLUSHED}"  # a signal it never saw: its buffer went with it
         return Done(CellError(error.code, error.ename, f"{error.evalue}; {lost}",
                               error.traceback, error.line, error.column))
 
     def interrupt(self) -> None:
-        self.link.interrupt(patience=PATIENCE)
+        """KeyboardInterrupt to the running cell (none: nothing happens), its kill armed."""
+        link = self.link
+        link.interrupt(patience=PATIENCE)
+        self.driver.interrupted(link)
 
     def restart(self) -> None:
         """Kill the worker with everything it started and begin a fresh one."""
-        if self._before_replace is not None:
-            self._before_replace()
+        self.driver.replacing()
         self.link.close()
         self.link = self._spawn()
 
     def close(self) -> None:
+        self.driver.replacing()
         self.link.close()
 
     def _command(self, command: PipeCommand) -> None:

@@ -2,11 +2,11 @@
 supervisor sends its worker, with the wire form of the latter (a JSON object a line).
 
 A codec's `Outcome` (`protocols.outcome`) carries these; the engine
-(`supervisor.evented.EventedKernel.apply`, `supervisor.kernel.Kernel.apply`) carries
-them out. Those of `PipeCommand` go down the control pipe as they are; `Interrupt` is a
-signal, and `Shutdown`, `Admit` and `Disconnect` are for the mode's own wiring (the
-process, a connection). Events go the other way (`events`, which also holds `SYNC` and
-the wire form of `Continue`, the two messages of the handshake every mode uses).
+(`supervisor.kernel.Kernel.apply`) carries them out. Those of `PipeCommand` go down the
+control pipe as they are; `Interrupt` is a signal, and `Shutdown`, `Admit` and
+`Disconnect` are for the mode's own wiring (the process, a connection). Events go the
+other way (`events`, which also holds `SYNC` and the wire form of `Continue`, the two
+messages of the handshake every mode uses).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import os
 import sys
 
 from pyrelune import PyreluneError
-from pyrelune.settings import IPYTHON, PLAIN
+from pyrelune.settings import IPYTHON
 from pyrelune.wire.commands import Execute, FreshRing, InputReply, Query, RefuseInput, Reset
 from pyrelune.wire.events import Done, InputRequest
 from pyrelune.worker import importhooks, sources
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
     from pyrelune.wire import WorkerFds
     from pyrelune.wire.commands import PipeCommand
+    from pyrelune.wire.profile import HostProfile
     from pyrelune.wire.ring import RingWriter
     from pyrelune.worker.ipyshell.shell import ZMQInteractiveShell
     from pyrelune.worker.liveprint import LivePrint
@@ -217,20 +218,15 @@ class Prompter:
         return reply.value
 
 
-def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
-          comms: bool = False, shown: tuple[str, ...] | None = None,
-          shell: str = PLAIN) -> NoReturn:
-    """A kernel's worker: run cells from the control pipe in one namespace.
+def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
+    """A kernel's worker: run cells from the control pipe in one namespace, for `host`.
 
-    `interactive` is for a host that shows the cell while it runs and can
-    answer (the rpc kernel): `input()` asks it, `show()` and `plot()` are
-    builtins, and stdout and stderr keep their mutual order. `buffered`: stdout
-    is block-buffered (see `flushfirst`), for a host that sees output only
-    when the cell ends. `cap`: the mode's output cap, which no event exceeds. `comms`: a
-    Jupyter front end's, whose widgets talk to it (see `worker.comms`). `shown`: the MIME
-    types the host shows (see `display.host_shows`); None, every type. `shell`: `IPYTHON`
-    runs the cells through IPython's own shell (see `worker.ipyshell`), `PLAIN` through
-    pyrelune's.
+    An interactive host (rpc, Jupyter) shows the cell while it runs and can
+    answer: `input()` asks it, and stdout and stderr keep their mutual order;
+    the rpc kernel's cells get `show()` and `plot()` as builtins. `buffered`:
+    stdout is block-buffered (see `flushfirst`), for a host that sees output
+    only when the cell ends. `host.shell` `IPYTHON` runs the cells through
+    IPython's own shell (see `worker.ipyshell`), `PLAIN` through pyrelune's.
 
     `Execute` and `Reset` (see `wire.commands`) are each answered by a Done event.
     """
@@ -239,10 +235,10 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
                             "input() is not available in this kernel: there is no one to answer")
         if not sys.platform.startswith("linux"):  # there the lifeline signals the group itself
             _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
-        channel = Channel(fds.events, fds.control, cap, fds.key)
+        channel = Channel(fds.events, fds.control, host.cap, fds.key)
         interrupt_guard.interrupts = fds.interrupts
-        if shown is not None:
-            host_shows(shown)
+        if host.shown is not None:
+            host_shows(host.shown)
         _current_directory_first()
         if "asyncio" in sys.modules:  # the supervisor's (rpc): its loop is not the cells'
             from pyrelune.worker import eventloop
@@ -252,7 +248,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
         # its worker. An interactive one's goes on running the cells' tasks (see `between`).
         receive: Callable[[], PipeCommand] = channel.receive
         origins: Origins | None = None  # whose output it is (see `worker.origin`): a live host's
-        if interactive:
+        if host.interactive:
             from pyrelune.wire.ring import RingWriter
             from pyrelune.worker import origin, show
             from pyrelune.worker.flushfirst import flush_before_c_calls, flush_first
@@ -264,7 +260,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
             builtins.input = Prompter(channel)
             importhooks.after_import("getpass", lambda getpass: setattr(
                 getpass, "getpass", Prompter(channel, password=True)))
-            if not (comms and shell == IPYTHON):  # the rpc kernel's show() and plot()
+            if not (host.comms and host.shell == IPYTHON):  # the rpc kernel's show() and plot()
                 show.install()
             assert fds.ring is not None  # an interactive kernel's worker has one
             writer = RingWriter(fds.ring)
@@ -279,7 +275,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
             from pyrelune.worker import between
 
             between.watch_for_asyncio()
-            if comms:  # a Jupyter front end's: widgets talk to it (see `worker.comms`)
+            if host.comms:  # a Jupyter front end's: widgets talk to it (see `worker.comms`)
                 from pyrelune.worker.comms import install
 
                 install(channel)
@@ -290,7 +286,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
             std.use(lambda fd: _buffered_text_stream(fd) if fd == 1 else text_stream(fd))
             flush_first(flush_stdout)
         ipython: ZMQInteractiveShell | None = None
-        if shell == IPYTHON:
+        if host.shell == IPYTHON:
             import gc
 
             # Importing IPython and making its shell allocates much and frees little: with no
@@ -299,7 +295,7 @@ def serve(fds: WorkerFds, interactive: bool, buffered: bool, cap: int,
             try:
                 from pyrelune.worker.ipyshell.shell import make_shell
 
-                ipython = make_shell(channel, as_parts=comms)
+                ipython = make_shell(channel, as_parts=host.comms)
             finally:
                 gc.enable()
             namespace = ipython.user_ns

@@ -9,9 +9,10 @@ from collections.abc import Iterable, Iterator
 import pytest
 from support.stall import stall_first_worker
 
-from pyrelune.supervisor.kernel import LOST, Kernel
-from pyrelune.wire.commands import CancelInput, InputReply
+from pyrelune.supervisor.kernel import DEFAULT_CAP, LOST, Kernel
+from pyrelune.wire.commands import CancelInput, Execute, InputReply
 from pyrelune.wire.events import Display, Done, InputRequest
+from pyrelune.wire.profile import HostProfile
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -27,15 +28,15 @@ def ended(events: Iterable[Event]) -> Done:
 
 @pytest.fixture
 def kernel() -> Iterator[Kernel]:
-    k = Kernel(interactive=True)
+    k = Kernel(HostProfile(DEFAULT_CAP, interactive=True))
     yield k
     k.close()
 
 
 def test_a_reply_that_comes_after_the_interrupt_is_ignored(kernel: Kernel) -> None:
-    kernel.execute("x = 41", "<cell 1>")
+    kernel.apply(Execute("x = 41", "<cell 1>"))
     assert ended(kernel.events()).ok
-    kernel.execute("input('name? ')", "<cell 2>")
+    kernel.apply(Execute("input('name? ')", "<cell 2>"))
     events = kernel.events()
     assert isinstance(next(events), InputRequest)
     kernel.interrupt()
@@ -43,7 +44,7 @@ def test_a_reply_that_comes_after_the_interrupt_is_ignored(kernel: Kernel) -> No
     assert done.error is not None and done.error.ename == "KeyboardInterrupt"
     kernel.apply(InputReply("too late"))  # both reach the worker after its input() has ended
     kernel.apply(CancelInput())
-    kernel.execute("x + 1", "<cell 3>")
+    kernel.apply(Execute("x + 1", "<cell 3>"))
     events_3 = list(kernel.events())
     assert ended(events_3).ok, events_3[-1]
     result = [e for e in events_3 if isinstance(e, Display)]
@@ -55,17 +56,17 @@ def test_a_reply_that_comes_after_the_interrupt_is_ignored(kernel: Kernel) -> No
 @pytest.mark.parametrize("interactive", [False, True])
 def test_an_interrupt_right_after_the_cell_is_sent_stops_that_cell(interactive: bool) -> None:
     """The worker may get the SIGINT before it has read the cell: it is kept for the cell."""
-    kernel = Kernel(interactive=interactive)
+    kernel = Kernel(HostProfile(DEFAULT_CAP, interactive=interactive))
     try:
-        kernel.execute("kept = 1", "<cell 1>")
+        kernel.apply(Execute("kept = 1", "<cell 1>"))
         assert ended(kernel.events()).ok
         for n in range(2, 22):
-            kernel.execute("while True: pass", f"<cell {n}>")
+            kernel.apply(Execute("while True: pass", f"<cell {n}>"))
             kernel.interrupt()
             done = ended(kernel.events())
             assert done.error is not None
             assert done.error.evalue == "Execution interrupted", done.error.evalue  # not killed
-        kernel.execute("kept", "<cell 22>")
+        kernel.apply(Execute("kept", "<cell 22>"))
         assert ended(kernel.events()).ok
     finally:
         kernel.close()
@@ -80,9 +81,9 @@ def test_an_interrupted_cell_whose_worker_never_began_it_is_not_run_again(
     It is not sent to a fresh worker, as a cell that a worker died before is (which would
     run, here print, what the host stopped)."""
     stall_first_worker(monkeypatch)
-    kernel = Kernel(interactive=interactive)
+    kernel = Kernel(HostProfile(DEFAULT_CAP, interactive=interactive))
     try:
-        kernel.execute("print('ran')", "<cell 1>")
+        kernel.apply(Execute("print('ran')", "<cell 1>"))
         kernel.interrupt()
         if killer == "outside":
             os.kill(kernel.worker.pid, signal.SIGKILL)
@@ -92,7 +93,7 @@ def test_an_interrupted_cell_whose_worker_never_began_it_is_not_run_again(
         if killer == "session":
             assert done.error.ename == "KeyboardInterrupt" and "killed" in done.error.evalue
         assert not [e for e in events if "ran" in str(e)], events
-        kernel.execute("print('next')", "<cell 2>")  # a fresh worker, which starts
+        kernel.apply(Execute("print('next')", "<cell 2>"))  # a fresh worker, which starts
         events = list(kernel.events())
         assert ended(events).ok, events
     finally:
@@ -102,13 +103,13 @@ def test_an_interrupted_cell_whose_worker_never_began_it_is_not_run_again(
 def test_a_late_second_interrupt_spares_the_next_cell(kernel: Kernel) -> None:
     """A second SIGINT for a cell that has ended reaches the worker as the next one starts."""
     for n in range(1, 21, 2):
-        kernel.execute("while True: pass", f"<cell {n}>")
+        kernel.apply(Execute("while True: pass", f"<cell {n}>"))
         kernel.interrupt()
         assert ended(kernel.events()).error is not None
         worker = kernel.worker
         assert worker.interrupts is not None  # a kernel's worker has the board
         worker.interrupts.aim(kernel.link.session.cell)  # the second click, aimed at that cell
-        kernel.execute("import time\ntime.sleep(0.05)\nprint('spared')", f"<cell {n + 1}>")
+        kernel.apply(Execute("import time\ntime.sleep(0.05)\nprint('spared')", f"<cell {n + 1}>"))
         worker.signal_group(signal.SIGINT)  # delivered late, while the next cell runs
         events = list(kernel.events())
         assert ended(events).ok, events[-1]

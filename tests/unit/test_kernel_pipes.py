@@ -7,12 +7,13 @@ import sys
 
 import pytest
 
-from pyrelune.supervisor.kernel import CAPTURE_PIPE_SIZE, Kernel
+from pyrelune.supervisor.kernel import CAPTURE_PIPE_SIZE, DEFAULT_CAP, Kernel
+from pyrelune.wire.profile import HostProfile
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_GETPIPE_SZ is Linux's")
 def test_capture_pipes_hold_a_mebibyte() -> None:
-    kernel = Kernel()
+    kernel = Kernel(HostProfile(DEFAULT_CAP))
     try:
         worker = kernel.worker
         for stream in (worker.stdout, worker.stderr):
