@@ -14,10 +14,10 @@ from pyrelune import MAX_REQUEST
 from pyrelune.protocols import vixnote
 from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.transports import stdio
+from pyrelune.vix.folders import cell_folders
 from pyrelune.wire.events import (
     INTERRUPTED,
     INVALID_CONFIGURATION,
-    INVALID_WORKING_DIRECTORY,
     CellError,
     Clear,
     Display,
@@ -134,11 +134,9 @@ def handle(raw: bytes, timeout: float | None, started: float | None = None,
             raise vixnote.Rejected(INVALID_CONFIGURATION, refusal)
         deadline, max_output, setting = settings(timeout)
         order = order or setting
-        note = note_folder(request.document_path)  # before enter(): relative to our own cwd
-        folder = enter(meant_folder(request.working_directory, note))
+        folders = cell_folders(request)
     except vixnote.Rejected as error:
         return vixnote.reject(error, request_id)
-    folders = (note, folder) if note is not None and note != folder else (folder,)
     worker = (start_worker or _fork_worker)(request.source, request.filename, folders, max_output,
                                             vixnote.shown(order))
     signals.watch(worker)
@@ -240,73 +238,3 @@ def _collect(
         elif isinstance(event, (Stream, Display, Clear)):
             shown.add(event)
     return shown.close(), failure
-
-
-def note_folder(document_path: str) -> str | None:
-    """The folder of the note `documentPath` names, if it names a file.
-
-    Vix Note sends the path as typed where `vix note` was started, so a
-    relative one is relative to this process's current directory (which it
-    inherited), not to `workingDirectory`: read it before `enter`. Anything
-    that is not a file (empty, a folder, a NUL, a lone surrogate) changes
-    nothing: the path is a hint, and the cell still runs.
-    """
-    if not document_path:
-        return None
-    try:
-        path = os.path.abspath(document_path)
-        return os.path.dirname(path) if os.path.isfile(path) else None
-    except (OSError, ValueError):  # the current directory is gone; an unencodable name
-        return None
-
-
-#: What makes a folder a project to `vix note`, besides the `.vix` that `meant_folder` reads.
-_PROJECT_MARKERS = ("vix.app", "vix.json", "CMakeLists.txt", ".git")
-
-
-def meant_folder(directory: str, note: str | None) -> str:
-    """`workingDirectory`, or the note's folder when the host sent HOME only for its own `~/.vix`.
-
-    `vix note` sends the nearest folder above the note holding a project
-    marker. Once anything is installed into Vix Note's global prefix,
-    `~/.vix/global`, the `~/.vix` holding it is such a marker, and every note
-    under HOME without a nearer one gets HOME: a data file beside the note
-    would not open by its name. Without it the host would have sent the
-    note's folder, so that is where such a cell runs. Any other folder (HOME
-    with a project marker of its own, a prefix elsewhere) is honoured as sent.
-    """
-    home = os.environ.get("HOME", "")
-    if note is None or not home.startswith("/") or not directory:
-        return directory
-    home = os.path.normpath(home)
-    vix = os.path.join(home, ".vix")
-    prefix = os.path.normpath(os.environ.get("VIX_GLOBAL_PREFIX") or os.path.join(vix, "global"))
-    if (os.path.normpath(directory) != home or not note.startswith(home + "/")
-            or not prefix.startswith(vix + "/") or not os.path.isdir(prefix)
-            or any(os.path.lexists(os.path.join(home, name)) for name in _PROJECT_MARKERS)):
-        return directory
-    return note
-
-
-def enter(directory: str) -> str:
-    """chdir into the request's working directory; the folder the cell imports from.
-
-    Only the worker puts that folder on sys.path: this process imports
-    modules of its own after this (`select`, say), and a file of the same
-    name in a user's folder must not stand in for them.
-
-    Whatever the path holds (a NUL, a lone surrogate, a folder deleted under
-    the runtime) is the request's problem, said in the response.
-    """
-    try:
-        if directory:
-            os.chdir(os.path.abspath(directory))
-        return os.getcwd()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-    except UnicodeEncodeError as exc:  # a lone surrogate: no file name can hold it
-        reason = f"{exc.object[exc.start:exc.end]!r} cannot be part of a file name"
-    except ValueError:  # embedded null byte
-        reason = "a NUL character cannot be part of a file name"
-    where = f"workingDirectory {vixnote.echo(directory)}" if directory else "the current directory"
-    raise vixnote.Rejected(INVALID_WORKING_DIRECTORY, f"Cannot use {where}: {reason}")

@@ -294,13 +294,13 @@ def _same_imports(raw: bytes, path: list[str], peer: int, baseline: Baseline) ->
 
 
 def _look_in_folders(raw: bytes, folders: list[str], baseline: Baseline) -> str | None:
-    from pyrelune.modes import oneshot
     from pyrelune.protocols import vixnote
+    from pyrelune.vix.folders import note_folder
 
     working = None
     try:
         request = vixnote.parse_request(raw)
-        note = oneshot.note_folder(request.document_path)
+        note = note_folder(request.document_path)
         working = os.path.abspath(request.working_directory or ".")
         folders += [f for f in (note, working) if f is not None]
     except (vixnote.Rejected, OSError, ValueError):
