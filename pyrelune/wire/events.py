@@ -188,18 +188,21 @@ class Done:
 
 
 class Reply:
-    """The worker's answer to a `commands.Query` (completions, an object's help): a JSON object.
+    """The answer to a `commands.Query` of `kind`: a JSON object.
 
-    A Done follows it, as it follows a cell.
+    The worker's (completions, an object's help) is followed by a Done, as a
+    cell is; the engine's own (`supervisor.kernel.ENGINE_QUERIES`: the
+    kernel's use of the machine) is not, as no worker was asked.
     """
 
-    __slots__ = ("content",)
+    __slots__ = ("content", "kind")
 
-    def __init__(self, content: dict[str, Any]) -> None:
+    def __init__(self, content: dict[str, Any], kind: str) -> None:
         self.content = content
+        self.kind = kind
 
     def __repr__(self) -> str:
-        return f"Reply({sorted(self.content)})"
+        return f"Reply({self.kind!r}, {sorted(self.content)})"
 
 
 class Comm:
@@ -261,7 +264,7 @@ def to_wire(event: Event) -> dict[str, Any]:
             message["o"] = event.origin
         return message
     if isinstance(event, Reply):
-        return {"t": "reply", "content": event.content}
+        return {"t": "reply", "kind": event.kind, "content": event.content}
     if isinstance(event, Payload):
         return {"t": "payload", "content": event.content}
     if isinstance(event, Comm):
@@ -325,9 +328,9 @@ def from_wire(message: Any) -> Event:
         if isinstance(prompt, str) and isinstance(password, bool):
             return InputRequest(prompt, password)
     elif kind == "reply":
-        content = message.get("content")
-        if isinstance(content, dict):
-            return Reply(content)
+        content, asked = message.get("content"), message.get("kind")
+        if isinstance(content, dict) and isinstance(asked, str):
+            return Reply(content, asked)
     elif kind == "payload":
         content = message.get("content")
         if isinstance(content, dict) and isinstance(content.get("source"), str):

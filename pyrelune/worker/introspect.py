@@ -54,7 +54,7 @@ def answer(query: Query, namespace: dict[str, Any], channel: Channel,
         content = _failed(query)  # a failing completer must not fail the kernel
     finally:
         interrupt_guard.running = False
-    channel.send(Reply(content))
+    channel.send(Reply(content, query.kind))
     channel.send(Done())
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pyrelune.wire.events import Clear, Display, Payload, Stream, from_wire, to_wire
+from pyrelune.wire.events import Clear, Display, Payload, Reply, Stream, from_wire, to_wire
 
 
 @pytest.mark.parametrize("message", [
@@ -73,3 +73,11 @@ def test_a_payload_travels_whole() -> None:
     page = {"source": "page", "data": {"text/plain": "help"}, "start": 0}
     back = from_wire(to_wire(Payload(page)))
     assert isinstance(back, Payload) and back.content == page
+
+
+def test_a_reply_says_what_it_answers() -> None:
+    """The codec tells the engine's own answers from the worker's by the query's kind."""
+    back = from_wire(to_wire(Reply({"matches": []}, "complete")))
+    assert isinstance(back, Reply) and (back.kind, back.content) == ("complete", {"matches": []})
+    with pytest.raises(ValueError):
+        from_wire(to_wire(Reply({}, "x")) | {"kind": 1})  # a kind is a name

@@ -299,7 +299,7 @@ def test_a_question_for_the_worker_is_answered_by_its_reply() -> None:
     assert isinstance(command, Query) and command.kind == "complete"
     assert command.args == {"code": "pri", "cursor_pos": 3}
     replied = kernel.output(Reply({"matches": ["print"], "cursor_start": 0, "cursor_end": 3,
-                                   "metadata": {}}), 0.0)
+                                   "metadata": {}}, "complete"), 0.0)
     assert replied.messages[0][1].content["status"] == "ok"
     assert sent(kernel.output(Done(), 0.0)) == [("iopub", "status:idle")]
 
@@ -311,8 +311,8 @@ def test_user_expressions_are_asked_for_after_the_cell() -> None:
     assert done.messages == []
     (command,) = done.commands
     assert isinstance(command, Query) and command.args == {"expressions": {"v": "x"}}
-    kernel.output(Reply({"v": {"status": "ok", "data": {"text/plain": "1"}, "metadata": {}}}),
-                  0.0)
+    kernel.output(Reply({"v": {"status": "ok", "data": {"text/plain": "1"}, "metadata": {}}},
+                        "expressions"), 0.0)
     finished = kernel.output(Done(), 0.0)
     reply = finished.messages[0][1]
     assert reply.content["user_expressions"]["v"]["data"] == {"text/plain": "1"}
