@@ -107,6 +107,7 @@ class JupyterCodec:
         self._current: Message | None = None  # the shell request the worker is serving
         self._cell: _Cell | None = None  # the execute_request among them, while it runs
         self._asked = ""  # what the worker was asked (AskWorker.kind), while it answers
+        self._usage_asked: deque[tuple[str, Message]] = deque()  # the engine answers in order
         self._last_cell: Message | None = None  # the parent of output between cells
         self._named: tuple[str, Message | None] = ("", None)  # the last origin and its cell
         self._prompted: Message | None = None  # the input_request the cell waits on
@@ -269,6 +270,12 @@ class JupyterCodec:
         self._reply(outcome, channel, request, {"status": "ok"})
         return True
 
+    def _on_usage(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        """The kernel's use of the machine: the engine measures it, busy or not."""
+        self._usage_asked.append((channel, request))
+        outcome.commands.append(Query("usage", {}))
+        return False
+
     def _on_shutdown(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         restart = bool(request.content.get("restart", False))
         content = {"status": "ok", "restart": restart}
@@ -317,6 +324,10 @@ class JupyterCodec:
             self._publish(outcome, "clear_output", {"wait": item.wait}, parent)
         elif isinstance(item, InputRequest):
             self._input_request(outcome, item)
+        elif isinstance(item, Reply) and item.kind == "usage":
+            channel, request = self._usage_asked.popleft()
+            self._reply(outcome, channel, request, item.content)
+            self._status(outcome, "idle", request)
         elif isinstance(item, Reply):
             self._answered(outcome, item.content)
         elif isinstance(item, Comm):
@@ -659,5 +670,7 @@ _HANDLERS: dict[str, Callable[[JupyterCodec, str, Message, Outcome[Sent]], bool]
     "interrupt_request": JupyterCodec._on_interrupt,
     **dict.fromkeys(COMM_TYPES, JupyterCodec._on_comm),
     "shutdown_request": JupyterCodec._on_shutdown,
+    "usage_request": JupyterCodec._on_usage,
 }
-_CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request"})
+_CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request",
+                      "usage_request"})

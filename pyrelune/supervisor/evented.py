@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from pyrelune.loop.reactor import Loop, TimerHandle
     from pyrelune.supervisor.kernel import Kernel
     from pyrelune.supervisor.link import WorkerLink
-    from pyrelune.wire.events import Event
+    from pyrelune.wire.events import Event, Reply
 
 #: Without a pidfd to say the worker exited, look this often.
 _EXIT_POLL = 0.1
@@ -71,6 +71,9 @@ class LoopDriver(Driver):
 
     def interrupted(self, link: WorkerLink) -> None:
         self._arm_escalation(link)
+
+    def answered(self, reply: Reply) -> None:
+        self._on_event(reply)
 
     def replacing(self) -> None:
         """Stop watching the worker about to go: its descriptor numbers will be reused."""

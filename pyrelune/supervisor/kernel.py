@@ -30,7 +30,7 @@ from pyrelune.wire.commands import (
     Reset,
     to_wire,
 )
-from pyrelune.wire.events import WORKER_DIED, CellError, Done, Stream
+from pyrelune.wire.events import WORKER_DIED, CellError, Done, Reply, Stream
 from pyrelune.wire.interrupts import Interrupts
 from pyrelune.wire.ring import OutputRing
 
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import NoReturn
 
+    from pyrelune.supervisor.usage import Usage
     from pyrelune.wire import WorkerFds
     from pyrelune.wire.commands import Command, PipeCommand
     from pyrelune.wire.events import Event
@@ -75,6 +76,11 @@ def _serve(fds: WorkerFds, host: HostProfile) -> NoReturn:
     serve(fds, host, buffers_stdout(host.interactive))
 
 
+#: The queries the engine answers itself, as the worker may be busy: `usage`, the kernel's
+#: processes' CPU and memory (see `usage`).
+ENGINE_QUERIES = frozenset({"usage"})
+
+
 class Driver:
     """What an I/O layer is told of the engine's changes, so that it watches the right worker.
 
@@ -88,6 +94,14 @@ class Driver:
 
     def started(self) -> None:
         """A cell, a query or a reset was sent: its events follow."""
+
+    def answered(self, reply: Reply) -> None:
+        """The engine answered a query itself (`ENGINE_QUERIES`): no Done follows.
+
+        Only the event loop's hosts (Jupyter) ask such queries; the blocking
+        layer's have no message that would.
+        """
+        raise TypeError(f"no host of the blocking layer asks {reply.kind!r}")
 
     def interrupted(self, link: WorkerLink) -> None:
         """The cell of `link` was interrupted: the kill it may call for is the driver's clock."""
@@ -111,6 +125,7 @@ class Kernel:
         self.link = self._spawn()
         self._sent: Execute | None = None  # the cell sent, while it may not have started
         self._told: list[Event] = []  # for the host ahead of the next cell's own output
+        self._usage: Usage | None = None  # made at the first ask: it keeps what it measured
 
     def _spawn(self) -> WorkerLink:
         host = self.host
@@ -169,6 +184,9 @@ class Kernel:
         """
         if isinstance(command, Execute):
             self._start(command)
+        elif isinstance(command, Query) and command.kind in ENGINE_QUERIES:
+            self._answer(command)
+            return
         elif isinstance(command, Query):
             self._query(command)
         elif isinstance(command, Reset):
@@ -182,6 +200,14 @@ class Kernel:
         else:
             raise TypeError(f"{type(command).__name__} is the mode's to carry out, not a kernel's")
         self.driver.started()
+
+    def _answer(self, query: Query) -> None:
+        """A query the engine answers itself, at once, whatever the worker is doing."""
+        if self._usage is None:
+            from pyrelune.supervisor.usage import Usage
+
+            self._usage = Usage()
+        self.driver.answered(Reply(self._usage.measure(), query.kind))
 
     def _query(self, query: Query) -> None:
         """Ask the idle worker about its namespace (see `worker.introspect`): a Reply and a

@@ -480,3 +480,18 @@ def test_pyrelunes_own_mime_types_stay_out_of_a_notebook() -> None:
               "application/vnd.pyrelune.jsonml+json": ["table"]}
     outcome = kernel.output(Display(bundle, {}, is_result=True), 0.0)
     assert outcome.messages[0][1].content["data"] == {"text/plain": "t", "text/html": "<table/>"}
+
+
+def test_usage_is_the_engines_to_answer_even_while_a_cell_runs() -> None:
+    """JupyterLab's Kernel Usage panel asks on control every few seconds, busy or not."""
+    kernel = codec()
+    execute(kernel, "while True: pass")
+    asked = kernel.receive("control", frames("usage_request", {})[0])
+    (command,) = asked.commands
+    assert isinstance(command, Query) and command.kind == "usage"
+    assert sent(asked) == [("iopub", "status:busy")]
+    figures = {"hostname": "h", "pid": 1, "kernel_memory": 5}
+    answered = kernel.output(Reply(figures, "usage"), 0.0)
+    assert sent(answered) == [("control", "usage_reply"), ("iopub", "status:idle")]
+    assert answered.messages[0][1].content == figures
+    assert kernel.busy  # the cell runs on: its own reply is still to come
