@@ -37,7 +37,8 @@ from pyrelune import NotAllowed, __version__, fastjson, transition
 from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupytermessages import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
 from pyrelune.protocols.outcome import Outcome
-from pyrelune.shaping.streaming import INTERVAL, Cap, Coalescer
+from pyrelune.shaping import DisplayBudget, StreamCap
+from pyrelune.shaping.streaming import INTERVAL, Coalescer
 from pyrelune.wire import events
 from pyrelune.wire.commands import INTERRUPT, Execute, InputReply, Query, RefuseInput, Shutdown
 from pyrelune.wire.events import (
@@ -68,8 +69,6 @@ SHELL, CONTROL, STDIN, IOPUB = "shell", "control", "stdin", "iopub"
 _ENAMES = {events.WORKER_DIED: "WorkerDied", events.TIMEOUT: "Timeout"}
 #: What a Jupyter front end shows: any type but pyrelune's own (which `_theirs` drops).
 SHOWN = (events.ANY_MIME,)
-#: Displays a cell may show (display_data): past them, the rest are counted, not sent.
-MAX_DISPLAYS = 2000
 # The phases: what the worker is doing for the codec.
 IDLE = "idle"
 RUNNING = "running"  # an execute_request's cell
@@ -169,8 +168,8 @@ class JupyterCodec:
         self._last_cell: Message | None = None  # the parent of output between cells
         self._named: tuple[str, Message | None] = ("", None)  # the last origin and its cell
         self._coalescer = Coalescer()
-        self._cap = Cap() if limit is None else Cap(limit)
-        self._displays = DisplayBudget()
+        self._cap = StreamCap() if limit is None else StreamCap(limit)
+        self._displays = DisplayBudget(INTERVAL)
         self.comms: dict[str, dict[str, str]] = {}  # comm_id: {"target_name": ...} (comm_info)
 
     @property
@@ -555,62 +554,6 @@ class JupyterCodec:
         """Serve the queued shell requests until one needs the worker."""
         while self._current is None and self._queue:
             self._handle(SHELL, self._queue.popleft(), outcome)
-
-
-class DisplayBudget:
-    """A cell's displays, bounded: `MAX_DISPLAYS` are shown, updates are coalesced.
-
-    A loop that displays a million values must not become a million messages
-    (a front end that falls behind loses IOPub messages, its `idle` among
-    them): past the budget, displays are counted and the cell ends with a
-    note saying how many were not shown. Updates of a display (a progress
-    bar's `update_display`) only change it in place: each display's last
-    state is sent, at most once per `INTERVAL`.
-    """
-
-    def __init__(self, limit: int = MAX_DISPLAYS) -> None:
-        self.limit = limit
-        self.flush_at: float | None = None  # when held updates are due
-        self._held: dict[str, Display] = {}
-        self.begin()
-
-    def begin(self) -> None:
-        """A new cell: a full budget."""
-        self._left = self.limit
-        self._dropped = 0
-
-    def admit(self) -> bool:
-        """Whether a display_data may be sent (else it is counted as omitted)."""
-        if self._left > 0:
-            self._left -= 1
-            return True
-        self._dropped += 1
-        return False
-
-    def hold(self, update: Display, now: float) -> None:
-        assert update.display_id is not None
-        self._held.pop(update.display_id, None)  # moves to the end: updates keep their order
-        self._held[update.display_id] = update
-        if self.flush_at is None:
-            self.flush_at = now + INTERVAL
-
-    def due(self, now: float) -> bool:
-        return self.flush_at is not None and now >= self.flush_at
-
-    def take(self) -> list[Display]:
-        """The held updates, each display's last, in the order they were last changed."""
-        held = list(self._held.values())
-        self._held = {}
-        self.flush_at = None
-        return held
-
-    def omitted(self) -> str:
-        """The note for the cell's end, if displays were left out."""
-        if not self._dropped:
-            return ""
-        from pyrelune.shaping import notes
-
-        return notes.displays_past_limit(self._dropped, self.limit)
 
 
 def kernel_info() -> dict[str, Any]:

@@ -14,6 +14,7 @@ import os
 import sys
 
 from pyrelune.settings import PLAIN
+from pyrelune.shaping import LINES_MAX_OUTPUT
 from pyrelune.supervisor import blocking
 from pyrelune.supervisor.link import WorkerLink
 from pyrelune.supervisor.process import WorkerProcess, describe_exit
@@ -43,9 +44,6 @@ if TYPE_CHECKING:
 
 #: A kernel's capture pipes hold this much: a cell may print for a while unread.
 CAPTURE_PIPE_SIZE = 1 << 20
-#: The output cap a kernel's events are cut to, unless its mode says otherwise
-#: (the lines kernel's default output cap).
-DEFAULT_CAP = 8 << 20
 LOST = "the kernel's namespace was lost and a fresh worker has started"
 UNFLUSHED = ("what the cell printed last may be missing, as stdout is block-buffered "
              "(PYTHONUNBUFFERED=1 writes every line at once)")
@@ -84,7 +82,7 @@ class Kernel:
     been read (a thread's last words) goes ahead of the notice.
     """
 
-    def __init__(self, interactive: bool = False, cap: int = DEFAULT_CAP,
+    def __init__(self, interactive: bool = False, cap: int = LINES_MAX_OUTPUT,
                  before_replace: Callable[[], None] | None = None, comms: bool = False,
                  shown: tuple[str, ...] | None = None, shell: str = PLAIN) -> None:
         """`before_replace()` is called whenever the worker is about to be replaced, before
