@@ -12,8 +12,9 @@ from collections.abc import Callable
 
 from pyrelune import PyreluneError
 from pyrelune.protocols.lines import error_text
+from pyrelune.shaping import LINES_MAX_OUTPUT
 from pyrelune.shaping.textform import best
-from pyrelune.supervisor.kernel import DEFAULT_CAP, Kernel
+from pyrelune.supervisor.kernel import Kernel
 from pyrelune.wire.commands import Execute
 from pyrelune.wire.events import TEXT_FORMS, Display, Done, Stream
 from pyrelune.wire.profile import HostProfile
@@ -47,7 +48,7 @@ def code_cells(document: bytes) -> list[str]:
 
 def run(sources: list[str], write: Callable[[int, str], None]) -> int:
     """Run `sources` in one fresh kernel; `write(fd, text)` shows output. 0, or 1 at a failure."""
-    kernel = Kernel(HostProfile(DEFAULT_CAP, shown=TEXT_FORMS))  # a terminal shows text alone
+    kernel = Kernel(HostProfile(LINES_MAX_OUTPUT, shown=TEXT_FORMS))  # a terminal shows text alone
     try:
         for number, source in enumerate(sources, 1):
             kernel.apply(Execute(source, f"<cell {number}>"))

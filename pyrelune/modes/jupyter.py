@@ -32,6 +32,7 @@ from pyrelune.modes import ConfigError
 from pyrelune.protocols import jupytermessages
 from pyrelune.protocols.jupyter import JupyterCodec, profile
 from pyrelune.settings import IPYTHON, PLAIN
+from pyrelune.shaping import JUPYTER_MAX_DISPLAY
 from pyrelune.transports import prebound
 from pyrelune.wire.commands import INTERRUPT, Execute, Interrupt, Query, Shutdown
 from pyrelune.wire.events import Done
@@ -45,10 +46,6 @@ if TYPE_CHECKING:
     from pyrelune.wire.commands import Command
     from pyrelune.wire.events import Event
 
-#: The largest display a cell may show whole (a big table's HTML, a plotly page, an image):
-#: a Jupyter page shows what ipykernel sends. Stream text has its own, smaller, cap
-#: (`shaping.streaming.DEFAULT_LIMIT`); PYRELUNE_MAX_OUTPUT sets both.
-DISPLAY_LIMIT = 16 << 20
 #: Seconds between looks at whether the process that started the kernel is still there.
 PARENT_POLL = 1.0
 
@@ -130,7 +127,7 @@ class JupyterServer:
         self.signer = jupytermessages.Signer(connection.key, connection.signature_scheme)
         builder = jupytermessages.Builder(os.urandom(16).hex(), _username())
         self.codec = JupyterCodec(builder, self.signer, cap)
-        self._cap = DISPLAY_LIMIT if cap is None else cap
+        self._cap = JUPYTER_MAX_DISPLAY if cap is None else cap  # PYRELUNE_MAX_OUTPUT
         self.kernel: Kernel | None = None  # until the first request is answered
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text

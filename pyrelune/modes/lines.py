@@ -27,9 +27,9 @@ import time
 from pyrelune import settings
 from pyrelune.protocols import lines
 from pyrelune.settings import PLAIN
-from pyrelune.shaping import OutputBudget
+from pyrelune.shaping import LINES_MAX_OUTPUT, OutputBudget
 from pyrelune.supervisor.blocking import drain
-from pyrelune.supervisor.kernel import DEFAULT_CAP, Kernel
+from pyrelune.supervisor.kernel import Kernel
 from pyrelune.transports import stdio
 from pyrelune.wire.commands import Execute, Reset
 from pyrelune.wire.events import Clear, Display, Done, Stream
@@ -42,10 +42,6 @@ if TYPE_CHECKING:
 
     Value = TypeVar("Value", int, str)
 
-#: A cell's output kept in one response (head and tail), unless
-#: $PYRELUNE_MAX_OUTPUT says otherwise: a line of many megabytes freezes a
-#: notebook's frontend long before it is useful.
-DEFAULT_MAX_OUTPUT = DEFAULT_CAP
 #: Seconds after a cell ended in which a SIGINT is still that cell's (a person's
 #: double click on stop is 0.1-0.3 s apart), never the next cell's.
 LATE_CLICK = 0.3
@@ -184,7 +180,7 @@ def max_output() -> int:
     A bad value cannot be refused: the host would only see a kernel that
     never answered its ping.
     """
-    return _setting(settings.max_output, DEFAULT_MAX_OUTPUT)
+    return _setting(settings.max_output, LINES_MAX_OUTPUT)
 
 
 def shell(given: str | None = None) -> str:

@@ -12,6 +12,7 @@ import sys
 
 from pyrelune import MAX_REQUEST
 from pyrelune.protocols import vixnote
+from pyrelune.shaping import VIX_NOTE_MAX_OUTPUT
 from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.transports import stdio
 from pyrelune.vix.folders import cell_folders
@@ -43,9 +44,6 @@ if TYPE_CHECKING:
 #: cores, the answer comes before 9.5 s (see README, Limits).
 DEFAULT_TIMEOUT = 8.5
 GRACE = 0.25
-#: Vix Note keeps every output twice in each response of the page, so a
-#: capped cell costs the page twice this on every click (see README, Limits).
-DEFAULT_MAX_OUTPUT = 128 * 1024
 
 USAGE = """\
 pyrelune reads one vix-note-extension-1 request (a JSON object) on stdin
@@ -69,13 +67,13 @@ def settings(timeout: float | None) -> tuple[float, int, tuple[str, ...]]:
     loading their parser.
     """
     if timeout is None and not any(os.environ.get(name) for name in _SETTINGS):
-        return DEFAULT_TIMEOUT, DEFAULT_MAX_OUTPUT, vixnote.MIME_ORDER
+        return DEFAULT_TIMEOUT, VIX_NOTE_MAX_OUTPUT, vixnote.MIME_ORDER
     from pyrelune import settings as rules
 
     try:
         rules.shell(rules.PLAIN)  # the worker reads it (`worker.oneshot`); checked here
         deadline = rules.timeout(DEFAULT_TIMEOUT) if timeout is None else timeout
-        return (deadline, rules.max_output(DEFAULT_MAX_OUTPUT),
+        return (deadline, rules.max_output(VIX_NOTE_MAX_OUTPUT),
                 rules.mime_order(vixnote.MIME_ORDER))
     except rules.SettingError as exc:
         raise vixnote.Rejected(INVALID_CONFIGURATION, str(exc)) from None

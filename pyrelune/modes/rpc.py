@@ -29,7 +29,7 @@ from pyrelune.loop.ticker import Ticker
 from pyrelune.modes import ConfigError
 from pyrelune.protocols import rpc, rpcmessages
 from pyrelune.settings import PLAIN
-from pyrelune.shaping.streaming import DEFAULT_LIMIT
+from pyrelune.shaping import STREAM_MAX_OUTPUT
 from pyrelune.supervisor.evented import LoopDriver
 from pyrelune.supervisor.kernel import Kernel
 from pyrelune.transports.pipe import OVERSIZED, LineConnection
@@ -115,7 +115,7 @@ class RpcServer:
         self.settings = settings
         self.loop = loop
         self.protocol = rpc.RpcCodec(settings.token, settings.max_output)
-        cap = DEFAULT_LIMIT if settings.max_output is None else settings.max_output
+        cap = STREAM_MAX_OUTPUT if settings.max_output is None else settings.max_output
         self.kernel = Kernel(rpc.profile(cap, settings.shell))
         self.driver = LoopDriver(loop, self.kernel, self._on_event)
         self.client: Connection | None = None  # the one served: it may see the cells

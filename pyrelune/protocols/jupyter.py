@@ -9,11 +9,24 @@ interrupt, answer `input()`, shut down).
 Shell requests are served one at a time, in order, as ipykernel serves them:
 one that needs the worker (execute, complete, inspect) holds the queue until
 the worker's answer is in. Control requests (interrupt, shutdown,
-kernel_info) are answered at once, even while a cell runs. Every request is
+kernel_info, usage: the engine's to measure) are answered at once, even
+while a cell runs. Every request is
 wrapped in `status` busy and idle on IOPub, with the request as parent; a
 cell's output goes out under its execute_request, as does what a thread or a
 task it started writes later, between cells or while another cell runs (the
 worker names the cell: `Stream.origin`, the request's header as JSON).
+
+What the worker is doing for it is one phase, and every change of phase is
+looked up in one table, `TRANSITIONS` ((phase, event) -> next phase), as
+the rpc codec's: a cell running, waiting in `input()`, its
+`user_expressions` being evaluated after it, a question (completion,
+inspection, is_complete) asked or answered, a comm message handled. An
+event a phase does not allow raises `NotAllowed`, which the codec turns
+into what Jupyter expects: an `input_reply` nobody waits for is dropped, a
+prompt with no cell to answer it is refused, an answer nobody asked for is
+ignored. Control requests and the requests answered at once (kernel_info,
+history, comm_info, interrupt, shutdown) change no phase, so they are not in
+the table; a shutdown's restart or exit is the driver's.
 """
 
 from __future__ import annotations
@@ -21,11 +34,12 @@ from __future__ import annotations
 import sys
 from collections import deque
 
-from pyrelune import __version__, fastjson
+from pyrelune import NotAllowed, __version__, fastjson, transition
 from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupytermessages import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
 from pyrelune.protocols.outcome import Outcome
-from pyrelune.shaping.streaming import INTERVAL, Cap, Coalescer
+from pyrelune.shaping import DisplayBudget, StreamCap
+from pyrelune.shaping.streaming import INTERVAL, Coalescer
 from pyrelune.wire import events
 from pyrelune.wire.commands import INTERRUPT, Execute, InputReply, Query, RefuseInput, Shutdown
 from pyrelune.wire.events import (
@@ -57,8 +71,60 @@ SHELL, CONTROL, STDIN, IOPUB = "shell", "control", "stdin", "iopub"
 _ENAMES = {events.WORKER_DIED: "WorkerDied", events.TIMEOUT: "Timeout"}
 #: What a Jupyter front end shows: any type but pyrelune's own (which `_theirs` drops).
 SHOWN = (events.ANY_MIME,)
-#: Displays a cell may show (display_data): past them, the rest are counted, not sent.
-MAX_DISPLAYS = 2000
+# The phases: what the worker is doing for the codec.
+IDLE = "idle"
+RUNNING = "running"  # an execute_request's cell
+WAITING_INPUT = "waiting_input"  # the cell (or a thread of it) is in input()
+EVALUATING = "evaluating"  # the cell is over; its user_expressions are being evaluated
+EVALUATING_WAITING_INPUT = "evaluating_waiting_input"  # an expression called input()
+ASKING = "asking"  # a question (complete, inspect, is_complete) the worker answers
+ANSWERED = "answered"  # its reply is sent; the worker's end of it is due
+HANDLING_COMM = "handling_comm"  # a comm message from the front end, in the worker
+# What moves them: shell requests served, stdin replies, engine events.
+EXECUTE = "execute_request"
+ASK = "question"  # complete_request, inspect_request, is_complete_request
+COMM_MESSAGE = "comm_message"  # comm_open, comm_msg, comm_close
+PROMPT = "input_request"  # the worker asks for input()
+INPUT_REPLY = "input_reply"
+EVALUATE = "user_expressions"  # the cell ended well with expressions to evaluate
+REPLY = "reply"  # the worker's answer (a question's, or the expressions' values)
+DONE = "done"  # the worker's end of what it was doing (or its death)
+
+#: Every transition: (phase, event) -> next phase; a pair not here is not allowed.
+TRANSITIONS: dict[tuple[str, str], str] = {
+    (IDLE, EXECUTE): RUNNING,
+    (IDLE, ASK): ASKING,
+    (IDLE, COMM_MESSAGE): HANDLING_COMM,
+    (IDLE, DONE): IDLE,  # not a request's: a worker lost between requests
+    (RUNNING, PROMPT): WAITING_INPUT,
+    (RUNNING, EVALUATE): EVALUATING,
+    (RUNNING, DONE): IDLE,
+    (WAITING_INPUT, INPUT_REPLY): RUNNING,
+    (WAITING_INPUT, PROMPT): WAITING_INPUT,  # asked again: the front end is prompted again
+    # The cell's end while a thread of it waits in input(), or interrupted inside it.
+    (WAITING_INPUT, EVALUATE): EVALUATING,
+    (WAITING_INPUT, DONE): IDLE,
+    (EVALUATING, PROMPT): EVALUATING_WAITING_INPUT,
+    (EVALUATING, REPLY): EVALUATING,
+    (EVALUATING, DONE): IDLE,
+    (EVALUATING_WAITING_INPUT, INPUT_REPLY): EVALUATING,
+    (EVALUATING_WAITING_INPUT, PROMPT): EVALUATING_WAITING_INPUT,
+    (EVALUATING_WAITING_INPUT, DONE): IDLE,
+    (ASKING, REPLY): ANSWERED,
+    (ASKING, DONE): IDLE,  # unanswered: the request gets an error reply
+    (ANSWERED, REPLY): ANSWERED,  # a second answer: the first was the reply
+    (ANSWERED, DONE): IDLE,
+    (HANDLING_COMM, DONE): IDLE,  # comm messages have no reply
+}
+#: The phases a cell is in (`_cell` is set): its output is counted against its caps.
+CELL_PHASES = frozenset({RUNNING, WAITING_INPUT, EVALUATING, EVALUATING_WAITING_INPUT})
+
+
+def step(phase: str, event: str) -> str:
+    """The phase `event` moves `phase` to; raises `NotAllowed` if it may not happen there."""
+    return transition(TRANSITIONS, phase, event)
+
+
 #: The history's session number: this kernel keeps only its own session's cells.
 SESSION = 1
 HELP_LINKS = [
@@ -103,25 +169,23 @@ class JupyterCodec:
         self.signer = signer
         self.execution_count = 0
         self.history: list[tuple[int, str]] = []  # (execution count, source) of stored cells
+        self.phase = IDLE  # what the worker does for the codec (`TRANSITIONS`)
         self._queue: deque[Message] = deque()  # shell requests waiting for the current one
         self._current: Message | None = None  # the shell request the worker is serving
         self._cell: _Cell | None = None  # the execute_request among them, while it runs
-        self._asked = ""  # what the worker was asked (AskWorker.kind), while it answers
         self._usage_asked: deque[tuple[str, Message]] = deque()  # the engine answers in order
         self._last_cell: Message | None = None  # the parent of output between cells
         self._named: tuple[str, Message | None] = ("", None)  # the last origin and its cell
-        self._prompted: Message | None = None  # the input_request the cell waits on
-        self._replied = False  # the worker's Reply to what it was asked came
         self._coalescer = Coalescer()
-        self._cap = Cap() if limit is None else Cap(limit)
-        self._displays = DisplayBudget()
+        self._cap = StreamCap() if limit is None else StreamCap(limit)
+        self._displays = DisplayBudget(INTERVAL)
         self.comms: dict[str, dict[str, str]] = {}  # comm_id: {"target_name": ...} (comm_info)
 
     @property
     def busy(self) -> bool:
         """Whether the worker is serving a shell request (others wait in the queue); an
         interrupt has something to stop."""
-        return self._current is not None
+        return self.phase != IDLE
 
     @property
     def flush_at(self) -> float | None:
@@ -200,6 +264,7 @@ class JupyterCodec:
             filename = f"<In[{self.execution_count}]>"
         else:
             filename = f"<In[{self.execution_count}] silent>"
+        self.phase = step(self.phase, EXECUTE)
         cell = self._cell = _Cell(request, self.execution_count)
         self._current = self._last_cell = request
         if not silent:
@@ -222,8 +287,8 @@ class JupyterCodec:
 
     def _ask(self, request: Message, outcome: Outcome[Sent], kind: str,
              args: dict[str, Any]) -> bool:
+        self.phase = step(self.phase, COMM_MESSAGE if kind == "comm" else ASK)
         self._current = request
-        self._asked = kind
         outcome.commands.append(Query(kind, args))
         return False
 
@@ -290,10 +355,11 @@ class JupyterCodec:
         if message.msg_type != "input_reply":
             outcome.problems.append(f"unknown message type on stdin: {message.msg_type!r}")
             return
-        if self._prompted is None:
+        try:
+            self.phase = step(self.phase, INPUT_REPLY)
+        except NotAllowed:
             outcome.problems.append("an input_reply with no input() waiting: ignored")
             return
-        self._prompted = None
         value = message.content.get("value", "")
         outcome.commands.append(InputReply(value if isinstance(value, str) else str(value)))
 
@@ -360,7 +426,7 @@ class JupyterCodec:
         (between cells: a thread's, a task's) the last cell."""
         if self._cell is not None:
             return self._cell.request
-        if self._asked == "comm":
+        if self.phase == HANDLING_COMM:
             return self._current
         return self._last_cell
 
@@ -414,59 +480,61 @@ class JupyterCodec:
         if cell is None or not cell.request.content.get("allow_stdin", False):
             outcome.commands.append(RefuseInput())
             return
-        self._prompted = cell.request
+        try:
+            self.phase = step(self.phase, PROMPT)
+        except NotAllowed:  # no cell of this phase asks (a cell forged its worker's line)
+            outcome.commands.append(RefuseInput())
+            return
         outcome.messages.append((STDIN, self.builder.to(
             cell.request, "input_request", {"prompt": request.prompt,
                                             "password": request.password})))
 
     def _answered(self, outcome: Outcome[Sent], content: dict[str, Any]) -> None:
         """The worker's answer to what it was asked: the reply, or the cell's user_expressions."""
-        if self._asked == "expressions" and self._cell is not None:
+        try:
+            before, self.phase = self.phase, step(self.phase, REPLY)
+        except NotAllowed:
+            return  # nothing was asked of the worker: no request waits for this
+        if before == EVALUATING and self._cell is not None:
             self._cell.user_expressions = content
-            return
-        if self._current is not None and not self._replied:
-            self._replied = True
+        elif before == ASKING and self._current is not None:
             self._reply(outcome, SHELL, self._current, {"status": "ok", **content})
 
     def _done(self, outcome: Outcome[Sent], done: Done) -> None:
-        self._prompted = None
-        request, asked, cell = self._current, self._asked, self._cell
+        """The worker's end of what it was doing: the request's reply, and idle."""
+        before, request, cell = self.phase, self._current, self._cell
         if done.error is not None and done.error.code == events.WORKER_DIED:
             self.comms.clear()  # they died with it: the front end's views are left unlinked
+        if before in (RUNNING, WAITING_INPUT) and cell is not None:  # the cell itself is over
+            cell.error = done.error
+            if done.error is None and cell.user_expressions:
+                self.phase = step(before, EVALUATE)  # the reply waits for their values
+                outcome.commands.append(Query("expressions",
+                                              {"expressions": cell.user_expressions}))
+                return
+        self.phase = step(before, DONE)
         if request is None:
             return  # not ours: nothing was asked of the worker
-        if asked == "comm":  # comm messages have no reply
-            self._status(outcome, "idle", request)
-            self._current, self._asked, self._replied = None, "", False
-            self._next(outcome)
-            return
         if cell is not None:
-            if asked == "":  # the cell itself is over
-                cell.error = done.error
-                if done.error is None and cell.user_expressions:
-                    self._asked = "expressions"  # the reply waits for their values
-                    outcome.commands.append(Query("expressions",
-                                                      {"expressions": cell.user_expressions}))
-                    return
-            elif done.error is not None:  # its user_expressions could not be evaluated
-                cell.user_expressions = {}
+            if before in (EVALUATING, EVALUATING_WAITING_INPUT) and done.error is not None:
+                cell.user_expressions = {}  # they could not be evaluated
             self._finish_cell(outcome, cell)
             return
-        if done.error is not None or not self._replied:  # the worker died while it answered
-            error = done.error
+        if before == ASKING or (before == ANSWERED and done.error is not None):
+            error = done.error  # the worker died (or failed) while it answered
             ename, evalue = (_ename(error), error.evalue) if error else ("WorkerDied", "no reply")
             self._reply(outcome, SHELL, request, {
                 "status": "error", "ename": ename, "evalue": evalue,
                 "traceback": coloured(error.traceback if error else "", ename, evalue)})
-        self._status(outcome, "idle", request)
-        self._current, self._asked, self._replied = None, "", False
+        self._status(outcome, "idle", request)  # after a comm message too: it has no reply
+        self._current = None
         self._next(outcome)
 
     def _finish_cell(self, outcome: Outcome[Sent], cell: _Cell) -> None:
         """The execute_reply (after the error on IOPub); then what a failure aborts."""
         if note := self._displays.omitted():
             self._streams(outcome, [Stream("stderr", note)])  # under the cell: still `_cell`
-        self._cell, self._current, self._asked = None, None, ""
+        self._cell, self._current = None, None
         error = cell.error
         if error is None:
             self._reply(outcome, SHELL, cell.request, {
@@ -505,62 +573,6 @@ class JupyterCodec:
         """Serve the queued shell requests until one needs the worker."""
         while self._current is None and self._queue:
             self._handle(SHELL, self._queue.popleft(), outcome)
-
-
-class DisplayBudget:
-    """A cell's displays, bounded: `MAX_DISPLAYS` are shown, updates are coalesced.
-
-    A loop that displays a million values must not become a million messages
-    (a front end that falls behind loses IOPub messages, its `idle` among
-    them): past the budget, displays are counted and the cell ends with a
-    note saying how many were not shown. Updates of a display (a progress
-    bar's `update_display`) only change it in place: each display's last
-    state is sent, at most once per `INTERVAL`.
-    """
-
-    def __init__(self, limit: int = MAX_DISPLAYS) -> None:
-        self.limit = limit
-        self.flush_at: float | None = None  # when held updates are due
-        self._held: dict[str, Display] = {}
-        self.begin()
-
-    def begin(self) -> None:
-        """A new cell: a full budget."""
-        self._left = self.limit
-        self._dropped = 0
-
-    def admit(self) -> bool:
-        """Whether a display_data may be sent (else it is counted as omitted)."""
-        if self._left > 0:
-            self._left -= 1
-            return True
-        self._dropped += 1
-        return False
-
-    def hold(self, update: Display, now: float) -> None:
-        assert update.display_id is not None
-        self._held.pop(update.display_id, None)  # moves to the end: updates keep their order
-        self._held[update.display_id] = update
-        if self.flush_at is None:
-            self.flush_at = now + INTERVAL
-
-    def due(self, now: float) -> bool:
-        return self.flush_at is not None and now >= self.flush_at
-
-    def take(self) -> list[Display]:
-        """The held updates, each display's last, in the order they were last changed."""
-        held = list(self._held.values())
-        self._held = {}
-        self.flush_at = None
-        return held
-
-    def omitted(self) -> str:
-        """The note for the cell's end, if displays were left out."""
-        if not self._dropped:
-            return ""
-        from pyrelune.shaping import notes
-
-        return notes.displays_past_limit(self._dropped, self.limit)
 
 
 def kernel_info() -> dict[str, Any]:

@@ -53,8 +53,8 @@ from pyrelune.protocols.rpcmessages import (
     request_id_of,
     response,
 )
-from pyrelune.shaping import Omitted, OutputBudget, clip
-from pyrelune.shaping.streaming import Cap, Coalescer
+from pyrelune.shaping import HeldOutput, Omitted, OutputBudget, StreamCap, clip
+from pyrelune.shaping.streaming import Coalescer
 from pyrelune.shaping.terminal import Presenter
 from pyrelune.wire import events
 from pyrelune.wire.commands import INTERRUPT, Admit, Disconnect, Execute, InputReply, Reset
@@ -168,8 +168,8 @@ class RpcCodec:
         self._coalescer = Coalescer()
         self._settled: list[Stream | Display | Clear | InputRequest | Done] = []
         self._screen = Presenter(self._settled.append, interleave=True)
-        self._cap = Cap() if limit is None else Cap(limit)
-        self._held = _Held(self._cap.limit)
+        self._cap = StreamCap() if limit is None else StreamCap(limit)
+        self._held = HeldOutput(self._cap.limit)
         # The cell's output since it first cleared or showed an updatable display: a
         # host that only appends cannot take either back, so it gets the last state.
         self._replaceable: OutputBudget | None = None
@@ -221,7 +221,7 @@ class RpcCodec:
     def _serve(self) -> list[Message]:
         """A client is served from now on: what was held for it, then the pending prompt."""
         self.connection = step(self.connection, SERVE)
-        held, self._held = self._held.release(), _Held(self._cap.limit)
+        held, self._held = self._held.release(_note), HeldOutput(self._cap.limit)
         if self.state == WAITING_INPUT and self._prompt is not None:
             held.append(self._input_request(self._prompt))
         return held
@@ -352,7 +352,7 @@ class RpcCodec:
             outcome.messages += part.messages
             outcome.commands += part.commands
         if self.connection != SERVED:
-            outcome.messages = self._held.hold(outcome.messages)
+            outcome.messages = self._hold(outcome.messages)
         return outcome
 
     def _output(
@@ -452,7 +452,18 @@ class RpcCodec:
     def tick(self, now: float) -> Outcome[Message]:
         """Stream text whose time has come (the driver's timer at `flush_at`)."""
         due = self._streams(self._coalescer.due(now))
-        return Outcome(due if self.connection == SERVED else self._held.hold(due))
+        return Outcome(due if self.connection == SERVED else self._hold(due))
+
+    def _hold(self, messages: list[Message]) -> list[Message]:
+        """Keep `messages` for the next client (none is to be sent now): output within the
+        cap. The pending prompt is not held: `_serve()` sends it after them."""
+        for message in messages:
+            kind = message.get("event")
+            if kind in ("stream", "display_data"):
+                self._held.offer(message, len(encode(message)))
+            elif kind != "input_request":
+                self._held.keep(message)
+        return []
 
     def _flush(self) -> list[Message]:
         # Before each display and at each end: usually nothing is held (no `flush_at`).
@@ -493,49 +504,6 @@ def _joined(streams: list[Stream]) -> list[Stream]:
     return out
 
 
-class _Held:
-    """A cell's messages kept while no client is served, for the next one.
-
-    Its output (stream and display events) is kept up to `limit` bytes (the
-    cell's output cap); past that it is dropped, and a note in its place
-    says how much. Everything else (`execute.done`, reset responses) is
-    small and always kept. The pending prompt is not held:
-    `_serve()` sends it after these.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._messages: list[Message] = []
-        self._size = 0
-        self._note: Message | None = None
-        self._dropped = 0
-
-    def hold(self, messages: list[Message]) -> list[Message]:
-        """Keep `messages`; none is to be sent now."""
-        for message in messages:
-            kind = message.get("event")
-            if kind == "input_request":
-                continue
-            if kind in ("stream", "display_data"):
-                size = len(encode(message))
-                if self._note is not None or self._size + size > self._limit:
-                    self._drop(message)
-                    continue
-                self._size += size
-            self._messages.append(message)
-        return []
-
-    def _drop(self, message: Message) -> None:
-        if self._note is None:
-            self._note = event("stream", {"cell_id": message["data"]["cell_id"],
-                                          "name": "stderr", "text": ""})
-            self._messages.append(self._note)
-        self._dropped += 1
-
-    def release(self) -> list[Message]:
-        """What was held, in order, the note saying what was not."""
-        if self._note is not None:
-            from pyrelune.shaping import notes
-
-            self._note["data"]["text"] = notes.messages_dropped(self._dropped)
-        return self._messages
+def _note(first: Message, text: str) -> Message:
+    """The note standing where held output was dropped: on stderr, under its cell."""
+    return event("stream", {"cell_id": first["data"]["cell_id"], "name": "stderr", "text": text})

@@ -47,9 +47,6 @@ if TYPE_CHECKING:
 
 #: A kernel's capture pipes hold this much: a cell may print for a while unread.
 CAPTURE_PIPE_SIZE = 1 << 20
-#: The output cap a kernel's events are cut to, unless its mode says otherwise
-#: (the lines kernel's default output cap).
-DEFAULT_CAP = 8 << 20
 LOST = "the kernel's namespace was lost and a fresh worker has started"
 UNFLUSHED = ("what the cell printed last may be missing, as stdout is block-buffered "
              "(PYTHONUNBUFFERED=1 writes every line at once)")

@@ -34,7 +34,7 @@ INCOMING = (CONTROL, SHELL, STDIN)
 LINGER = 1000
 #: How many IOPub messages may wait for ZeroMQ's I/O thread (and a subscriber that reads):
 #: past it, PUB drops them unsaid. A cell's output is bounded (at most 2,000 displays,
-#: `protocols.jupyter.MAX_DISPLAYS`, and capped text), and it comes in a burst that
+#: `shaping.JUPYTER_MAX_DISPLAYS`, and capped text), and it comes in a burst that
 #: a busy machine's I/O thread can fall 1,000 (ZeroMQ's default) behind: seen, a display
 #: flood lost 200 of its 2,000 on the way.
 IOPUB_HWM = 20_000

@@ -7,6 +7,7 @@ most `wire.events.message_limit(cap)` bytes an event: plain text keeps its
 head and tail with a marker saying how much was cut; any other value that
 does not fit (HTML, an image, SVG, JSON: cut, it would be garbage) is left
 out and named in `text/plain`. Loaded only for an event over the limit.
+The supervisor's caps, and the map of every output bound, are `pyrelune.shaping`'s.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ from collections.abc import Iterable, Iterator
 import pytest
 from support.stall import stall_first_worker
 
-from pyrelune.supervisor.kernel import DEFAULT_CAP, LOST, Kernel
+from pyrelune.shaping import LINES_MAX_OUTPUT
+from pyrelune.supervisor.kernel import LOST, Kernel
 from pyrelune.wire.commands import CancelInput, Execute, InputReply
 from pyrelune.wire.events import Display, Done, InputRequest
 from pyrelune.wire.profile import HostProfile
@@ -28,7 +29,7 @@ def ended(events: Iterable[Event]) -> Done:
 
 @pytest.fixture
 def kernel() -> Iterator[Kernel]:
-    k = Kernel(HostProfile(DEFAULT_CAP, interactive=True))
+    k = Kernel(HostProfile(LINES_MAX_OUTPUT, interactive=True))
     yield k
     k.close()
 
@@ -56,7 +57,7 @@ def test_a_reply_that_comes_after_the_interrupt_is_ignored(kernel: Kernel) -> No
 @pytest.mark.parametrize("interactive", [False, True])
 def test_an_interrupt_right_after_the_cell_is_sent_stops_that_cell(interactive: bool) -> None:
     """The worker may get the SIGINT before it has read the cell: it is kept for the cell."""
-    kernel = Kernel(HostProfile(DEFAULT_CAP, interactive=interactive))
+    kernel = Kernel(HostProfile(LINES_MAX_OUTPUT, interactive=interactive))
     try:
         kernel.apply(Execute("kept = 1", "<cell 1>"))
         assert ended(kernel.events()).ok
@@ -81,7 +82,7 @@ def test_an_interrupted_cell_whose_worker_never_began_it_is_not_run_again(
     It is not sent to a fresh worker, as a cell that a worker died before is (which would
     run, here print, what the host stopped)."""
     stall_first_worker(monkeypatch)
-    kernel = Kernel(HostProfile(DEFAULT_CAP, interactive=interactive))
+    kernel = Kernel(HostProfile(LINES_MAX_OUTPUT, interactive=interactive))
     try:
         kernel.apply(Execute("print('ran')", "<cell 1>"))
         kernel.interrupt()

@@ -7,7 +7,7 @@ from types import ModuleType
 
 import pytest
 
-from pyrelune.protocols import rpc
+from pyrelune.protocols import jupyter, rpc
 from pyrelune.supervisor import session
 
 DOC = Path(__file__).resolve().parent.parent.parent / "docs" / "architecture.md"
@@ -21,7 +21,7 @@ def rendered(table: dict[tuple[str, str], str]) -> str:
                       "```mermaid", "stateDiagram-v2", *arrows, "```"])
 
 
-@pytest.mark.parametrize("module", [rpc, session], ids=lambda module: module.__name__)
+@pytest.mark.parametrize("module", [rpc, jupyter, session], ids=lambda module: module.__name__)
 def test_the_doc_shows_the_codes_table(module: ModuleType) -> None:
     text = DOC.read_text(encoding="utf-8")
     marker = f"<!-- table: {module.__name__} -->\n"

@@ -10,7 +10,7 @@ from jupyter_client.session import Session
 from pyrelune.cli.jupyterargs import read
 from pyrelune.protocols import jupytermessages
 from pyrelune.protocols.colourtb import coloured
-from pyrelune.protocols.jupyter import MAX_DISPLAYS, JupyterCodec, history
+from pyrelune.protocols.jupyter import JupyterCodec, history
 from pyrelune.protocols.jupytermessages import (
     BadMessage,
     Builder,
@@ -20,6 +20,7 @@ from pyrelune.protocols.jupytermessages import (
     serialize,
 )
 from pyrelune.protocols.outcome import Outcome
+from pyrelune.shaping import JUPYTER_MAX_DISPLAYS
 from pyrelune.wire.commands import Execute, InputReply, Interrupt, Query, RefuseInput, Shutdown
 from pyrelune.wire.events import (
     TRACEBACK_PARTS,
@@ -202,9 +203,9 @@ def test_a_cell_shows_at_most_so_many_displays_and_says_how_many_it_left_out() -
     kernel = codec()
     execute(kernel, "flood()")
     shown = 0
-    for n in range(MAX_DISPLAYS + 25):
+    for n in range(JUPYTER_MAX_DISPLAYS + 25):
         shown += len(kernel.output(Display({"text/plain": str(n)}, {}), 0.0).messages)
-    assert shown == MAX_DISPLAYS
+    assert shown == JUPYTER_MAX_DISPLAYS
     result = kernel.output(Display({"text/plain": "r"}, {}, is_result=True), 0.0)
     assert [m.msg_type for _, m in result.messages] == ["execute_result"]  # always shown
     done = kernel.output(Done(), 0.0)

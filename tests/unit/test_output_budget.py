@@ -1,4 +1,5 @@
-"""OutputBudget: head and tail kept, the rest counted, never a character cut in two."""
+"""OutputBudget: head and tail kept, the rest counted, never a character cut in two; and the
+head budget rpc's held output shares with Jupyter's displays."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.strategies import any_text
 
-from pyrelune.shaping import Omitted, OutputBudget, clip, utf8_size
+from pyrelune.shaping import HeadBudget, HeldOutput, Omitted, OutputBudget, clip, notes, utf8_size
 from pyrelune.wire.events import Clear, Display, Stream
 
 streams = st.lists(st.tuples(st.sampled_from(["stdout", "stderr"]), any_text), max_size=12)
@@ -141,3 +142,25 @@ def test_a_clear_clears_now_or_when_the_next_output_comes() -> None:
     assert shown(budget) == ["frame 1\n"]  # kept until something replaces it
     budget.apply(Stream("stdout", "frame 2\n"))
     assert shown(budget) == ["frame 2\n"]
+
+
+def test_a_head_budget_keeps_a_head_and_counts_the_rest() -> None:
+    head = HeadBudget(10)
+    assert [head.admit(cost) for cost in (4, 4, 3, 1, 0)] == [True, True, False, False, False]
+    assert (head.used, head.dropped) == (8, 3)  # after a gap, not even what would fit
+
+
+def test_held_output_keeps_a_head_and_puts_its_note_where_the_first_dropped_stood() -> None:
+    held = HeldOutput(5)
+    held.offer("a", 3)
+    held.offer("b", 3)  # over: dropped, the note stands here
+    held.keep("done")
+    held.offer("c", 1)  # after the gap: dropped too
+    released = held.release(lambda first, text: f"note for {first}: {text.strip()}")
+    assert released == ["a", "note for b: " + notes.messages_dropped(2).strip(), "done"]
+
+
+def test_held_output_with_nothing_dropped_has_no_note() -> None:
+    held = HeldOutput(5)
+    held.offer("a", 5)
+    assert held.release(lambda first, text: "note") == ["a"]

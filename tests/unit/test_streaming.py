@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.strategies import any_text
 
-from pyrelune.shaping import utf8_size
-from pyrelune.shaping.streaming import MAX_HELD, Cap, Coalescer
+from pyrelune.shaping import StreamCap, utf8_size
+from pyrelune.shaping.streaming import MAX_HELD, Coalescer
 from pyrelune.wire.events import Stream
 
 MARKER = re.compile(r"\n\[\.\.\. ([\d,]+) bytes of (stdout|stderr) omitted \.\.\.\]\n")
@@ -115,14 +115,14 @@ def test_nothing_is_lost_or_reordered_and_one_send_per_interval(
 
 
 def test_under_the_cap_everything_passes() -> None:
-    cap = Cap(100)
+    cap = StreamCap(100)
     sent = cap.add(Stream("stdout", "a" * 75))
     assert sent is not None and pairs([sent]) == [("stdout", "a" * 75)]
     assert cap.release() == []
 
 
 def test_over_the_cap_a_marker_then_the_tail() -> None:
-    cap = Cap(100)  # 75 bytes go out, then a window of the last 25
+    cap = StreamCap(100)  # 75 bytes go out, then a window of the last 25
     sent = cap.add(Stream("stdout", "a" * 70))
     head = cap.add(Stream("stdout", "b" * 10))
     assert sent is not None and head is not None and head.text == "b" * 5
@@ -138,7 +138,7 @@ def test_over_the_cap_a_marker_then_the_tail() -> None:
 
 
 def test_a_new_cell_has_the_whole_budget_again() -> None:
-    cap = Cap(100)
+    cap = StreamCap(100)
     cap.add(Stream("stdout", "a" * 200))
     cap.begin()
     sent = cap.add(Stream("stdout", "b" * 75))
@@ -146,7 +146,7 @@ def test_a_new_cell_has_the_whole_budget_again() -> None:
 
 
 def test_a_character_is_never_cut_at_the_cap() -> None:
-    cap = Cap(100)  # 75 bytes out: 37 two-byte characters, not 37 and a half
+    cap = StreamCap(100)  # 75 bytes out: 37 two-byte characters, not 37 and a half
     sent = cap.add(Stream("stdout", "é" * 100))
     assert sent is not None and sent.text == "é" * 37
     marker, tail = cap.release()
@@ -158,7 +158,7 @@ def test_a_character_is_never_cut_at_the_cap() -> None:
 def test_cap_sends_a_head_keeps_a_tail_and_counts_the_rest(
     chunks: list[tuple[str, str]], limit: int,
 ) -> None:
-    cap = Cap(limit)
+    cap = StreamCap(limit)
     sent = [s for name, text in chunks if (s := cap.add(Stream(name, text))) is not None]
     released = cap.release()
     omitted = {name: 0 for name in ("stdout", "stderr")}
