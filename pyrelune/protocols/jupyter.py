@@ -27,7 +27,15 @@ from pyrelune.protocols.jupytermessages import PROTOCOL_VERSION, BadMessage, Bui
 from pyrelune.protocols.outcome import Outcome
 from pyrelune.shaping.streaming import INTERVAL, Cap, Coalescer
 from pyrelune.wire import events
-from pyrelune.wire.commands import INTERRUPT, Execute, InputReply, Query, RefuseInput, Shutdown
+from pyrelune.wire.commands import (
+    INTERRUPT,
+    Debug,
+    Execute,
+    InputReply,
+    Query,
+    RefuseInput,
+    Shutdown,
+)
 from pyrelune.wire.events import (
     COMM_TYPES,
     Clear,
@@ -45,6 +53,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, TypeAlias
 
+    from pyrelune.protocols.debugger import DebugSession, Moves
     from pyrelune.protocols.jupytermessages import Signer
     from pyrelune.wire.events import CellError, Event
 
@@ -108,6 +117,9 @@ class JupyterCodec:
         self._cap = Cap() if limit is None else Cap(limit)
         self._displays = DisplayBudget()
         self.comms: dict[str, dict[str, str]] = {}  # comm_id: {"target_name": ...} (comm_info)
+        self._debugger: DebugSession | None = None  # from the first debug_request on
+        self._debug_parent: Message | None = None  # the last debug_request: its events' parent
+        self._debug_asked: tuple[Message | None, dict[str, Any] | None] = (None, None)
 
     @property
     def busy(self) -> bool:
@@ -118,7 +130,9 @@ class JupyterCodec:
     @property
     def flush_at(self) -> float | None:
         """When `tick()` has output to send (time.monotonic), if it has any."""
-        due = [at for at in (self._coalescer.flush_at, self._displays.flush_at) if at is not None]
+        debugging = self._debugger.flush_at if self._debugger is not None else None
+        due = [at for at in (self._coalescer.flush_at, self._displays.flush_at, debugging)
+               if at is not None]
         return min(due) if due else None
 
     def starting(self) -> Outcome[Sent]:
@@ -262,6 +276,51 @@ class JupyterCodec:
         self._reply(outcome, channel, request, {"status": "ok"})
         return True
 
+    def _on_debug(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        """A DAP request for the debugger (`protocols.debugger`); idle follows its reply."""
+        if self._debugger is None:
+            from pyrelune.protocols.debugger import DebugSession
+
+            self._debugger = DebugSession()
+        self._debug_parent = request
+        moves = self._debugger.request(request, request.content, not self.busy)
+        if moves.ask:
+            ((token, args),) = moves.ask
+            self._current, self._asked, self._debug_asked = request, "debug", (token, None)
+            outcome.commands.append(Query("debug", args))
+        self._moved(outcome, moves)
+        return False
+
+    def _moved(self, outcome: Outcome[Sent], moves: Moves) -> None:
+        """What the debugger's session asks (but its questions to the worker: `_on_debug`)."""
+        for request, content in moves.replies:
+            self._reply(outcome, CONTROL, request, content)
+            self._status(outcome, "idle", request)
+        for event in moves.events:
+            self._publish(outcome, "debug_event", event, self._debug_parent)
+        if moves.to_adapter or moves.connect is not None:
+            outcome.commands.append(Debug(b"".join(moves.to_adapter), moves.connect))
+
+    def debug_data(self, data: bytes) -> Outcome[Sent]:
+        """Bytes from the debugger's adapter (`supervisor.debugrelay`)."""
+        outcome: Outcome[Sent] = Outcome()
+        if self._debugger is not None:
+            from pyrelune.protocols.dap import DapError
+
+            try:
+                self._moved(outcome, self._debugger.received(data))
+            except DapError as exc:
+                outcome.problems.append(f"the debugger's adapter: {exc}")
+                self._moved(outcome, self._debugger.lost())
+        return outcome
+
+    def debug_lost(self) -> Outcome[Sent]:
+        """The connection to the debugger's adapter ended: its worker died."""
+        outcome: Outcome[Sent] = Outcome()
+        if self._debugger is not None:
+            self._moved(outcome, self._debugger.lost())
+        return outcome
+
     def _on_shutdown(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         restart = bool(request.content.get("restart", False))
         content = {"status": "ok", "restart": restart}
@@ -335,6 +394,8 @@ class JupyterCodec:
         self._streams(outcome, self._coalescer.due(now))
         if self._displays.due(now):
             self._send_updates(outcome)
+        if self._debugger is not None:
+            self._moved(outcome, self._debugger.tick(now))
         return outcome
 
     def _parent(self) -> Message | None:
@@ -403,6 +464,9 @@ class JupyterCodec:
 
     def _answered(self, outcome: Outcome[Sent], content: dict[str, Any]) -> None:
         """The worker's answer to what it was asked: the reply, or the cell's user_expressions."""
+        if self._asked == "debug":
+            self._debug_asked = (self._debug_asked[0], content)
+            return
         if self._asked == "expressions" and self._cell is not None:
             self._cell.user_expressions = content
             return
@@ -417,6 +481,12 @@ class JupyterCodec:
             self.comms.clear()  # they died with it: the front end's views are left unlinked
         if request is None:
             return  # not ours: nothing was asked of the worker
+        if asked == "debug" and self._debugger is not None:
+            (token, answer), self._debug_asked = self._debug_asked, (None, None)
+            self._current, self._asked, self._replied = None, "", False
+            self._moved(outcome, self._debugger.answered(token, answer))
+            self._next(outcome)
+            return
         if asked == "comm":  # comm messages have no reply
             self._status(outcome, "idle", request)
             self._current, self._asked, self._replied = None, "", False
@@ -567,7 +637,8 @@ def kernel_info() -> dict[str, Any]:
         "banner": (f"Python {sys.version}\npyrelune {__version__}: a kernel whose interrupt "
                    "always ends the cell and whose worker is replaced if it dies\n"),
         "help_links": HELP_LINKS,
-        "debugger": False,
+        "debugger": True,
+        "supported_features": ["debugger"],
     }
 
 
@@ -652,5 +723,7 @@ _HANDLERS: dict[str, Callable[[JupyterCodec, str, Message, Outcome[Sent]], bool]
     "interrupt_request": JupyterCodec._on_interrupt,
     **dict.fromkeys(COMM_TYPES, JupyterCodec._on_comm),
     "shutdown_request": JupyterCodec._on_shutdown,
+    "debug_request": JupyterCodec._on_debug,
 }
-_CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request"})
+_CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request",
+                      "debug_request"})
