@@ -45,6 +45,8 @@ HIDDEN = frozenset({
 #: The kernel's own code, which stepping does not enter (as ipykernel leaves out its own
 #: modules): a step out of the cell ends where the cell ends.
 SKIPPED = ("pyrelune", "IPython")
+#: The requests that resume a stopped thread: debugpy sends no `continued` after them.
+_RESUMING = frozenset({"continue", "next", "stepIn", "stepOut", "stepBack", "goto"})
 #: What the worker is asked for each namespace request (see `worker.debugging`).
 _ASKED = {"inspectVariables": "variables", "richInspectVariables": "rich", "modules": "modules"}
 
@@ -99,9 +101,11 @@ def response(request: dict[str, Any], success: bool = True, body: dict[str, Any]
 class DebugSession:
     """One kernel's debugger, for every front end connected to it."""
 
-    def __init__(self, skipped: tuple[str, ...] = SKIPPED) -> None:
-        """`skipped`: the packages whose frames the debugger leaves out (see `SKIPPED`)."""
+    def __init__(self, skipped: tuple[str, ...] = SKIPPED, entry: str = "") -> None:
+        """`skipped`: the packages whose frames the debugger leaves out (see `SKIPPED`);
+        `entry`: the script the kernel was started by (its frame is under every cell's)."""
         self.skipped = skipped
+        self.entry = entry
         self.started = False  # the front end initialized the debugger
         self.attached = False  # to the current worker's debugpy
         self.starting = False  # the worker was asked to start debugpy
@@ -268,6 +272,8 @@ class DebugSession:
         arguments = dict(self._setup.get("attach", {}))
         arguments["connect"] = {"host": self._address[0], "port": self._address[1]}
         arguments["rules"] = [{"module": name, "include": False} for name in self.skipped]
+        if self.entry:
+            arguments["rules"].append({"path": self.entry, "include": False})
         arguments.setdefault("justMyCode", False)
         return arguments
 
@@ -394,6 +400,13 @@ class DebugSession:
         elif command == "variables" and isinstance(message.get("body"), dict):
             reply["body"] = {**message["body"], "variables": [
                 v for v in message["body"].get("variables", []) if shown(v.get("name", ""))]}
+        elif command in _RESUMING and message.get("success"):  # no `continued` follows these
+            body = message.get("body") or {}
+            thread = (request.get("arguments") or {}).get("threadId")
+            if body.get("allThreadsContinued", command == "continue"):
+                self.stopped.clear()
+            else:
+                self.stopped.discard(thread)
         elif command == "disconnect":
             self._ended()
         moves.replies.append((waiting.token, reply))

@@ -18,6 +18,7 @@ worker names the cell: `Stream.origin`, the request's header as JSON).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import deque
 
@@ -281,7 +282,7 @@ class JupyterCodec:
         if self._debugger is None:
             from pyrelune.protocols.debugger import DebugSession
 
-            self._debugger = DebugSession()
+            self._debugger = DebugSession(entry=os.path.realpath(sys.argv[0]))
         self._debug_parent = request
         moves = self._debugger.request(request, request.content, not self.busy)
         if moves.ask:
