@@ -59,7 +59,7 @@ def test_murmur2_matches_ipykernels_names() -> None:
     from ipykernel.compiler import murmur2_x86
 
     for text in ("", "a", "ab", "abc", "abcd", "print('héllo')\n", "x = 1\ny = 2\n"):
-        assert murmur2(text.encode()) == murmur2_x86(text, HASH_SEED)
+        assert murmur2(text.encode()) == murmur2_x86(text, HASH_SEED)  # type: ignore[no-untyped-call]
     assert cell_file(42, "a") == os.path.join(folder(42), f"{murmur2(b'a')}.py")
 
 
