@@ -19,7 +19,8 @@ requests: `richInspectVariables` in a stopped frame (an `evaluate`),
 renumbered (`dap.Numbering`) and given back under the front end's number.
 
 A worker that dies while attached takes debugpy with it: its requests fail,
-stopped threads continue, and `exited` and `terminated` end the session; the
+stopped threads continue, and `terminated` ends the session (debugpy's own, or
+`exited` and `terminated` when the connection ends without it); the
 next request that needs debugpy starts it in the fresh worker and attaches again,
 with the breakpoints the front end had set.
 """
@@ -358,7 +359,19 @@ class DebugSession:
                 self.stopped.clear()
             else:
                 self.stopped.discard(body.get("threadId", -1))
+        elif name == "terminated":  # the debuggee is gone (the worker died): so is the session
+            self._detached(moves)
         moves.events.append(event)
+
+    def _detached(self, moves: Moves) -> None:
+        """debugpy is gone with its worker: its stopped threads continue (JupyterLab clears
+        its call stack and variables on `continued`), the next request starts another."""
+        for thread in sorted(self.stopped):
+            moves.events.append(_event("continued", {"threadId": thread,
+                                                     "allThreadsContinued": True}))
+        self.stopped = set()
+        self.attached = self.starting = False
+        self._address = None
 
     def _replay_configuration(self, moves: Moves) -> None:
         """The breakpoints and exception filters the front end set, in a fresh worker."""
@@ -465,15 +478,11 @@ class DebugSession:
                 moves.replies.append((waiting.token, response(waiting.request, False,
                                                               message="the worker died")))
         self._waiting, self._held = [], []
-        for thread in sorted(self.stopped):
-            moves.events.append(_event("continued", {"threadId": thread,
-                                                     "allThreadsContinued": True}))
-        self.stopped = set()
-        if self.attached:
+        attached = self.attached
+        self._detached(moves)
+        if attached:  # debugpy did not say so itself
             moves.events.append(_event("exited", {"exitCode": exit_code}))
             moves.events.append(_event("terminated", {}))
-        self.attached = self.starting = False
-        self._address = None
         return moves
 
 

@@ -217,6 +217,16 @@ def test_an_unanswered_request_fails_after_the_wait() -> None:
     assert token == "s" and not reply["success"] and "C code" in reply["message"]
 
 
+def lost_after_terminated() -> Moves:
+    """debugpy says `terminated` itself: the connection's end adds nothing."""
+    session = DebugSession()
+    attached(session)
+    event(session, "stopped", threadId=1)
+    assert [e["event"] for e in event(session, "terminated").events] == [
+        "continued", "terminated"]
+    return session.lost()
+
+
 def test_a_dead_worker_ends_the_session_and_the_next_request_attaches_anew() -> None:
     session = DebugSession()
     attached(session)
@@ -227,6 +237,7 @@ def test_a_dead_worker_ends_the_session_and_the_next_request_attaches_anew() -> 
     moves = session.lost()
     assert [token for token, _ in moves.replies] == ["b", "s"]
     assert [e["event"] for e in moves.events] == ["continued", "exited", "terminated"]
+    assert lost_after_terminated().events == []
     assert not session.attached and session.info()["stoppedThreads"] == []
     moves = session.request("b2", request("setBreakpoints", 7, source={"path": "/d.py"},
                                           breakpoints=[{"line": 1}]), True)
