@@ -102,11 +102,13 @@ def reply_to(client: BlockingKernelClient, msg_id: str) -> dict[str, Any]:
             return reply["content"]  # type: ignore[no-any-return]
 
 
-def test_kernel_info_offers_the_debugger(kernel: Kernel) -> None:
+def test_kernel_info_offers_the_debugger_which_costs_nothing_unused(kernel: Kernel) -> None:
     client = kernel[1]
     client.kernel_info()
     info = client.get_shell_msg(timeout=TIMEOUT)["content"]
     assert info["debugger"] is True and "debugger" in info["supported_features"]
+    # debugpy waits for the debugger to be turned on: cells do not pay for it.
+    assert execute(client, "import sys\nprint('debugpy' in sys.modules)").stdout() == "False\n"
 
 
 def test_debug_info_and_dump_cell_are_ipykernels(kernel: Kernel) -> None:
