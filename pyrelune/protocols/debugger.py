@@ -130,7 +130,9 @@ class DebugSession:
         command = request.get("command")
         arguments = request.get("arguments")
         args: dict[str, Any] = arguments if isinstance(arguments, dict) else {}
-        if command == "debugInfo":
+        if not isinstance(command, str) or not command:
+            moves.replies.append((token, response(request, False, message="no command")))
+        elif command == "debugInfo":
             moves.replies.append((token, response(request, body=self.info())))
         elif command == "dumpCell":
             self._dump(token, request, args, moves)

@@ -113,6 +113,8 @@ def test_initialize_starts_debugpy_in_the_worker_and_attach_configures_it() -> N
 
 def test_initialize_fails_at_once_while_a_cell_runs() -> None:
     session = DebugSession()
+    ((_, reply),) = session.request("t", {"seq": 1}, True).replies
+    assert not reply["success"]
     ((_, reply),) = session.request("t", request("initialize", 1), False).replies
     assert not reply["success"] and "cell is running" in reply["message"]
 
