@@ -31,6 +31,8 @@ class PyreluneError(Exception):
     PyreluneError
     ├── settings.SettingError (also ValueError)  a setting's value breaks its rule
     ├── protocols.Rejected                       a request no cell runs for, and its code
+    ├── protocols.dap.DapError                   bytes from the debugger's adapter that are not
+    │                                            the Debug Adapter Protocol (also ValueError)
     ├── protocols.jupytermessages.BadMessage     frames the Jupyter kernel may not act on
     ├── NotAllowed                               an event a state table has no row for (the
     │                                            rpc codec's, a worker session's)

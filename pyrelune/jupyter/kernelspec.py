@@ -123,7 +123,11 @@ def spec(interpreter: str, display_name: str = DISPLAY_NAME,
     """
     if not display_name.strip():
         raise KernelspecError("--display-name is empty: front ends list the kernel by it")
-    metadata: dict[str, Any] = {"debugger": False, MARK: {"version": __version__}}
+    from importlib.util import find_spec
+
+    # As ipykernel says it: JupyterLab's debugger needs debugpy in the kernel's environment.
+    metadata: dict[str, Any] = {"debugger": find_spec("debugpy") is not None,
+                                MARK: {"version": __version__}}
     if provisioned:
         metadata[PROVISIONER_KEY] = {"provisioner_name": PROVISIONER, "config": {}}
     return {

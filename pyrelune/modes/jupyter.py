@@ -34,13 +34,14 @@ from pyrelune.protocols.jupyter import JupyterCodec, profile
 from pyrelune.settings import IPYTHON, PLAIN
 from pyrelune.shaping import JUPYTER_MAX_DISPLAY
 from pyrelune.transports import prebound
-from pyrelune.wire.commands import INTERRUPT, Execute, Interrupt, Query, Shutdown
+from pyrelune.wire.commands import INTERRUPT, Debug, Execute, Interrupt, Query, Shutdown
 from pyrelune.wire.events import Done
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pyrelune.protocols.jupyter import Sent
     from pyrelune.protocols.outcome import Outcome
+    from pyrelune.supervisor.debugrelay import DebugRelay
     from pyrelune.supervisor.kernel import Kernel
     from pyrelune.transports.zmqsockets import ZmqSockets
     from pyrelune.wire.commands import Command
@@ -129,6 +130,7 @@ class JupyterServer:
         self.codec = JupyterCodec(builder, self.signer, cap)
         self._cap = JUPYTER_MAX_DISPLAY if cap is None else cap  # PYRELUNE_MAX_OUTPUT
         self.kernel: Kernel | None = None  # until the first request is answered
+        self._debug: DebugRelay | None = None  # from the first debug session on
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self.stopping: Shutdown | None = None
@@ -195,11 +197,24 @@ class JupyterServer:
             self.loop.call_soon(self._start, command)
         elif isinstance(command, Interrupt):
             self.interrupt()
+        elif isinstance(command, Debug):
+            self._debug_relay(command)
         elif isinstance(command, Shutdown):
             self.stopping = command
             self.loop.call_soon(self.loop.stop)
         else:
             self._worker().apply(command)
+
+    def _debug_relay(self, command: Debug) -> None:
+        """To debugpy's adapter in the worker (see `supervisor.debugrelay`)."""
+        if self._debug is None:
+            from pyrelune.supervisor.debugrelay import DebugRelay
+
+            self._debug = DebugRelay(self.loop, lambda data: self._apply(
+                self.codec.debug_data(data)), lambda: self._apply(self.codec.debug_lost()))
+        if command.address is not None:
+            self._debug.connect(command.address)
+        self._debug.send(command.data)
 
     def _start(self, command: Execute | Query) -> None:
         if self.stopping is not None:
@@ -225,6 +240,8 @@ class JupyterServer:
             self._worker().apply(INTERRUPT)
 
     def close(self) -> None:
+        if self._debug is not None:
+            self._debug.close()
         if self.kernel is not None:
             self.kernel.close()
 

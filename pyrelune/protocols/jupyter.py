@@ -31,6 +31,7 @@ the table; a shutdown's restart or exit is the driver's.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import deque
 
@@ -41,7 +42,15 @@ from pyrelune.protocols.outcome import Outcome
 from pyrelune.shaping import DisplayBudget, StreamCap
 from pyrelune.shaping.streaming import INTERVAL, Coalescer
 from pyrelune.wire import events
-from pyrelune.wire.commands import INTERRUPT, Execute, InputReply, Query, RefuseInput, Shutdown
+from pyrelune.wire.commands import (
+    INTERRUPT,
+    Debug,
+    Execute,
+    InputReply,
+    Query,
+    RefuseInput,
+    Shutdown,
+)
 from pyrelune.wire.events import (
     COMM_TYPES,
     Clear,
@@ -60,6 +69,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from typing import Any, TypeAlias
 
+    from pyrelune.protocols.debugger import DebugSession, Moves
     from pyrelune.protocols.jupytermessages import Signer
     from pyrelune.wire.events import CellError, Event
 
@@ -67,6 +77,7 @@ if TYPE_CHECKING:
     Sent: TypeAlias = tuple[str, Message]
 
 SHELL, CONTROL, STDIN, IOPUB = "shell", "control", "stdin", "iopub"
+DEBUG = "debug_request"
 #: The names an error without a Python exception (the worker died, ...) goes by.
 _ENAMES = {events.WORKER_DIED: "WorkerDied", events.TIMEOUT: "Timeout"}
 #: What a Jupyter front end shows: any type but pyrelune's own (which `_theirs` drops).
@@ -180,6 +191,9 @@ class JupyterCodec:
         self._cap = StreamCap() if limit is None else StreamCap(limit)
         self._displays = DisplayBudget(INTERVAL)
         self.comms: dict[str, dict[str, str]] = {}  # comm_id: {"target_name": ...} (comm_info)
+        self._debugger: DebugSession | None = None  # from the first debug_request on
+        self._debug_parent: Message | None = None  # the last debug_request: its events' parent
+        self._debug_asked: tuple[Message | None, dict[str, Any] | None] = (None, None)
 
     @property
     def busy(self) -> bool:
@@ -190,7 +204,9 @@ class JupyterCodec:
     @property
     def flush_at(self) -> float | None:
         """When `tick()` has output to send (time.monotonic), if it has any."""
-        due = [at for at in (self._coalescer.flush_at, self._displays.flush_at) if at is not None]
+        debugging = self._debugger.flush_at if self._debugger is not None else None
+        due = [at for at in (self._coalescer.flush_at, self._displays.flush_at, debugging)
+               if at is not None]
         return min(due) if due else None
 
     def starting(self) -> Outcome[Sent]:
@@ -341,6 +357,51 @@ class JupyterCodec:
         outcome.commands.append(Query("usage", {}))
         return False
 
+    def _on_debug(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        """A DAP request for the debugger (`protocols.debugger`); idle follows its reply."""
+        if self._debugger is None:
+            from pyrelune.protocols.debugger import DebugSession
+
+            self._debugger = DebugSession(entry=os.path.realpath(sys.argv[0]))
+        self._debug_parent = request
+        moves = self._debugger.request(request, request.content, not self.busy)
+        if moves.ask:
+            ((token, args),) = moves.ask
+            self._debug_asked = (token, None)
+            self._ask(request, outcome, "debug", args)
+        self._moved(outcome, moves)
+        return False
+
+    def _moved(self, outcome: Outcome[Sent], moves: Moves) -> None:
+        """What the debugger's session asks (but its questions to the worker: `_on_debug`)."""
+        for request, content in moves.replies:
+            self._reply(outcome, CONTROL, request, content)
+            self._status(outcome, "idle", request)
+        for event in moves.events:
+            self._publish(outcome, "debug_event", event, self._debug_parent)
+        if moves.to_adapter or moves.connect is not None:
+            outcome.commands.append(Debug(b"".join(moves.to_adapter), moves.connect))
+
+    def debug_data(self, data: bytes) -> Outcome[Sent]:
+        """Bytes from the debugger's adapter (`supervisor.debugrelay`)."""
+        outcome: Outcome[Sent] = Outcome()
+        if self._debugger is not None:
+            from pyrelune.protocols.dap import DapError
+
+            try:
+                self._moved(outcome, self._debugger.received(data))
+            except DapError as exc:
+                outcome.problems.append(f"the debugger's adapter: {exc}")
+                self._moved(outcome, self._debugger.lost())
+        return outcome
+
+    def debug_lost(self) -> Outcome[Sent]:
+        """The connection to the debugger's adapter ended: its worker died."""
+        outcome: Outcome[Sent] = Outcome()
+        if self._debugger is not None:
+            self._moved(outcome, self._debugger.lost())
+        return outcome
+
     def _on_shutdown(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         restart = bool(request.content.get("restart", False))
         content = {"status": "ok", "restart": restart}
@@ -419,6 +480,8 @@ class JupyterCodec:
         self._streams(outcome, self._coalescer.due(now))
         if self._displays.due(now):
             self._send_updates(outcome)
+        if self._debugger is not None:
+            self._moved(outcome, self._debugger.tick(now))
         return outcome
 
     def _parent(self) -> Message | None:
@@ -495,7 +558,9 @@ class JupyterCodec:
             before, self.phase = self.phase, step(self.phase, REPLY)
         except NotAllowed:
             return  # nothing was asked of the worker: no request waits for this
-        if before == EVALUATING and self._cell is not None:
+        if before == ASKING and self._current is not None and self._current.msg_type == DEBUG:
+            self._debug_asked = (self._debug_asked[0], content)  # for the debugger, at Done
+        elif before == EVALUATING and self._cell is not None:
             self._cell.user_expressions = content
         elif before == ASKING and self._current is not None:
             self._reply(outcome, SHELL, self._current, {"status": "ok", **content})
@@ -515,6 +580,12 @@ class JupyterCodec:
         self.phase = step(before, DONE)
         if request is None:
             return  # not ours: nothing was asked of the worker
+        if request.msg_type == DEBUG and self._debugger is not None:
+            (token, answer), self._debug_asked = self._debug_asked, (None, None)
+            self._current = None
+            self._moved(outcome, self._debugger.answered(token, answer))
+            self._next(outcome)
+            return
         if cell is not None:
             if before in (EVALUATING, EVALUATING_WAITING_INPUT) and done.error is not None:
                 cell.user_expressions = {}  # they could not be evaluated
@@ -597,7 +668,8 @@ def kernel_info() -> dict[str, Any]:
         "banner": (f"Python {sys.version}\npyrelune {__version__}: a kernel whose interrupt "
                    "always ends the cell and whose worker is replaced if it dies\n"),
         "help_links": HELP_LINKS,
-        "debugger": False,
+        "debugger": True,
+        "supported_features": ["debugger"],
     }
 
 
@@ -683,6 +755,7 @@ _HANDLERS: dict[str, Callable[[JupyterCodec, str, Message, Outcome[Sent]], bool]
     **dict.fromkeys(COMM_TYPES, JupyterCodec._on_comm),
     "shutdown_request": JupyterCodec._on_shutdown,
     "usage_request": JupyterCodec._on_usage,
+    DEBUG: JupyterCodec._on_debug,
 }
 _CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request",
-                      "usage_request"})
+                      "usage_request", DEBUG})

@@ -3,10 +3,10 @@ supervisor sends its worker, with the wire form of the latter (a JSON object a l
 
 A codec's `Outcome` (`protocols.outcome`) carries these; the engine
 (`supervisor.kernel.Kernel.apply`) carries them out. Those of `PipeCommand` go down the
-control pipe as they are; `Interrupt` is a signal, and `Shutdown`, `Admit` and
-`Disconnect` are for the mode's own wiring (the process, a connection). Events go the
-other way (`events`, which also holds `SYNC` and the wire form of `Continue`, the two
-messages of the handshake every mode uses).
+control pipe as they are; `Interrupt` is a signal, `Debug` goes to the debugger's socket,
+and `Shutdown`, `Admit` and `Disconnect` are for the mode's own wiring (the process, a
+connection). Events go the other way (`events`, which also holds `SYNC` and the wire form
+of `Continue`, the two messages of the handshake every mode uses).
 """
 
 from __future__ import annotations
@@ -111,6 +111,17 @@ class Interrupt:
 INTERRUPT = Interrupt()
 
 
+class Debug:
+    """To the debugger's adapter in the worker (see `supervisor.debugrelay`): connect to
+    `address` first, if given (a new connection), then write `data` (framed DAP)."""
+
+    __slots__ = ("address", "data")
+
+    def __init__(self, data: bytes, address: tuple[str, int] | None = None) -> None:
+        self.data = data
+        self.address = address
+
+
 class Shutdown:
     """Stop the kernel once the messages before it are sent; `restart`: one will follow."""
 
@@ -141,7 +152,7 @@ if TYPE_CHECKING:
                               | RefuseInput | FreshRing)
     #: What a codec may ask of the engine.
     Command: TypeAlias = (Execute | Query | InputReply | CancelInput | RefuseInput | Reset
-                          | Interrupt | Shutdown | Admit | Disconnect)
+                          | Interrupt | Debug | Shutdown | Admit | Disconnect)
 
 _SIMPLE: dict[str, type[Reset | CancelInput | Continue | RefuseInput]] = {
     "reset": Reset, "cancel": CancelInput, "continue": Continue, "refuse": RefuseInput}

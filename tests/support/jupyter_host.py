@@ -44,7 +44,7 @@ def kernelspec(data_dir: Path, interrupt_mode: str = "signal", name: str = KERNE
         "display_name": "Python (pyrelune, test)",
         "language": "python",
         "interrupt_mode": interrupt_mode,
-        "metadata": {"debugger": False},
+        "metadata": {"debugger": True},
     }
     if provisioned:
         spec["metadata"] = kernelspec_module.spec("python", provisioned=True)["metadata"]

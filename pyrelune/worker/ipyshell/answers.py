@@ -1,4 +1,5 @@
-"""Completion, inspection, completeness and user_expressions, answered by IPython's shell.
+"""Completion, inspection, completeness, user_expressions and the debugger's questions
+(`worker.debugging`), answered by IPython's shell.
 
 The replies' contents are those ipykernel gives (its experimental completions
 with their types, as JupyterLab asks for them), bounded as pyrelune's own
@@ -58,5 +59,10 @@ def answers(shell: ZMQInteractiveShell) -> Answers:
         values: dict[str, Any] = shell.user_expressions(args["expressions"])
         return values
 
+    def debug(args: dict[str, Any], namespace: dict[str, Any]) -> dict[str, Any]:
+        from pyrelune.worker.debugging import answer
+
+        return answer(shell, args)
+
     return {"complete": complete, "inspect": inspect, "is_complete": is_complete,
-            "expressions": expressions}
+            "expressions": expressions, "debug": debug}

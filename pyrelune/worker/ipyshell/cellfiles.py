@@ -1,57 +1,17 @@
-"""The file names a cell's code is compiled under: ipykernel's scheme, for debuggers and errors.
-
-ipykernel names a cell `<temp>/ipykernel_<pid>/<hash>.py`, the hash being
-MurmurHash2 (32-bit, x86) of the cell's source with a fixed seed; a
-debugger front end (JupyterLab, VS Code) computes the same name from the
-text it shows, to set breakpoints in it, and a SyntaxError's message names
-the file (`invalid syntax (1248372771.py, line 2)`). pyrelune's cells are
-named the same way, in a folder of its own.
-"""
+"""The file names a cell's code is compiled under: ipykernel's scheme (see `wire.cellnames`)."""
 
 from __future__ import annotations
 
 import os
-import tempfile
 
 from IPython.core.compilerop import CachingCompiler
 
-#: The hash's seed, as ipykernel's debugger protocol announces it (`debugInfo`'s `hashSeed`).
-HASH_SEED = 0xC70F6907
-_M = 0x5BD1E995
-_MASK = 0xFFFFFFFF
-
-
-def murmur2(data: bytes, seed: int = HASH_SEED) -> int:
-    """MurmurHash2, 32-bit, as Austin Appleby's x86 reference computes it (little-endian)."""
-    length = len(data)
-    h = (seed ^ length) & _MASK
-    whole = length - length % 4
-    for at in range(0, whole, 4):
-        k = int.from_bytes(data[at:at + 4], "little")
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        k = (k * _M) & _MASK
-        h = ((h * _M) & _MASK) ^ k
-    tail = data[whole:]
-    if tail:
-        h ^= int.from_bytes(tail, "little")
-        h = (h * _M) & _MASK
-    h ^= h >> 13
-    h = (h * _M) & _MASK
-    return h ^ (h >> 15)
-
-
-def folder() -> str:
-    """Where this worker's cells are said to be (not written: a debugger's dumpCell does)."""
-    return os.path.join(tempfile.gettempdir(), f"pyrelune_{os.getpid()}")
-
-
-def cell_file(source: str) -> str:
-    return os.path.join(folder(), f"{murmur2(source.encode())}.py")
+from pyrelune.wire.cellnames import cell_file
 
 
 class CellCompiler(CachingCompiler):
-    """IPython's compiler, with cells named by `cell_file`."""
+    """IPython's compiler, with cells named by `wire.cellnames.cell_file`: in the folder of
+    the supervisor (the worker's parent), which the debugger announces."""
 
     def get_code_name(self, raw_code: str, transformed_code: str, number: int) -> str:
-        return cell_file(raw_code)
+        return cell_file(os.getppid(), raw_code)

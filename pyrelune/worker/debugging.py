@@ -1,0 +1,86 @@
+"""The worker's side of the Jupyter debugger: debugpy, and what only the namespace can answer.
+
+debugpy is imported on the first debug session's start (`Query` kind "debug",
+action "start"), never before: cells of a kernel nobody debugs do not pay for it.
+It listens on loopback, through its adapter (a process of its own, in the
+worker's process group: it ends with the worker); the supervisor connects to
+the adapter as a DAP client (`supervisor.debugrelay`). The other actions answer,
+between cells, what the supervisor cannot: the namespace's variables, a
+variable's rich views, the loaded modules (`protocols.debugger` asks for them).
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from pyrelune.worker.ipyshell.shell import ZMQInteractiveShell
+
+#: The longest value a variable shows in the panel.
+MAX_VALUE = 1000
+_listening: tuple[str, int] | None = None
+
+
+def answer(shell: ZMQInteractiveShell, args: dict[str, Any]) -> dict[str, Any]:
+    """The Reply's content for the debug question `args` (see the module's docstring)."""
+    action = args.get("action")
+    content: dict[str, Any] = {"request": args.get("request")}
+    if action == "start":
+        try:
+            content["address"] = list(start(shell))
+        except Exception as exc:  # debugpy missing, its adapter failing to start
+            content["error"] = f"debugpy could not start: {exc}"
+    elif action == "variables":
+        content["variables"] = variables(shell.user_ns)
+    elif action == "rich":
+        result = shell.user_expressions({args["name"]: args["name"]})[  # type: ignore[no-untyped-call]
+            args["name"]]
+        if result.get("status") == "ok":
+            content["data"], content["metadata"] = result["data"], result["metadata"]
+    elif action == "modules":
+        content["modules"], content["total"] = modules()
+    return content
+
+
+def start(shell: ZMQInteractiveShell) -> tuple[str, int]:
+    """debugpy listening for the supervisor (once per worker): where its adapter is."""
+    global _listening
+    if _listening is None:
+        import debugpy
+
+        host, port = debugpy.listen(("127.0.0.1", 0))
+        _listening = (str(host), int(port))
+        # As ipykernel: a cell's leading blank lines stay, or its breakpoints would move.
+        from IPython.core.inputtransformer2 import leading_empty_lines
+
+        cleanup = shell.input_transformer_manager.cleanup_transforms
+        if leading_empty_lines in cleanup:
+            cleanup.remove(leading_empty_lines)
+    return _listening
+
+
+def variables(namespace: dict[str, Any]) -> list[dict[str, Any]]:
+    """The namespace's variables as DAP's `variables` gives them (not expandable)."""
+    found = []
+    for name, value in list(namespace.items()):
+        try:
+            text = repr(value)
+        except Exception as exc:  # a broken __repr__ is the user's, not the panel's
+            text = f"<repr failed: {type(exc).__name__}>"
+        found.append({"name": name, "value": text[:MAX_VALUE], "type": type(value).__name__,
+                      "evaluateName": name, "variablesReference": 0})
+    return found
+
+
+def modules() -> tuple[list[dict[str, Any]], int]:
+    """The loaded modules with a Python source, as ipykernel lists them; and how many are loaded."""
+    loaded = list(sys.modules.values())
+    found = []
+    for number, module in enumerate(loaded):
+        origin = getattr(getattr(module, "__spec__", None), "origin", None)
+        if isinstance(origin, str) and origin.endswith(".py"):
+            found.append({"id": number, "name": module.__name__, "path": origin})
+    return found, len(loaded)
