@@ -31,6 +31,9 @@ KERNEL_JSON = "kernel.json"
 #: jupyter_client signals the kernel's whole process group, the worker and the
 #: cell's own subprocesses included, bypassing that escalation.
 INTERRUPT_MODE = "message"
+#: The transport encryption the kernel offers (JEP 145): a front end that requires it
+#: (jupyter_client's `transport_encryption="required"`) starts only a kernelspec saying so.
+SUPPORTED_ENCRYPTION = ("curve",)
 #: Where kernel.json says it was written by pyrelune (uninstall removes only those).
 MARK = "pyrelune"
 #: The provisioner's entry point (`jupyter_client.kernel_provisioners` in pyproject.toml)
@@ -123,7 +126,9 @@ def spec(interpreter: str, display_name: str = DISPLAY_NAME,
     """
     if not display_name.strip():
         raise KernelspecError("--display-name is empty: front ends list the kernel by it")
-    metadata: dict[str, Any] = {"debugger": False, MARK: {"version": __version__}}
+    metadata: dict[str, Any] = {"debugger": False,
+                                "supported_encryption": list(SUPPORTED_ENCRYPTION),
+                                MARK: {"version": __version__}}
     if provisioned:
         metadata[PROVISIONER_KEY] = {"provisioner_name": PROVISIONER, "config": {}}
     return {
