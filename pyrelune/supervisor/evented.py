@@ -19,10 +19,10 @@ import time
 
 from pyrelune import spin
 from pyrelune.settings import PLAIN
-from pyrelune.supervisor.kernel import Kernel
+from pyrelune.supervisor.kernel import Kernel, NoWorker
 from pyrelune.supervisor.session import COALESCE, Kill
 from pyrelune.wire.commands import Execute, Interrupt, Query, Reset
-from pyrelune.wire.events import Done, Stream
+from pyrelune.wire.events import WORKER_DIED, CellError, Done, Stream
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -72,7 +72,11 @@ class EventedKernel:
             self._kernel.interrupt()
             self._arm_escalation(link)
             return
-        self._kernel.apply(command)
+        try:
+            self._kernel.apply(command)
+        except NoWorker as exc:  # its request fails; the kernel lives on, and tries again
+            self._on_event(Done(CellError(WORKER_DIED, "", str(exc))))
+            return
         if isinstance(command, (Execute, Query)):
             self._tell()
             self._catch_quick_end(self._watch())
@@ -125,6 +129,8 @@ class EventedKernel:
         for fd in wanted - self._watched:
             self.loop.add_reader(fd, self._readable, fd)
         self._watched = wanted
+        if link.closed:
+            return fds  # no worker (none could start) until the next request
         if link.worker.exit_fd < 0 and self._poll_timer is None:
             self._poll_timer = self.loop.call_later(_EXIT_POLL, self._poll)
         if link.ring_fd >= 0:
@@ -169,6 +175,8 @@ class EventedKernel:
 
     def _readable(self, fd: int) -> None:
         link = self._kernel.link
+        if link.closed:
+            return
         output = self._deliver(link.read([fd]))
         if link is not self._kernel.link:
             return  # replaced: the new worker's pipes are watched from the start
@@ -177,7 +185,10 @@ class EventedKernel:
             # goes out now (its pipes, its ring, a thread's text on its event pipe); its
             # death is told with the next cell.
             self._deliver(link.read(link.fds()))
-            self._kernel.replace_lost(status)
+            try:
+                self._kernel.replace_lost(status)
+            except NoWorker:
+                pass  # told with the next request
             self._watch()
             return
         now = time.monotonic()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
+from pyrelune import PyreluneError
 from pyrelune.settings import PLAIN
 from pyrelune.supervisor import blocking
 from pyrelune.supervisor.link import WorkerLink
@@ -49,6 +50,11 @@ DEFAULT_CAP = 8 << 20
 LOST = "the kernel's namespace was lost and a fresh worker has started"
 UNFLUSHED = ("what the cell printed last may be missing, as stdout is block-buffered "
              "(PYTHONUNBUFFERED=1 writes every line at once)")
+
+
+class NoWorker(PyreluneError):
+    """No worker could start (no descriptor left, no process): the kernel has none until
+    the next request, which tries again. The text is the failed cell's to tell."""
 
 
 #: Whether Python was asked for unbuffered output (`python -u`, PYTHONUNBUFFERED):
@@ -107,11 +113,20 @@ class Kernel:
         interactive, cap, comms, shown = self._interactive, self._cap, self._comms, self._shown
         shell = self._shell
         # A live host's stdout goes through shared memory (see `wire.ring`).
-        ring = OutputRing() if interactive else None
-        worker = WorkerProcess(lambda fds: _serve(fds, interactive, cap, comms, shown, shell),
-                               Interrupts(), ring)
-        worker.widen_capture(CAPTURE_PIPE_SIZE)
-        return WorkerLink(worker, cap)
+        ring = worker = None
+        try:
+            ring = OutputRing() if interactive else None
+            worker = WorkerProcess(lambda fds: _serve(fds, interactive, cap, comms, shown,
+                                                      shell), Interrupts(), ring)
+            worker.widen_capture(CAPTURE_PIPE_SIZE)
+            return WorkerLink(worker, cap)
+        except OSError as exc:  # nothing half-made is kept: the next try needs the descriptors
+            if worker is not None:
+                worker.close()
+            elif ring is not None:
+                ring.close()
+            raise NoWorker(f"the kernel's namespace was lost, and no fresh worker could start "
+                           f"({exc}); the next request tries again") from None
 
     @property
     def worker(self) -> WorkerProcess:
@@ -131,9 +146,16 @@ class Kernel:
     def start(self, execute: Execute) -> None:
         """Start the cell `execute` asks for; a worker that died since the last one is
         replaced first."""
-        if (status := self.link.worker.reap(block=False)) is not None:
-            self.replace_lost(status)
+        self._revive()
         self._send(execute)
+
+    def _revive(self) -> None:
+        """Before a request: a worker if the last could not start (`NoWorker` if none can
+        yet), a fresh one if it died since."""
+        if self.link.closed:
+            self.link = self._spawn()
+        elif (status := self.link.worker.reap(block=False)) is not None:
+            self.replace_lost(status)
 
     def _send(self, execute: Execute) -> None:
         """Send `execute` as the link's next cell (numbered by its session)."""
@@ -146,9 +168,9 @@ class Kernel:
     def replace_lost(self, status: int) -> None:
         """The idle worker died (wait `status`): start another, told with the next cell."""
         self._keep_leftovers()
-        self.restart()
         self._told.append(Stream("stderr", f"pyrelune: the kernel's worker ended between "
                                            f"cells ({describe_exit(status)}); {LOST}\n"))
+        self.restart()  # a NoWorker leaves the notice for the request that starts one
 
     def _keep_leftovers(self) -> None:
         """What the dead worker wrote that is not read yet, kept for `take_told`: its pipes,
@@ -183,8 +205,7 @@ class Kernel:
     def query(self, kind: str, args: dict[str, Any]) -> None:
         """Ask the idle worker about its namespace (see `worker.introspect`): a Reply and a
         Done follow, as a cell's events do. A worker that died in between is replaced first."""
-        if (status := self.link.worker.reap(block=False)) is not None:
-            self.replace_lost(status)
+        self._revive()
         self.link.begin()
         self._sent = None
         self._command(Query(kind, args, self.link.session.cell))
@@ -197,7 +218,7 @@ class Kernel:
 
     def begin_reset(self) -> None:
         """Ask for a fresh namespace; the worker confirms with a Done (for event-loop drivers)."""
-        if self.link.worker.reap(block=False) is not None:
+        if self.link.closed or self.link.worker.reap(block=False) is not None:
             self._keep_leftovers()  # a fresh namespace is what was asked for: no notice
             self.restart()
         self._sent = None
@@ -232,17 +253,20 @@ class Kernel:
         if status is None:
             return done
         interrupts = self.link.worker.interrupts
-        if (sent is not None and interrupts is not None and not self.link.session.stopped
-                and not interrupts.started(sent.cell)):
-            self.replace_lost(status)
-            self._send(sent)
-            self._sent = None  # once: a second death is the cell's own
-            return None
-        self.restart()
-        error = done.error or CellError(WORKER_DIED, "", "the worker ended")
         lost = LOST
-        if os.WIFSIGNALED(status) and buffers_stdout(self._interactive):
-            lost = f"{LOST}; {UNFLUSHED}"  # a signal it never saw: its buffer went with it
+        try:
+            if (sent is not None and interrupts is not None and not self.link.session.stopped
+                    and not interrupts.started(sent.cell)):
+                self.replace_lost(status)
+                self._send(sent)
+                self._sent = None  # once: a second death is the cell's own
+                return None
+            self.restart()
+            if os.WIFSIGNALED(status) and buffers_stdout(self._interactive):
+                lost = f"{LOST}; {UNFLUSHED}"  # a signal it never saw: its buffer went with it
+        except NoWorker as exc:
+            lost = str(exc)
+        error = done.error or CellError(WORKER_DIED, "", "the worker ended")
         return Done(CellError(error.code, error.ename, f"{error.evalue}; {lost}",
                               error.traceback, error.line, error.column))
 
