@@ -51,6 +51,10 @@ if TYPE_CHECKING:
 DISPLAY_LIMIT = 16 << 20
 #: Seconds between looks at whether the process that started the kernel is still there.
 PARENT_POLL = 1.0
+#: Signals a kernel has no use for, each of which would end it (a cell's
+#: `os.kill(os.getppid(), ...)`, a terminal's hang-up): noted on stderr and ignored. The
+#: worker has their default actions back (see `worker.runtime`), for the cells' own use.
+IGNORED_SIGNALS = ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
 #: A CurveZMQ key's length in Z85 text.
 CURVE_KEY_LENGTH = 40
 #: Said at start when nothing encrypts the kernel's TCP ports (ipykernel warns likewise).
@@ -161,6 +165,7 @@ class JupyterServer:
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self.stopping: Shutdown | None = None
+        self.terminated = False  # SIGTERM came: the kernel ends once the running cell is over
         for fd in sockets.fds():
             loop.add_reader(fd, self._pump)
         self._parent = parent if parent is not None else os.getppid()
@@ -231,7 +236,9 @@ class JupyterServer:
             self._worker().apply(command)
 
     def _start(self, command: Execute | Query) -> None:
-        if self.stopping is not None:
+        if self.terminated:
+            self.loop.stop()  # SIGTERM came before it began: nothing runs now
+        if self.stopping is not None or self.terminated:
             return
         self._worker().apply(command)
 
@@ -239,6 +246,8 @@ class JupyterServer:
         if isinstance(event, Done):
             self._pump()  # what was sent meanwhile is queued first: a failure may abort it
         self._apply(self.codec.output(event, time.monotonic()))
+        if self.terminated and isinstance(event, Done):
+            self.loop.stop()  # its reply is out
 
     def _flush(self) -> None:
         self._apply(self.codec.tick(time.monotonic()))
@@ -248,6 +257,18 @@ class JupyterServer:
         "signal") or an interrupt_request. Next turn, after a cell still to be started."""
         if self.codec.busy:
             self.loop.call_soon(self._interrupt_now)
+
+    def terminate(self) -> None:
+        """SIGTERM: end as a shutdown_request ends the kernel, but a running cell (or a
+        query) is interrupted first, so that the front end has its reply."""
+        self.terminated = True
+        if self.codec.busy:
+            self.interrupt()
+        else:
+            self.loop.stop()
+
+    def ignore(self, name: str) -> None:
+        sys.stderr.write(f"pyrelune: {name} ignored (the kernel has no use for it)\n")
 
     def _interrupt_now(self) -> None:
         if self.codec.busy:
@@ -286,7 +307,10 @@ def serve(connection: Connection, cap: int | None = None, shell: str = IPYTHON) 
         if sockets.ports != connection.ports:
             _write_ports(connection.path, sockets.ports)
         server = JupyterServer(connection, sockets, reactor, cap, parent, shell)
-        reactor.add_signal_handler(_signal.SIGTERM, reactor.stop)
+        reactor.add_signal_handler(_signal.SIGTERM, server.terminate)
+        for name in IGNORED_SIGNALS:
+            if (signum := getattr(_signal, name, None)) is not None:
+                reactor.add_signal_handler(signum, server.ignore, name)
         reactor.add_signal_handler(_signal.SIGINT, server.interrupt)
         reactor.run()
     finally:

@@ -1,5 +1,6 @@
 """The Jupyter kernel at the machine's limits, driven through jupyter_client: descriptors
-taken by a peer. Loopback only; every wait bounded."""
+taken by a peer, a front end that stops reading IOPub, signals a cell sends its parent.
+Loopback only; every wait bounded."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 from jupyter_client.manager import KernelManager
 from support import jupyter_host
-from support.jupyter_host import execute
+from support.jupyter_host import TIMEOUT, execute
 from support.poll import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
@@ -60,3 +61,28 @@ def test_descriptors_taken_by_a_peer_fail_the_crashed_cell_not_the_kernel(
         assert recovered.content["status"] == "ok" and recovered.stdout() == "4\n"
         assert len(_descriptors(pid)) == len(held)  # nothing the failed starts opened is left
 
+
+def test_signals_a_cell_sends_its_parent_are_ignored_or_end_the_kernel_cleanly(
+        tmp_path: Path) -> None:
+    """SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGALRM would each kill the kernel: ignored
+    (the cells keep their default actions). SIGTERM ends it, after the cell that sent it
+    has its reply."""
+    with jupyter_host.started(tmp_path) as (manager, client):
+        pid = _pid(manager)
+        run = execute(client, "import os, signal\n"
+                              "for name in ('SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', "
+                              "'SIGALRM'):\n"
+                              "    os.kill(os.getppid(), getattr(signal, name))\n"
+                              "print(signal.getsignal(signal.SIGHUP) is signal.SIG_DFL)")
+        assert run.content["status"] == "ok" and run.stdout() == "True\n"
+        assert execute(client, "print('alive')").stdout() == "alive\n"
+        ended = execute(client, "import os, signal, time\n"
+                                "os.kill(os.getppid(), signal.SIGTERM)\n"
+                                "time.sleep(60)")
+        assert ended.content["status"] == "error"
+        assert ended.content["ename"] == "KeyboardInterrupt"
+        process = manager.provisioner.process  # type: ignore[union-attr]
+        assert process.wait(timeout=TIMEOUT) == 0
+    log = (tmp_path / "kernel-stderr-1").read_text(encoding="utf-8")
+    assert "pyrelune: SIGUSR1 ignored" in log
+    assert not os.path.exists(f"/proc/{pid}")
