@@ -38,6 +38,8 @@ class PyreluneError(Exception):
     │                                            rpc codec's, a worker session's)
     ├── modes.ConfigError                        what a kernel refuses to start with (rpc
     │                                            options, closed streams, a connection file)
+    ├── supervisor.kernel.NoWorker               no worker could start (no descriptor, no
+    │                                            process): the request fails, the kernel lives
     ├── cli.rpcargs.Usage                        rpc options that break a rule
     ├── cli.notebook.NotANotebook                a file `pyrelune run` cannot run
     ├── vix.install.InstallError                 why `vix install` changed nothing

@@ -31,6 +31,9 @@ KERNEL_JSON = "kernel.json"
 #: jupyter_client signals the kernel's whole process group, the worker and the
 #: cell's own subprocesses included, bypassing that escalation.
 INTERRUPT_MODE = "message"
+#: The transport encryption the kernel offers (JEP 145): a front end that requires it
+#: (jupyter_client's `transport_encryption="required"`) starts only a kernelspec saying so.
+SUPPORTED_ENCRYPTION = ("curve",)
 #: Where kernel.json says it was written by pyrelune (uninstall removes only those).
 MARK = "pyrelune"
 #: The provisioner's entry point (`jupyter_client.kernel_provisioners` in pyproject.toml)
@@ -127,6 +130,7 @@ def spec(interpreter: str, display_name: str = DISPLAY_NAME,
 
     # As ipykernel says it: JupyterLab's debugger needs debugpy in the kernel's environment.
     metadata: dict[str, Any] = {"debugger": find_spec("debugpy") is not None,
+                                "supported_encryption": list(SUPPORTED_ENCRYPTION),
                                 MARK: {"version": __version__}}
     if provisioned:
         metadata[PROVISIONER_KEY] = {"provisioner_name": PROVISIONER, "config": {}}

@@ -43,25 +43,38 @@ if TYPE_CHECKING:
     from pyrelune.protocols.outcome import Outcome
     from pyrelune.supervisor.debugrelay import DebugRelay
     from pyrelune.supervisor.kernel import Kernel
-    from pyrelune.transports.zmqsockets import ZmqSockets
+    from pyrelune.transports.zmqsockets import CurveKeys, ZmqSockets
     from pyrelune.wire.commands import Command
     from pyrelune.wire.events import Event
 
 #: Seconds between looks at whether the process that started the kernel is still there.
 PARENT_POLL = 1.0
+#: Signals a kernel has no use for, each of which would end it (a cell's
+#: `os.kill(os.getppid(), ...)`, a terminal's hang-up): noted on stderr and ignored. The
+#: worker has their default actions back (see `worker.runtime`), for the cells' own use.
+IGNORED_SIGNALS = ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
+#: A CurveZMQ key's length in Z85 text.
+CURVE_KEY_LENGTH = 40
+#: Said at start when nothing encrypts the kernel's TCP ports (ipykernel warns likewise).
+UNENCRYPTED = ("pyrelune: the kernel's TCP transport is not encrypted: code and outputs "
+               "cross it in plain text, open to eavesdropping; use the ipc transport, or a "
+               "front end that gives the kernel CurveZMQ keys (jupyter_client 8.9 or later, "
+               "transport_encryption)\n")
 
 
 class Connection:
     """What a connection file says: where to bind, and how messages are signed."""
 
     def __init__(self, transport: str, ip: str, ports: dict[str, int], key: bytes,
-                 signature_scheme: str, path: str = "") -> None:
+                 signature_scheme: str, path: str = "",
+                 curve: CurveKeys | None = None) -> None:
         self.path = path  # the file it was read from
         self.transport = transport
         self.ip = ip
         self.ports = ports
         self.key = key
         self.signature_scheme = signature_scheme
+        self.curve = curve  # CurveZMQ's public and secret key: the transport is encrypted
 
 
 def read_connection(path: str) -> Connection:
@@ -95,11 +108,28 @@ def read_connection(path: str) -> Connection:
         raise ConfigError("key and signature_scheme must be strings")
     try:
         jupytermessages.Signer(b"", scheme)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    connection = Connection(transport, ip, ports, key.encode(), scheme, path)
+        encoded = key.encode()
+    except ValueError as exc:  # an unknown scheme; a key that is not text (a lone surrogate)
+        raise ConfigError(f"key: not text that UTF-8 can encode ({exc.reason})"
+                          if isinstance(exc, UnicodeEncodeError)
+                          else str(exc)) from None
+    connection = Connection(transport, ip, ports, encoded, scheme, path, _curve(info))
     check(connection)
     return connection
+
+
+def _curve(info: dict[str, object]) -> CurveKeys | None:
+    """The CurveZMQ keys a connection file gives (jupyter_client writes them as text), or None."""
+    public, secret = info.get("curve_publickey"), info.get("curve_secretkey")
+    if public is None and secret is None:
+        return None
+    keys = []
+    for name, value in (("curve_publickey", public), ("curve_secretkey", secret)):
+        if not (isinstance(value, str) and len(value) == CURVE_KEY_LENGTH and value.isascii()):
+            raise ConfigError(f"{name} must be a CurveZMQ key: {CURVE_KEY_LENGTH} characters "
+                              "of Z85 (curve_publickey and curve_secretkey go together)")
+        keys.append(value.encode())
+    return keys[0], keys[1]
 
 
 def check(connection: Connection) -> None:
@@ -134,6 +164,7 @@ class JupyterServer:
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
         self.stopping: Shutdown | None = None
+        self.terminated = False  # SIGTERM came: the kernel ends once the running cell is over
         for fd in sockets.fds():
             loop.add_reader(fd, self._pump)
         self._parent = parent if parent is not None else os.getppid()
@@ -217,7 +248,9 @@ class JupyterServer:
         self._debug.send(command.data)
 
     def _start(self, command: Execute | Query) -> None:
-        if self.stopping is not None:
+        if self.terminated:
+            self.loop.stop()  # SIGTERM came before it began: nothing runs now
+        if self.stopping is not None or self.terminated:
             return
         self._worker().apply(command)
 
@@ -225,6 +258,8 @@ class JupyterServer:
         if isinstance(event, Done):
             self._pump()  # what was sent meanwhile is queued first: a failure may abort it
         self._apply(self.codec.output(event, time.monotonic()))
+        if self.terminated and isinstance(event, Done):
+            self.loop.stop()  # its reply is out
 
     def _flush(self) -> None:
         self._apply(self.codec.tick(time.monotonic()))
@@ -234,6 +269,18 @@ class JupyterServer:
         "signal") or an interrupt_request. Next turn, after a cell still to be started."""
         if self.codec.busy:
             self.loop.call_soon(self._interrupt_now)
+
+    def terminate(self) -> None:
+        """SIGTERM: end as a shutdown_request ends the kernel, but a running cell (or a
+        query) is interrupted first, so that the front end has its reply."""
+        self.terminated = True
+        if self.codec.busy:
+            self.interrupt()
+        else:
+            self.loop.stop()
+
+    def ignore(self, name: str) -> None:
+        sys.stderr.write(f"pyrelune: {name} ignored (the kernel has no use for it)\n")
 
     def _interrupt_now(self) -> None:
         if self.codec.busy:
@@ -264,14 +311,20 @@ def serve(connection: Connection, cap: int | None = None, shell: str = IPYTHON) 
     # Figures as ipykernel's inline backend draws them, unless the user chose.
     os.environ.setdefault("PYRELUNE_FIGURE_FORMATS", "png")
     os.environ["PYRELUNE_PAGER"] = "payload"  # `obj?` for the front end's pager
-    sockets = ZmqSockets(connection.transport, connection.ip, connection.ports)
+    sockets = ZmqSockets(connection.transport, connection.ip, connection.ports,
+                         connection.curve)
+    if connection.transport == "tcp" and connection.curve is None:  # once it has started
+        sys.stderr.write(UNENCRYPTED)
     reactor = Reactor()
     server = None
     try:
         if sockets.ports != connection.ports:
             _write_ports(connection.path, sockets.ports)
         server = JupyterServer(connection, sockets, reactor, cap, parent, shell)
-        reactor.add_signal_handler(_signal.SIGTERM, reactor.stop)
+        reactor.add_signal_handler(_signal.SIGTERM, server.terminate)
+        for name in IGNORED_SIGNALS:
+            if (signum := getattr(_signal, name, None)) is not None:
+                reactor.add_signal_handler(signum, server.ignore, name)
         reactor.add_signal_handler(_signal.SIGINT, server.interrupt)
         reactor.run()
     finally:
@@ -332,9 +385,15 @@ def _line_buffered_c_stdout() -> None:
         pass
 
 
+#: The one line every failure to start begins with (after "pyrelune: ").
+CANNOT_START = "cannot start the Jupyter kernel: "
+
+
 def main(connection_file: str, shell: str | None = None) -> int:
-    """Start the kernel; the exit status is 2 for a connection file or a setting it refuses.
-    `shell`: the command line's `--shell`, if given (see `settings.shell`)."""
+    """Start the kernel. A failure to start is one line on stderr (`CANNOT_START`, why), and
+    the exit status 2 for a connection file or a setting it refuses, 1 for what this machine
+    refuses (a port, descriptors, a ZeroMQ without CurveZMQ). `shell`: the command line's
+    `--shell`, if given (see `settings.shell`)."""
     try:
         return _run(connection_file, shell)
     finally:
@@ -347,23 +406,28 @@ def _run(connection_file: str, shell: str | None) -> int:
     except ImportError:
         from pyrelune.extras import hint
 
-        sys.stderr.write("pyrelune: --mode jupyter needs pyzmq, which is not installed in this "
-                         f"environment: {hint('pyzmq', 'jupyter')}\n")
-        return 2
-    try:
-        connection = read_connection(connection_file)
-    except ConfigError as exc:
-        sys.stderr.write(f"pyrelune: {exc}\n")
-        return 2
+        return _refuse("--mode jupyter needs pyzmq, which is not installed in this "
+                       f"environment: {hint('pyzmq', 'jupyter')}", 2)
     from pyrelune import settings
 
     try:
+        connection = read_connection(connection_file)
         cap = settings.max_output(None)
-        serve(connection, cap, _shell(settings.shell(IPYTHON, shell)))
-    except settings.SettingError as exc:
-        sys.stderr.write(f"pyrelune: {exc}\n")
-        return 2
+        chosen = settings.shell(IPYTHON, shell)
+    except (ConfigError, settings.SettingError) as exc:
+        return _refuse(str(exc), 2)
+    if connection.curve is not None and not zmq.has("curve"):
+        return _refuse("the connection file gives CurveZMQ keys, and this ZeroMQ (libzmq "
+                       f"{zmq.zmq_version()}) was built without CurveZMQ: install a pyzmq "
+                       "whose libzmq has it (the wheels on PyPI do)", 1)
+    try:
+        serve(connection, cap, _shell(chosen))
     except (OSError, zmq.ZMQError) as exc:  # a port another process took, ...
-        sys.stderr.write(f"pyrelune: cannot start the Jupyter kernel: {exc}\n")
-        return 1
+        return _refuse(str(exc), 1)
     return 0
+
+
+def _refuse(why: str, status: int) -> int:
+    """Say in one line why the kernel did not start; `status`, to exit with."""
+    sys.stderr.write(f"pyrelune: {CANNOT_START}{why}\n")
+    return status

@@ -47,7 +47,7 @@ class Signer:
 
     def __init__(self, key: bytes, scheme: str = "hmac-sha256") -> None:
         kind, _, digest = scheme.partition("-")
-        if kind != "hmac" or digest not in hashlib.algorithms_available:
+        if kind != "hmac" or not _signs(digest):
             raise ValueError(f"unsupported signature_scheme {scheme!r} "
                              "(expected hmac-<digest>, such as hmac-sha256)")
         self.key = key
@@ -73,6 +73,18 @@ class Signer:
         self._seen[signature] = None
         if len(self._seen) > REPLAY_MEMORY:
             self._seen.popitem(last=False)
+
+
+def _signs(digest: str) -> bool:
+    """Whether HMAC can use `digest`: hashlib offers some it cannot (shake_128's length is
+    the caller's to choose), which would fail at the first signature, not here."""
+    if digest not in hashlib.algorithms_available:
+        return False
+    try:
+        hmac.new(b"key", b"", digestmod=digest)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 class Message:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 
 from pyrelune import spin
-from pyrelune.supervisor.kernel import Driver
+from pyrelune.supervisor.kernel import Driver, NoWorker
 from pyrelune.supervisor.session import COALESCE, Kill
 from pyrelune.wire.events import Done, Stream
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from pyrelune.loop.reactor import Loop, TimerHandle
     from pyrelune.supervisor.kernel import Kernel
     from pyrelune.supervisor.link import WorkerLink
-    from pyrelune.wire.events import Event, Reply
+    from pyrelune.wire.events import Event
 
 #: Without a pidfd to say the worker exited, look this often.
 _EXIT_POLL = 0.1
@@ -49,6 +49,7 @@ class LoopDriver(Driver):
     """
 
     def __init__(self, loop: Loop, kernel: Kernel, on_event: Callable[[Event], None]) -> None:
+        super().__init__()
         self.loop = loop
         self._kernel = kernel
         self._on_event = on_event
@@ -72,8 +73,8 @@ class LoopDriver(Driver):
     def interrupted(self, link: WorkerLink) -> None:
         self._arm_escalation(link)
 
-    def answered(self, reply: Reply) -> None:
-        self._on_event(reply)
+    def tell(self, event: Event) -> None:
+        self._on_event(event)
 
     def replacing(self) -> None:
         """Stop watching the worker about to go: its descriptor numbers will be reused."""
@@ -127,6 +128,8 @@ class LoopDriver(Driver):
         for fd in wanted - self._watched:
             self.loop.add_reader(fd, self._readable, fd)
         self._watched = wanted
+        if link.closed:
+            return fds  # no worker (none could start) until the next request
         if link.worker.exit_fd < 0 and self._poll_timer is None:
             self._poll_timer = self.loop.call_later(_EXIT_POLL, self._poll)
         if link.ring_fd >= 0:
@@ -160,6 +163,8 @@ class LoopDriver(Driver):
 
     def _readable(self, fd: int) -> None:
         link = self._kernel.link
+        if link.closed:
+            return
         output = self._deliver(link.read([fd]))
         if link is not self._kernel.link:
             return  # replaced: the new worker's pipes are watched from the start
@@ -168,7 +173,10 @@ class LoopDriver(Driver):
             # goes out now (its pipes, its ring, a thread's text on its event pipe); its
             # death is told with the next cell.
             self._deliver(link.read(link.fds()))
-            self._kernel.replace_lost(status)
+            try:
+                self._kernel.replace_lost(status)
+            except NoWorker:
+                pass  # told with the next request
             self._watch()
             return
         now = time.monotonic()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 
+from pyrelune import PyreluneError
 from pyrelune.supervisor import blocking
 from pyrelune.supervisor.link import WorkerLink
 from pyrelune.supervisor.process import WorkerProcess, describe_exit
@@ -50,6 +51,11 @@ CAPTURE_PIPE_SIZE = 1 << 20
 LOST = "the kernel's namespace was lost and a fresh worker has started"
 UNFLUSHED = ("what the cell printed last may be missing, as stdout is block-buffered "
              "(PYTHONUNBUFFERED=1 writes every line at once)")
+
+
+class NoWorker(PyreluneError):
+    """No worker could start (no descriptor left, no process): the kernel has none until
+    the next request, which tries again. The text is the failed request's to tell."""
 
 
 #: Whether Python was asked for unbuffered output (`python -u`, PYTHONUNBUFFERED):
@@ -92,13 +98,14 @@ class Driver:
     def started(self) -> None:
         """A cell, a query or a reset was sent: its events follow."""
 
-    def answered(self, reply: Reply) -> None:
-        """The engine answered a query itself (`ENGINE_QUERIES`): no Done follows.
+    def __init__(self) -> None:
+        self.told: list[Event] = []  # the blocking layer's: `Kernel.events` yields them
 
-        Only the event loop's hosts (Jupyter) ask such queries; the blocking
-        layer's have no message that would.
-        """
-        raise TypeError(f"no host of the blocking layer asks {reply.kind!r}")
+    def tell(self, event: Event) -> None:
+        """An event the engine gives itself, no worker asked: its own answer to a query
+        (`ENGINE_QUERIES`, no Done follows), or the Done of a request no worker could
+        start (`NoWorker`)."""
+        self.told.append(event)
 
     def interrupted(self, link: WorkerLink) -> None:
         """The cell of `link` was interrupted: the kill it may call for is the driver's clock."""
@@ -127,10 +134,19 @@ class Kernel:
     def _spawn(self) -> WorkerLink:
         host = self.host
         # A live host's stdout goes through shared memory (see `wire.ring`).
-        ring = OutputRing() if host.interactive else None
-        worker = WorkerProcess(lambda fds: _serve(fds, host), Interrupts(), ring)
-        worker.widen_capture(CAPTURE_PIPE_SIZE)
-        return WorkerLink(worker, host.cap)
+        ring = worker = None
+        try:
+            ring = OutputRing() if host.interactive else None
+            worker = WorkerProcess(lambda fds: _serve(fds, host), Interrupts(), ring)
+            worker.widen_capture(CAPTURE_PIPE_SIZE)
+            return WorkerLink(worker, host.cap)
+        except OSError as exc:  # nothing half-made is kept: the next try needs the descriptors
+            if worker is not None:
+                worker.close()
+            elif ring is not None:
+                ring.close()
+            raise NoWorker(f"the kernel's namespace was lost, and no fresh worker could start "
+                           f"({exc}); the next request tries again") from None
 
     @property
     def worker(self) -> WorkerProcess:
@@ -139,11 +155,15 @@ class Kernel:
     def _start(self, execute: Execute) -> None:
         """Start the cell `execute` asks for; a worker that died since the last one is
         replaced first."""
-        self._replace_if_lost()
+        self._revive()
         self._send(execute)
 
-    def _replace_if_lost(self) -> None:
-        if (status := self.link.worker.reap(block=False)) is not None:
+    def _revive(self) -> None:
+        """Before a request: a worker if the last could not start (`NoWorker` if none can
+        yet), a fresh one if it died since."""
+        if self.link.closed:
+            self.link = self._spawn()
+        elif (status := self.link.worker.reap(block=False)) is not None:
             self.replace_lost(status)
 
     def _send(self, execute: Execute) -> None:
@@ -157,9 +177,9 @@ class Kernel:
     def replace_lost(self, status: int) -> None:
         """The idle worker died (wait `status`): start another, told with the next cell."""
         self._keep_leftovers()
-        self.restart()
         self._told.append(Stream("stderr", f"pyrelune: the kernel's worker ended between "
                                            f"cells ({describe_exit(status)}); {LOST}\n"))
+        self.restart()  # a NoWorker leaves the notice for the request that starts one
 
     def _keep_leftovers(self) -> None:
         """What the dead worker wrote that is not read yet, kept for `take_told`: its pipes,
@@ -178,25 +198,32 @@ class Kernel:
         last); the answers to the running cell's `input()` (`InputReply`,
         `CancelInput`, `RefuseInput`) go to its worker; an `Interrupt` stops the
         cell. `Shutdown`, `Admit` and `Disconnect` are the mode's, never a kernel's.
+        A request no worker can start for (`NoWorker`) ends at once, its Done
+        saying why; the kernel lives on, and the next request tries again.
         """
-        if isinstance(command, Execute):
-            self._start(command)
-        elif isinstance(command, Query) and command.kind in ENGINE_QUERIES:
+        if isinstance(command, Query) and command.kind in ENGINE_QUERIES:
             self._answer(command)
-            return
-        elif isinstance(command, Query):
-            self._query(command)
-        elif isinstance(command, Reset):
-            self._reset()
+        elif isinstance(command, (Execute, Query, Reset)):
+            try:
+                self._begin(command)
+            except NoWorker as exc:
+                self.driver.tell(Done(CellError(WORKER_DIED, "", str(exc))))
+                return
+            self.driver.started()
         elif isinstance(command, Interrupt):
             self.interrupt()
-            return
         elif isinstance(command, (InputReply, CancelInput, RefuseInput)):
             self._command(command)
-            return
         else:
             raise TypeError(f"{type(command).__name__} is the mode's to carry out, not a kernel's")
-        self.driver.started()
+
+    def _begin(self, command: Execute | Query | Reset) -> None:
+        if isinstance(command, Execute):
+            self._start(command)
+        elif isinstance(command, Query):
+            self._query(command)
+        else:
+            self._reset()
 
     def _answer(self, query: Query) -> None:
         """A query the engine answers itself, at once, whatever the worker is doing."""
@@ -204,12 +231,12 @@ class Kernel:
             from pyrelune.supervisor.usage import Usage
 
             self._usage = Usage()
-        self.driver.answered(Reply(self._usage.measure(), query.kind))
+        self.driver.tell(Reply(self._usage.measure(), query.kind))
 
     def _query(self, query: Query) -> None:
         """Ask the idle worker about its namespace (see `worker.introspect`): a Reply and a
         Done follow, as a cell's events do. A worker that died in between is replaced first."""
-        self._replace_if_lost()
+        self._revive()
         self.link.begin()
         self._sent = None
         query.cell = self.link.session.cell
@@ -217,7 +244,7 @@ class Kernel:
 
     def _reset(self) -> None:
         """Ask for a fresh namespace (the cell must be over); the worker confirms with a Done."""
-        if self.link.worker.reap(block=False) is not None:
+        if self.link.closed or self.link.worker.reap(block=False) is not None:
             self._keep_leftovers()  # a fresh namespace is what was asked for: no notice
             self.restart()
         self._sent = None
@@ -230,6 +257,10 @@ class Kernel:
         `check`)."""
         while True:
             yield from self.take_told()
+            if self.driver.told:  # the engine's own Done: no worker could start
+                told, self.driver.told = self.driver.told, []
+                yield from told
+                return
             for event in blocking.run(self.link, soon=True, check=check):
                 if not isinstance(event, Done):
                     yield event
@@ -252,17 +283,20 @@ class Kernel:
         if status is None:
             return done
         interrupts = self.link.worker.interrupts
-        if (sent is not None and interrupts is not None and not self.link.session.stopped
-                and not interrupts.started(sent.cell)):
-            self.replace_lost(status)
-            self._send(sent)
-            self._sent = None  # once: a second death is the cell's own
-            return None
-        self.restart()
-        error = done.error or CellError(WORKER_DIED, "", "the worker ended")
         lost = LOST
-        if os.WIFSIGNALED(status) and buffers_stdout(self.host.interactive):
-            lost = f"{LOST}; {UNFLUSHED}"  # a signal it never saw: its buffer went with it
+        try:
+            if (sent is not None and interrupts is not None and not self.link.session.stopped
+                    and not interrupts.started(sent.cell)):
+                self.replace_lost(status)
+                self._send(sent)
+                self._sent = None  # once: a second death is the cell's own
+                return None
+            self.restart()
+            if os.WIFSIGNALED(status) and buffers_stdout(self.host.interactive):
+                lost = f"{LOST}; {UNFLUSHED}"  # a signal it never saw: its buffer went with it
+        except NoWorker as exc:
+            lost = str(exc)
+        error = done.error or CellError(WORKER_DIED, "", "the worker ended")
         return Done(CellError(error.code, error.ename, f"{error.evalue}; {lost}",
                               error.traceback, error.line, error.column))
 

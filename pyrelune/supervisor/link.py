@@ -49,8 +49,15 @@ class WorkerLink:
         os.set_blocking(self.wake_r, False)
         os.set_blocking(self._wake_w, False)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def fds(self) -> list[int]:
-        """What to wait on: capture pipes (and ring), event pipe, exit notifier."""
+        """What to wait on: capture pipes (and ring), event pipe, exit notifier; none once
+        closed."""
+        if self._closed:
+            return []
         w = self.worker
         fds = [s.fd for s in (w.stdout, w.stderr) if not s.closed]
         if self._ring is not None:
@@ -226,6 +233,8 @@ class WorkerLink:
         run between any two lines here, must not signal a reaped process
         group or write to a descriptor number that a new pipe may reuse.
         """
+        if self._closed:
+            return
         self._closed = True
         self.worker.close()
         for fd in (self.wake_r, self._wake_w):

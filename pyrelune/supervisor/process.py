@@ -15,7 +15,7 @@ from pyrelune.wire import WorkerFds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import NoReturn
 
     from pyrelune.wire.interrupts import Interrupts
@@ -30,12 +30,19 @@ class WorkerProcess:
 
     def __init__(self, target: Callable[[WorkerFds], NoReturn],
                  interrupts: Interrupts | None = None, ring: OutputRing | None = None) -> None:
-        """Fork a worker that runs `target`, sharing `interrupts` (kernels) and `ring` with it."""
-        out_r, out_w = os.pipe()
-        err_r, err_w = os.pipe()
-        ev_r, ev_w = os.pipe()
-        ctl_r, ctl_w = os.pipe()
-        life_r, life_w = os.pipe()
+        """Fork a worker that runs `target`, sharing `interrupts` (kernels) and `ring` with it.
+
+        OSError if it cannot (no descriptor left for a pipe, no process for the fork), with
+        every pipe it opened closed again.
+        """
+        opened: list[int] = []
+        try:
+            for _ in range(5):
+                opened.extend(os.pipe())
+        except OSError:
+            _close(opened)
+            raise
+        out_r, out_w, err_r, err_w, ev_r, ev_w, ctl_r, ctl_w, life_r, life_w = opened
         # Every event line the worker sends carries this: a line a cell writes
         # into the event pipe (from /proc/self/fd, say) does not, and is foreign.
         key = os.urandom(8).hex()
@@ -45,8 +52,9 @@ class WorkerProcess:
         _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)
         try:
             pid = os.fork()
-        except OSError:
+        except OSError:  # EAGAIN: the process limit; ENOMEM
             _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
+            _close(opened)
             raise
         if pid == 0:
             fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r, key, interrupts, ring)
@@ -58,8 +66,7 @@ class WorkerProcess:
         except OSError:
             pass
         _kill_group_with_lifeline(life_r, pid)
-        for fd in (out_w, err_w, ev_w, ctl_r, life_r):
-            os.close(fd)
+        _close((out_w, err_w, ev_w, ctl_r, life_r))
         # Imported after the fork: on two cores it loads while the worker starts.
         from pyrelune.supervisor.capture import CapturedStream
 
@@ -120,7 +127,10 @@ class WorkerProcess:
         return self.status
 
     def close(self) -> None:
-        """Kill what is left of the process group and release every descriptor."""
+        """Kill what is left of the process group and release every descriptor (once: a
+        reaped worker's pid, and its descriptors' numbers, may be another's by now)."""
+        if self.status is not None and self.event_fd < 0:
+            return
         self.signal_group(_signal.SIGKILL)
         self.reap(block=True)
         for fd in (self.event_fd, self.control_fd, self.lifeline_fd, self.exit_fd):
@@ -156,6 +166,11 @@ def _kill_group_with_lifeline(lifeline: int, pgid: int) -> None:
         pass  # no F_SETSIG (not Linux), or the worker is already gone: nothing to tie
 
 
+def _close(fds: Iterable[int]) -> None:
+    for fd in fds:
+        os.close(fd)
+
+
 def _close_all_but(fds: WorkerFds) -> None:
     """In the new worker: close every inherited descriptor above 2 but its own.
 
@@ -182,16 +197,22 @@ def _exit_notifier(pid: int) -> int:
         return -1
 
 
-def describe_exit(status: int) -> str:
-    """How a worker ended, in words: 'worker exited with status 3'."""
-    import signal
+#: Second names of signals: a signal is told by its first (SIGABRT, not SIGIOT).
+_ALIASES = frozenset({"SIGIOT", "SIGCLD", "SIGPOLL"})
 
+
+def describe_exit(status: int) -> str:
+    """How a worker ended, in words: 'worker exited with status 3'.
+
+    From `_signal`, built in: `signal` is a file to import, and this is said
+    also when no descriptor is left to open one (a peer took them all).
+    """
     if os.WIFSIGNALED(status):
         signum = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
-        meaning = signal.strsignal(signum)
+        names = [name for name in dir(_signal) if name.startswith("SIG")
+                 and not name.startswith(("SIG_", "SIGRT")) and name not in _ALIASES
+                 and getattr(_signal, name) == signum]
+        name = names[0] if names else f"signal {signum}"
+        meaning = _signal.strsignal(signum)
         return f"worker killed by {name} ({meaning.lower()})" if meaning else f"killed by {name}"
     return f"worker exited with status {os.waitstatus_to_exitcode(status)}"

@@ -13,6 +13,14 @@ never holds any of them: it closes every descriptor it inherits (see
 A socket's `FD` is edge-triggered: it says "look" once, and a send on the
 socket may consume that. So `receive` reads until nothing is left, and the
 driver looks again after each of its own sends (`pending`).
+
+With CurveZMQ keys (the connection file's `curve_publickey` and
+`curve_secretkey`, JEP 145) every socket, the heartbeat's too, is a curve
+server: a peer that does not know the kernel's public key completes no
+handshake, and sees nothing of what is said. No ROUTER hands an identity
+over: a peer that reads a front end's session id off IOPub and connects with
+it gets nothing that was meant for the front end (libzmq ignores the second
+peer while the first is connected).
 """
 
 from __future__ import annotations
@@ -45,10 +53,16 @@ def address(transport: str, ip: str, port: int) -> str:
     return f"tcp://{ip}:{port}" if transport == "tcp" else f"ipc://{ip}-{port}"
 
 
-class ZmqSockets:
-    """The kernel's sockets, bound; `ports` says where (a port 0 becomes a free one)."""
+#: A curve server's keys: its public and secret key, each 40 characters of Z85.
+CurveKeys = tuple[bytes, bytes]
 
-    def __init__(self, transport: str, ip: str, ports: dict[str, int]) -> None:
+
+class ZmqSockets:
+    """The kernel's sockets, bound; `ports` says where (a port 0 becomes a free one), `curve`
+    the keys that encrypt them (None: plain text)."""
+
+    def __init__(self, transport: str, ip: str, ports: dict[str, int],
+                 curve: CurveKeys | None = None) -> None:
         self.context = zmq.Context()
         self._sockets: dict[str, zmq.Socket[bytes]] = {}
         self.ports: dict[str, int] = {}
@@ -59,10 +73,9 @@ class ZmqSockets:
                 socket.linger = LINGER
                 if kind == zmq.PUB:
                     socket.sndhwm = IOPUB_HWM
-                if kind == zmq.ROUTER:
-                    socket.router_handover = 1  # a front end that reconnects keeps its identity
+                _encrypt(socket, curve)
                 self.ports[channel] = _bind(socket, transport, ip, ports[channel])
-            self.heartbeat = Heartbeat(transport, ip, ports[HEARTBEAT])
+            self.heartbeat = Heartbeat(transport, ip, ports[HEARTBEAT], curve)
         except BaseException:
             self.close()
             raise
@@ -94,6 +107,13 @@ class ZmqSockets:
         self.context.term()
         if hasattr(self, "heartbeat"):
             self.heartbeat.stop()
+
+
+def _encrypt(socket: zmq.Socket[bytes], curve: CurveKeys | None) -> None:
+    """Make `socket` a CurveZMQ server with `curve`'s keys (before it binds)."""
+    if curve is not None:
+        socket.curve_publickey, socket.curve_secretkey = curve
+        socket.curve_server = True
 
 
 def _bind(socket: zmq.Socket[bytes], transport: str, ip: str, port: int) -> int:
@@ -130,11 +150,13 @@ def _take_over(socket: zmq.Socket[bytes], ip: str, port: int) -> None:
 class Heartbeat:
     """The REP socket that echoes pings, on a thread of its own."""
 
-    def __init__(self, transport: str, ip: str, port: int) -> None:
+    def __init__(self, transport: str, ip: str, port: int,
+                 curve: CurveKeys | None = None) -> None:
         self._context = zmq.Context()
         socket = self._context.socket(zmq.REP)
         socket.linger = 0
         try:
+            _encrypt(socket, curve)
             self.port = _bind(socket, transport, ip, port)
         except BaseException:
             socket.close()

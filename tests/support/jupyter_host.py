@@ -44,7 +44,8 @@ def kernelspec(data_dir: Path, interrupt_mode: str = "signal", name: str = KERNE
         "display_name": "Python (pyrelune, test)",
         "language": "python",
         "interrupt_mode": interrupt_mode,
-        "metadata": {"debugger": True},
+        "metadata": {"debugger": True,
+                     "supported_encryption": list(kernelspec_module.SUPPORTED_ENCRYPTION)},
     }
     if provisioned:
         spec["metadata"] = kernelspec_module.spec("python", provisioned=True)["metadata"]

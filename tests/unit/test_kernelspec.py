@@ -84,6 +84,8 @@ def test_the_spec_starts_this_interpreter_in_jupyter_mode() -> None:
     assert spec["interrupt_mode"] == "message"
     assert spec["env"] == {"K": "V"}
     assert spec["metadata"]["pyrelune"]["version"] == __import__("pyrelune").__version__
+    # jupyter_client's transport_encryption="required" starts only a kernel that says so
+    assert spec["metadata"]["supported_encryption"] == ["curve"]
     with pytest.raises(KernelspecError, match="display-name is empty"):
         kernelspec.spec("/p", " ")
 
