@@ -46,7 +46,8 @@ def answer(query: Query, namespace: dict[str, Any], channel: Channel,
     """Answer `query` with a Reply, then a Done; interruptible, as a cell is.
 
     `answers`: each kind's answer, if not pyrelune's own (an IPython shell's)."""
-    handler = (_ANSWERS if answers is None else answers).get(query.kind)
+    # A shell's own answer first (IPython's completer); pyrelune's for what it has none of.
+    handler = (answers or {}).get(query.kind) or _ANSWERS.get(query.kind)
     try:
         interrupt_guard.start(query.cell)
         content = handler(query.args, namespace) if handler is not None else {}

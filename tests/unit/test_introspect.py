@@ -124,3 +124,29 @@ def test_no_module_of_the_cells_folder_is_taken_for_jedi(tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(os.fspath(tmp_path))
     assert "zip" in matches("zi", {})["matches"]
+
+
+class _Sent:
+    """What `introspect.answer` sends, in place of the worker's channel."""
+
+    def __init__(self) -> None:
+        self.events: list[object] = []
+
+    def send(self, event: object) -> None:
+        self.events.append(event)
+
+
+def test_a_shell_answers_what_it_knows_and_pyrelune_the_rest() -> None:
+    from pyrelune.wire.commands import Query
+    from pyrelune.wire.events import Done, Reply
+
+    sent = _Sent()
+    own = {"complete": lambda args, namespace: {"matches": ["the shell's"]}}
+    for kind, args in (("complete", {"code": "x", "cursor_pos": 1}), ("is_complete",
+                                                                       {"code": "for x in y:"})):
+        introspect.answer(Query(kind, args), {}, sent, own)  # type: ignore[arg-type]
+    first, done, second, _ = sent.events
+    assert isinstance(first, Reply) and first.content == {"matches": ["the shell's"]}
+    assert isinstance(done, Done)
+    assert isinstance(second, Reply) and second.kind == "is_complete"
+    assert second.content["status"] == "incomplete"  # pyrelune's own answer
