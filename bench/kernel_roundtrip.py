@@ -212,7 +212,8 @@ def main() -> None:
         assert json.loads(kernel.execute(code)) == json.loads(ref.execute(code)) | {"id": "r"}
         # Short turns, in alternating order, each pair giving a ratio: the
         # machine's speed drifts within seconds, and a pair shares its drift.
-        ours_times, ref_times = [], []
+        ours_times: list[float] = []
+        ref_times: list[float] = []
         for turn in range(ROUNDS):
             pair = [(kernel, ours_times), (ref, ref_times)]
             for client, times in pair if turn % 2 == 0 else reversed(pair):

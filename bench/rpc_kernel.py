@@ -236,12 +236,17 @@ class InProcessKernel:
     """The supervisor's Kernel with no protocol around it."""
 
     def __init__(self) -> None:
+        from pyrelune.protocols import rpc
+        from pyrelune.settings import PLAIN
+        from pyrelune.shaping import STREAM_MAX_OUTPUT
         from pyrelune.supervisor.kernel import Kernel
 
-        self.kernel = Kernel(interactive=True)
+        self.kernel = Kernel(rpc.profile(STREAM_MAX_OUTPUT, PLAIN))  # the rpc kernel's host
 
     def run(self, source: str) -> None:
-        self.kernel.execute(source, "<cell bench>")
+        from pyrelune.wire.commands import Execute
+
+        self.kernel.apply(Execute(source, "<cell bench>"))
         for _ in self.kernel.events():
             pass
 

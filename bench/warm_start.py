@@ -125,6 +125,7 @@ def main() -> None:
                 f.write(launcher.render(sys.executable, setting))
             os.chmod(path, 0o755)
         preload = preload_names("1")
+        assert preload is not None  # "1" turns warm start on
         lock_path = warm_paths(preload)[1]
         try:
             started = control.start(preload)
