@@ -12,10 +12,10 @@ import sys
 
 from pyrelune import MAX_REQUEST
 from pyrelune.protocols import vixnote
+from pyrelune.protocols.vixnote_folders import cell_folders
 from pyrelune.shaping import VIX_NOTE_MAX_OUTPUT
 from pyrelune.supervisor.process import WorkerProcess
 from pyrelune.transports import stdio
-from pyrelune.vix.folders import cell_folders
 from pyrelune.wire.events import (
     INTERRUPTED,
     INVALID_CONFIGURATION,

@@ -39,7 +39,7 @@ from pyrelune import NotAllowed, __version__, fastjson, transition
 from pyrelune.protocols.colourtb import coloured
 from pyrelune.protocols.jupytermessages import PROTOCOL_VERSION, BadMessage, Builder, Message, parse
 from pyrelune.protocols.outcome import Outcome
-from pyrelune.shaping import DisplayBudget, StreamCap
+from pyrelune.shaping.livecaps import DisplayBudget, StreamCap
 from pyrelune.shaping.streaming import INTERVAL, Coalescer
 from pyrelune.wire import events
 from pyrelune.wire.commands import (

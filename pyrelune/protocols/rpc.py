@@ -53,7 +53,8 @@ from pyrelune.protocols.rpcmessages import (
     request_id_of,
     response,
 )
-from pyrelune.shaping import HeldOutput, Omitted, OutputBudget, StreamCap, clip
+from pyrelune.shaping import Omitted, OutputBudget, clip
+from pyrelune.shaping.livecaps import HeldOutput, StreamCap
 from pyrelune.shaping.streaming import Coalescer
 from pyrelune.shaping.terminal import Presenter
 from pyrelune.wire import events

@@ -10,7 +10,7 @@ stay in the order they were read; so do runs of different cells (a thread
 of an earlier cell's: `Stream.origin`), which are never joined.
 
 Its cap (a cell printing 100 MB must not become 100 MB of events) is
-`shaping.StreamCap`, with every other cap. Sans-I/O: the caller passes the
+`shaping.livecaps.StreamCap`, with the other live caps. Sans-I/O: the caller passes the
 clock in and arms the timer `flush_at` asks for.
 """
 

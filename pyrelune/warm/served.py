@@ -295,7 +295,7 @@ def _same_imports(raw: bytes, path: list[str], peer: int, baseline: Baseline) ->
 
 def _look_in_folders(raw: bytes, folders: list[str], baseline: Baseline) -> str | None:
     from pyrelune.protocols import vixnote
-    from pyrelune.vix.folders import note_folder
+    from pyrelune.protocols.vixnote_folders import note_folder
 
     working = None
     try:

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.strategies import any_text
 
-from pyrelune.shaping import HeadBudget, HeldOutput, Omitted, OutputBudget, clip, notes, utf8_size
+from pyrelune.shaping import Omitted, OutputBudget, clip, notes, utf8_size
+from pyrelune.shaping.livecaps import HeadBudget, HeldOutput
 from pyrelune.wire.events import Clear, Display, Stream
 
 streams = st.lists(st.tuples(st.sampled_from(["stdout", "stderr"]), any_text), max_size=12)

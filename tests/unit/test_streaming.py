@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from support.strategies import any_text
 
-from pyrelune.shaping import StreamCap, utf8_size
+from pyrelune.shaping import utf8_size
+from pyrelune.shaping.livecaps import StreamCap
 from pyrelune.shaping.streaming import MAX_HELD, Coalescer
 from pyrelune.wire.events import Stream
 

@@ -18,8 +18,8 @@ from pyrelune.wire.events import CODES
 PACKAGE = Path(pyrelune.__file__).parent
 PROTOCOLS = PACKAGE / "protocols"
 #: The codec modules, each of a family named by its prefix: a helper such as
-#: vixnote_outputs belongs to its codec. Other modules there are shared.
-CODECS = {"vixnote", "vixnote_outputs", "lines", "rpc"}
+#: vixnote_outputs or vixnote_folders belongs to its codec. Other modules there are shared.
+CODECS = {"vixnote", "vixnote_outputs", "vixnote_folders", "lines", "rpc"}
 CODE_VALUES = set(CODES)
 
 

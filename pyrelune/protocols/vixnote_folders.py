@@ -1,4 +1,4 @@
-"""Where a Vix Note cell runs and imports from: Vix Note's folder rules, in one place.
+"""Where a Vix Note cell runs and imports from: Vix Note's folder rules, beside its codec.
 
 A request names two folders: `workingDirectory`, which `vix note` picks as
 the nearest project folder above the note, and `documentPath`, the note
@@ -6,7 +6,9 @@ itself. The cell runs in the first (or the note's own folder, where the host
 sent HOME only because of its own `~/.vix`: `meant_folder`) and imports from
 both (`cell_folders`). The oneshot mode asks this once per request; a warm
 process asks `note_folder` too, to look for files that would shadow its
-preloaded modules. On the hot path: `os` only.
+preloaded modules. The one module of `protocols` that looks at the file
+system (the codecs do no I/O): host policy lives with the protocol that
+needs it, and here it costs the hot path no package of its own. `os` only.
 """
 
 from __future__ import annotations
