@@ -46,6 +46,7 @@ class PyreluneError(Exception):
     ├── vix.jsonfile.Malformed                   a Vix Note file that is not the JSON expected
     ├── vix.descriptor.InvalidDescriptor (also ValueError)  a bad extension descriptor
     ├── jupyter.kernelspec.KernelspecError       why `jupyter install` changed nothing
+    ├── jupyter.remote.LaunchError               why the remote launcher cannot start a kernel
     ├── warm.place.Unsafe                        a socket folder not the user's alone
     ├── warm.route.NoStart                       why no warm process starts (or one is busy)
     ├── warm.control.NotStarted                  a warm process a person asked for that failed

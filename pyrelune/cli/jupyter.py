@@ -69,6 +69,23 @@ def install_command(
         typer.Option(metavar="NAME=VALUE", help="An environment variable the kernel is "
                      "started with (repeat for more)."),
     ] = None,
+    provisioner: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="distributed", help="Run the kernel on other hosts through "
+                     "gateway_provisioners' provisioner of that name: distributed (SSH to "
+                     "--remote-hosts) runs pyrelune's launcher there (docs/remote.md)."),
+    ] = None,
+    remote_hosts: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="HOST,...", help="With --provisioner distributed: the hosts, "
+                     "comma-separated."),
+    ] = None,
+    remote_python: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="PATH", help="With --provisioner: the Python, with pyrelune's "
+                     "jupyter and remote extras, on the remote hosts (default: this one's "
+                     "path)."),
+    ] = None,
     dry_run: DryRun = False,
 ) -> None:
     """List pyrelune among Jupyter's kernels (a kernelspec).
@@ -79,8 +96,11 @@ def install_command(
     from pyrelune.vix.install import interpreter
 
     def make_plan(where: Place, chosen: str) -> Plan:
+        remote = _remote_options(provisioner, remote_hosts, remote_python)
         kernel = kernelspec.spec(interpreter(), display_name, kernelspec.parse_env(env or []),
-                                 kernelspec.provisioned(where))
+                                 remote is None and kernelspec.provisioned(where))
+        if remote is not None:
+            kernel = kernelspec.distributed(kernel, remote[0], remote[1] or interpreter())
         return kernelspec.plan_install(where, chosen, kernel)
 
     plan = _carry_out(user, sys_prefix, prefix, name, dry_run, make_plan)
@@ -88,11 +108,32 @@ def install_command(
     if not plan.changes:
         typer.echo(f"kernel {name.lower()} is already installed in {where.kernels}: "
                    "nothing changed")
-    for note in (kernelspec.path_note(where), kernelspec.extra_note()):
+    notes = [kernelspec.path_note(where), kernelspec.extra_note()]
+    if provisioner is not None:
+        notes.append(kernelspec.provisioner_note(provisioner))
+    for note in notes:
         if note is not None:
             typer.echo(note, err=True)
     if not dry_run:
         typer.echo(kernelspec.next_step(display_name, name.lower()))
+
+
+def _remote_options(provisioner: str | None, hosts: str | None,
+                    python: str | None) -> tuple[str, str | None] | None:
+    """The remote hosts and Python of `--provisioner distributed`; None without it."""
+    from pyrelune.jupyter.kernelspec import PROVISIONERS, KernelspecError
+
+    if provisioner is None:
+        if hosts is not None or python is not None:
+            raise KernelspecError("--remote-hosts and --remote-python go with --provisioner "
+                                  "distributed")
+        return None
+    if provisioner not in PROVISIONERS:
+        raise KernelspecError(f"--provisioner {provisioner!r}: expected "
+                              + " or ".join(PROVISIONERS))
+    if hosts is None:
+        raise KernelspecError("--provisioner distributed needs --remote-hosts HOST,...")
+    return hosts, python
 
 
 @app.command("uninstall")

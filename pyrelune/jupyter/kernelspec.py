@@ -40,6 +40,10 @@ MARK = "pyrelune"
 #: and where kernel.json names it.
 PROVISIONER = "pyrelune-provisioner"
 PROVISIONER_KEY = "kernel_provisioner"
+#: gateway_provisioners' provisioner over SSH (`--provisioner distributed`).
+DISTRIBUTED = "distributed-provisioner"
+#: `--provisioner` values, and the package that has to be installed beside the front end.
+PROVISIONERS = {"distributed": "gateway_provisioners"}
 #: jupyter_client's rule for kernel names (it lowercases them when it lists them).
 _VALID_NAME = re.compile(r"^[a-z0-9._\-]+$")
 #: jupyter_core's spellings of "off" for a boolean variable.
@@ -144,6 +148,26 @@ def spec(interpreter: str, display_name: str = DISPLAY_NAME,
     }
 
 
+def distributed(kernel: dict[str, Any], hosts: str, interpreter: str) -> dict[str, Any]:
+    """`kernel` (see `spec`) as gateway_provisioners' distributed provisioner runs it: over
+    SSH on one of `hosts` (comma-separated), through pyrelune's launcher
+    (`pyrelune.jupyter.launcher`) and `interpreter`, an absolute path, since a command run
+    over SSH sees only the system's PATH. The argv takes the provisioner's placeholders."""
+    chosen = [host.strip() for host in hosts.split(",") if host.strip()]
+    if not chosen:
+        raise KernelspecError("--remote-hosts is empty: give the hosts, comma-separated")
+    if not os.path.isabs(interpreter):
+        raise KernelspecError(f"--remote-python {interpreter!r}: give an absolute path (a "
+                              "command run over SSH sees only the system's PATH)")
+    argv = [interpreter, "-m", "pyrelune.jupyter.launcher"]
+    for option in ("kernel_id", "port_range", "response_address", "public_key",
+                   "transport_encryption"):
+        argv += [f"--{option.replace('_', '-')}", f"{{{option}}}"]
+    metadata = {**kernel["metadata"], PROVISIONER_KEY: {
+        "provisioner_name": DISTRIBUTED, "config": {"remote_hosts": chosen}}}
+    return {**kernel, "argv": argv, "metadata": metadata}
+
+
 def provisioned(where: Place, prefix: str = sys.prefix) -> bool:
     """Whether the kernelspec in `where` may name pyrelune's provisioner.
 
@@ -221,6 +245,18 @@ def next_step(display_name: str, name: str, path: str | None = None) -> str:
         return f"{pick}; in a terminal: pip install jupyter-console, then jupyter console " \
                f"--kernel {name}"
     return f"{pick}, or start it with `jupyter console --kernel {name}`"
+
+
+def provisioner_note(provisioner: str) -> str | None:
+    """What the front end's environment lacks to run a remote kernelspec, if this is it."""
+    from importlib.util import find_spec
+
+    package = PROVISIONERS[provisioner]
+    if find_spec(package) is not None:
+        return None
+    return (f"note: {package} is not installed here: the Jupyter server that starts this "
+            f"kernel needs it (pip install {package.replace('_', '-')}), and each remote host "
+            "needs pyrelune with its jupyter and remote extras")
 
 
 def extra_note() -> str | None:

@@ -19,7 +19,6 @@ kernel is gone. Everything else is jupyter_client's own local provisioner.
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,6 +26,8 @@ from typing import Any
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning.local_provisioner import LocalProvisioner
 from traitlets import Float
+
+from pyrelune.transports.addresses import accepts
 
 #: Seconds between looks at the ports.
 INTERVAL = 0.002
@@ -95,20 +96,10 @@ async def until_listening(info: Mapping[str, Any], exited: Callable[[], int | No
     ip, waiting = target
     deadline = time.monotonic() + patience
     while True:
-        waiting = [port for port in waiting if not _accepts(ip, port)]
+        waiting = [port for port in waiting if not accepts(ip, port)]
         if not waiting:
             return True
         if exited() is not None or time.monotonic() > deadline:
             return False
         await asyncio.sleep(INTERVAL)
 
-
-def _accepts(ip: str, port: int) -> bool:
-    family = socket.AF_INET6 if ":" in ip else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.settimeout(0.5)
-        try:
-            probe.connect((ip, port))
-        except OSError:
-            return False
-    return True

@@ -39,6 +39,8 @@ from pyrelune.wire.events import Done
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pyrelune.protocols.jupyter import Sent
     from pyrelune.protocols.outcome import Outcome
     from pyrelune.supervisor.debugrelay import DebugRelay
@@ -150,8 +152,8 @@ class JupyterServer:
     def __init__(self, connection: Connection, sockets: ZmqSockets, loop: Reactor,
                  cap: int | None = None, parent: int | None = None,
                  shell: str = IPYTHON) -> None:
-        """`parent`: the process that started the kernel (see `_watch_parent`); `shell`,
-        what runs its cells (see `settings.shell`)."""
+        """`parent`: the process that started the kernel (see `_watch_parent`), None for none
+        to watch; `shell`, what runs its cells (see `settings.shell`)."""
         self.loop = loop
         self._shell = shell
         self.sockets = sockets
@@ -167,8 +169,9 @@ class JupyterServer:
         self.terminated = False  # SIGTERM came: the kernel ends once the running cell is over
         for fd in sockets.fds():
             loop.add_reader(fd, self._pump)
-        self._parent = parent if parent is not None else os.getppid()
-        loop.call_later(PARENT_POLL, self._watch_parent)
+        self._parent = parent
+        if parent is not None:
+            loop.call_later(PARENT_POLL, self._watch_parent)
         self._apply(self.codec.starting())
         if shell == IPYTHON:  # its worker makes IPython's shell first: on the other core, now
             loop.call_soon(self._worker)
@@ -305,7 +308,7 @@ def _username() -> str:
 def serve(connection: Connection, cap: int | None = None, shell: str = IPYTHON) -> None:
     """Bind the sockets and serve until a shutdown_request, SIGTERM, or the end of the
     process that started the kernel. `shell`: what runs the cells (see `settings.shell`)."""
-    parent = os.getppid()  # before the connection file says the kernel is there
+    parent = watched_parent()  # before the connection file says the kernel is there
     from pyrelune.transports.zmqsockets import ZmqSockets
 
     # Figures as ipykernel's inline backend draws them, unless the user chose.
@@ -332,6 +335,14 @@ def serve(connection: Connection, cap: int | None = None, shell: str = IPYTHON) 
             server.close()
         reactor.close()
         sockets.close()
+
+
+def watched_parent(env: Mapping[str, str] = os.environ) -> int | None:
+    """The parent the kernel ends with, when the process that started it asks for that as
+    jupyter_client's launch and pyrelune's remote launcher do (`JPY_PARENT_PID`, ipykernel's
+    convention); else None: a kernel started over SSH outlives the shell that started it."""
+    value = env.get("JPY_PARENT_PID", "")
+    return os.getppid() if value.isdigit() and int(value) > 1 else None
 
 
 def _shell(chosen: str) -> str:

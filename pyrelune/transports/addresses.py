@@ -19,3 +19,18 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def accepts(host: str, port: int, timeout: float = 0.5) -> bool:
+    """Whether a TCP connection to `host:port` is accepted (and closed at once: a ZeroMQ
+    socket, or the listener it will take over, drops such a peer)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.settimeout(timeout)
+        try:
+            probe.connect((host, port))
+        except OSError:
+            return False
+    return True

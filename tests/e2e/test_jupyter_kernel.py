@@ -576,9 +576,12 @@ def test_the_kernel_ends_when_the_process_that_started_it_is_gone(tmp_path: Path
     from support.processes import gone_soon
 
     path = _connection(tmp_path)
-    # The launcher starts the kernel in the background and exits once it has bound its ports.
+    # The launcher starts the kernel in the background and exits once it has bound its ports;
+    # it asks to be watched as jupyter_client does (without JPY_PARENT_PID the kernel stays:
+    # tests/e2e/test_jupyter_remote.py).
     launcher = subprocess.run(
-        ["sh", "-c", f'"{sys.executable}" -m pyrelune --mode jupyter -f "{path}" '
+        ["sh", "-c", 'export JPY_PARENT_PID=$$; '
+                     f'"{sys.executable}" -m pyrelune --mode jupyter -f "{path}" '
                      f'>/dev/null 2>&1 & echo $!; while grep -q \'"shell_port": 0\' "{path}"; '
                      "do sleep 0.05; done"], capture_output=True, text=True, timeout=TIMEOUT)
     pid = int(launcher.stdout)

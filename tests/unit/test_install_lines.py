@@ -108,7 +108,8 @@ def test_no_message_in_the_code_installs_pyrelune_by_name() -> None:
 
 
 @pytest.mark.parametrize(("package", "extra"), [("websockets", "websocket"),
-                                                ("pyzmq", "jupyter"), ("ipython", "jupyter")])
+                                                ("pyzmq", "jupyter"), ("ipython", "jupyter"),
+                                                ("cryptography", "remote")])
 def test_a_hint_names_the_package_with_the_extras_bounds(package: str, extra: str) -> None:
     text = extras.hint(package, extra)
     quoted = [re.match(r"'([^']*)'", piece) for piece in text.split("pip install ")[1:]]
