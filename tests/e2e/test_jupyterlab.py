@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -404,3 +405,27 @@ def test_a_voila_app_follows_its_slider(voila: str, browser: WebDriver) -> None:
     handle[0].send_keys(Keys.ARROW_RIGHT)
     wait_for(browser, lambda d: "squared 16" in body(d), "the output after the slider moved")
     assert "squared 9" not in body(browser)
+
+
+def test_the_kernel_usage_panel_shows_the_kernels_figures(lab: str, browser: WebDriver) -> None:
+    """jupyter-resource-usage's Kernel Usage panel asks the kernel (usage_request, on a
+    control connection of its own) every few seconds: the page shows its host, its process,
+    and its CPU and memory, never "Usage data is missing"."""
+    pytest.importorskip("jupyter_resource_usage", reason="needs jupyter-resource-usage "
+                        "(the test extras)")
+    open_notebook(browser, lab, "check", 3)
+    tab = wait_for(browser, lambda d: d.find_elements(
+        By.CSS_SELECTOR, "li[data-id='kernelusage-panel-id']"), "the Kernel Usage tab")
+    tab[0].click()
+
+    def figures(driver: WebDriver) -> str | None:
+        views = driver.find_elements(By.CSS_SELECTOR, ".jp-KernelUsage-view")
+        text = views[0].text if views else ""
+        return text if "Process ID:" in text and "Memory:" in text else None
+
+    text = wait_for(browser, figures, "the panel's figures")
+    assert "Kernel Host:" in text
+    assert re.search(r"Process ID:\s*\d+", text), text
+    assert re.search(r"CPU:\s*\d", text), text
+    assert re.search(r"Memory:\s*\d", text), text
+    assert not browser.find_elements(By.CSS_SELECTOR, ".jp-KernelUsage-timedOut")
