@@ -61,15 +61,17 @@ def shown(name: str) -> bool:
 class Moves:
     """What the session asks its driver to do, in this order: send the `replies` (each a
     debug_reply's content, with the token its request came with) and the `events`
-    (debug_event), ask the worker (`ask`: token and arguments), connect to the adapter
-    (`connect`), then write `to_adapter`."""
+    (debug_event), ask the idle worker (`ask`: token and arguments), have the worker
+    `start` debugpy (its answer comes to `answered` with the token None, whatever the
+    worker is doing), connect to the adapter (`connect`), then write `to_adapter`."""
 
-    __slots__ = ("ask", "connect", "events", "replies", "to_adapter")
+    __slots__ = ("ask", "connect", "events", "replies", "start", "to_adapter")
 
     def __init__(self) -> None:
         self.replies: list[tuple[Any, dict[str, Any]]] = []
         self.events: list[dict[str, Any]] = []
         self.ask: list[tuple[Any, dict[str, Any]]] = []
+        self.start = False
         self.connect: tuple[str, int] | None = None
         self.to_adapter: list[bytes] = []
 
@@ -110,6 +112,9 @@ class DebugSession:
         self.started = False  # the front end initialized the debugger
         self.attached = False  # to the current worker's debugpy
         self.starting = False  # the worker was asked to start debugpy
+        self._start_deadline: float | None = None  # set at the next tick
+        self.restore_due = False  # the worker died while attached: set up the next as it was
+        self._restoring = False  # and the kernel's own initialize and attach are on their way
         self.breakpoints: dict[str, list[dict[str, Any]]] = {}
         self.stopped: set[int] = set()
         self._numbering = dap.Numbering()
@@ -254,15 +259,32 @@ class DebugSession:
         if self.attached or (self._address is not None and command in ("initialize",
                                                                          "attach")):
             self._send(waiting, command, args, moves)
-        elif self._address is not None or self.starting:
+        elif self._address is not None or self.starting or self.restore_due:
             self._held.append(waiting)  # sent once debugpy is attached
-        elif not worker_idle:
-            moves.replies.append((waiting.token, response(waiting.request, False, message=(
-                "the debugger starts between cells: a cell is running"))))
-        else:
+        else:  # a cell may be running: the worker starts debugpy on a thread of its own
             self._held.append(waiting)
-            self.starting = True
-            moves.ask.append((None, {"action": "start"}))
+            self._start(moves)
+
+    def _start(self, moves: Moves) -> None:
+        self.starting = True
+        self._start_deadline = None
+        moves.start = True
+
+    @property
+    def holding(self) -> bool:
+        """Whether cells are to wait: debugpy is starting, or being set up again as it was
+        (`restore`), so that the breakpoints set are in place when the next cell runs."""
+        return self.starting or self._restoring or self.restore_due
+
+    def restore(self) -> Moves:
+        """Start debugpy in the fresh worker, to attach and configure it as it was in the
+        one that died (its breakpoints, its exception filters), before the next cell."""
+        moves = Moves()
+        self.restore_due = False
+        if self.started and not self.starting:
+            self._restoring = True
+            self._start(moves)
+        return moves
 
     def _send(self, waiting: _Waiting, command: str, arguments: Any, moves: Moves) -> None:
         if waiting.kind == "relay" and command == "attach":
@@ -310,6 +332,7 @@ class DebugSession:
         self.starting = False
         address = (content or {}).get("address")
         if not (isinstance(address, list) and len(address) == 2):
+            self._restoring = False
             message = (content or {}).get("error", "the worker could not start debugpy")
             for waiting in held:
                 moves.replies.append((waiting.token, response(waiting.request, False,
@@ -318,7 +341,8 @@ class DebugSession:
         self._address = (str(address[0]), int(address[1]))
         self._reader = dap.Reader()
         moves.connect = self._address
-        replay = not any(w.request.get("command") == "initialize" for w in held)
+        replay = self.started and not any(w.request.get("command") == "initialize"
+                                          for w in held)
         if replay:  # a fresh worker for a session begun in the last one: as it was set up
             self._own("initialize", self._setup.get("initialize", {}), moves)
             self._own("attach", self._attach_arguments(), moves)
@@ -361,7 +385,7 @@ class DebugSession:
                 self.stopped.clear()
             else:
                 self.stopped.discard(body.get("threadId", -1))
-        elif name == "terminated":  # the debuggee is gone (the worker died): so is the session
+        elif name == "terminated" and self.attached:  # the worker died: so did the session
             self._detached(moves)
         moves.events.append(event)
 
@@ -372,6 +396,8 @@ class DebugSession:
             moves.events.append(_event("continued", {"threadId": thread,
                                                      "allThreadsContinued": True}))
         self.stopped = set()
+        self.restore_due = self.started and self.attached  # the next worker: as this one
+        self._restoring = False
         self.attached = self.starting = False
         self._address = None
 
@@ -390,6 +416,8 @@ class DebugSession:
         self._waiting.remove(waiting)
         request: dict[str, Any] = waiting.request
         command = request.get("command")
+        if command == "attach" and waiting.kind == "own":
+            self._restoring = False  # configured (or not): the cells it held go on
         if command == "attach" and message.get("success"):
             self.attached = True
             self.started = True
@@ -452,6 +480,8 @@ class DebugSession:
     def flush_at(self) -> float | None:
         """When `tick` has requests to fail (0: new ones to time, at once)."""
         deadlines = [w.deadline for w in self._waiting]
+        if self.starting:
+            deadlines.append(self._start_deadline)
         if None in deadlines:
             return 0.0
         return min((d for d in deadlines if d is not None), default=None)
@@ -459,12 +489,20 @@ class DebugSession:
     def tick(self, now: float) -> Moves:
         """Requests debugpy did not answer within `WAIT` fail (the worker is busy in C code)."""
         moves = Moves()
+        if self.starting:
+            if self._start_deadline is None:
+                self._start_deadline = now + WAIT
+            elif self._start_deadline <= now:  # the worker died, or its cell holds it in C
+                self._started_in_worker({"error": "debugpy did not start in time: the worker "
+                                                  "may be busy in C code"}, moves)
         for waiting in list(self._waiting):
             if waiting.deadline is None:
                 waiting.deadline = now + WAIT
             elif waiting.deadline <= now:
                 self._waiting.remove(waiting)
                 self._numbering.forget(waiting)
+                if waiting.kind == "own" and waiting.request.get("command") == "attach":
+                    self._restoring = False
                 if waiting.kind != "own":
                     moves.replies.append((waiting.token, response(waiting.request, False, message=(
                         "debugpy did not answer in time: the worker may be busy in C code"))))
@@ -474,6 +512,9 @@ class DebugSession:
         """The adapter's connection closed: the worker died. Its requests fail, its threads
         continue and the session ends, as debugpy ends one whose program exited."""
         moves = Moves()
+        if self._address is None and not self.attached:
+            return moves  # nothing was connected (the worker's death and the connection's
+            # end each tell it: the second is no news; debugpy may be starting meanwhile)
         self._numbering.waiting()
         for waiting in self._waiting + self._held:
             if waiting.kind != "own":
