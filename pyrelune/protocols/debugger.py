@@ -3,7 +3,8 @@
 The messaging spec's `debug_request` carries a Debug Adapter Protocol request;
 ipykernel answers some itself and relays the rest to debugpy. So does this, but
 from the supervisor: debugpy runs in the worker (started on the first
-`initialize`, `worker.debugging`), its adapter listens on loopback, and the
+`initialize`, signalled whatever the worker does: `wire.debugstart`), its
+adapter listens on loopback, and the
 supervisor is its client (`supervisor.debugrelay` holds the socket). So every
 request gets its reply whatever the worker does: one debugpy does not answer in
 time (`WAIT`: the worker is in C code) fails with a message.
@@ -13,16 +14,18 @@ breakpoints, stopped threads), `dumpCell` (the cell written where its code
 says it is), `source`, `configurationDone` (sent to debugpy by the kernel itself
 once debugpy is `initialized`, as the attach sequence needs). Asked of the idle
 worker (`Moves.ask`): what needs the namespace while no thread is stopped
-(`inspectVariables`, `richInspectVariables`, `modules`). Turned into debugpy's own
+(`inspectVariables`, `variables` inside one of its entries, `richInspectVariables`,
+`modules`). Turned into debugpy's own
 requests: `richInspectVariables` in a stopped frame (an `evaluate`),
 `copyToGlobals` (a `setExpression`). Everything else goes to debugpy as it is,
 renumbered (`dap.Numbering`) and given back under the front end's number.
 
 A worker that dies while attached takes debugpy with it: its requests fail,
 stopped threads continue, and `terminated` ends the session (debugpy's own, or
-`exited` and `terminated` when the connection ends without it); the
-next request that needs debugpy starts it in the fresh worker and attaches again,
-with the breakpoints the front end had set.
+`exited` and `terminated` when the connection ends without it); then, before
+the next cell (which waits: `holding`), debugpy is started in the fresh worker and
+attached again, with the breakpoints and exception filters the front end had set
+(`restore`).
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ SKIPPED = ("pyrelune", "IPython")
 #: The requests that resume a stopped thread: debugpy sends no `continued` after them.
 _RESUMING = frozenset({"continue", "next", "stepIn", "stepOut", "stepBack", "goto"})
 #: What the worker is asked for each namespace request (see `worker.debugging`).
-_ASKED = {"inspectVariables": "variables", "richInspectVariables": "rich", "modules": "modules"}
+_ASKED = {"inspectVariables": "variables", "richInspectVariables": "rich", "modules": "modules",
+          "variables": "children"}
 
 
 def shown(name: str) -> bool:
@@ -145,10 +149,9 @@ class DebugSession:
             self._source(token, request, args, moves)
         elif command == "configurationDone":  # sent by the kernel itself, once initialized
             moves.replies.append((token, response(request)))
-        elif command in _ASKED and not (self.stopped and command == "richInspectVariables"):
+        elif command in _ASKED and not (self.stopped and command in ("richInspectVariables",
+                                                                     "variables")):
             self._ask(token, request, args, worker_idle, moves)
-        elif command == "variables" and not self.stopped:
-            moves.replies.append((token, response(request, body={"variables": []})))
         elif command == "copyToGlobals":
             self._copy(token, request, args, moves)
         elif command == "richInspectVariables":
@@ -212,10 +215,13 @@ class DebugSession:
                                                   body={"data": {}, "metadata": {}})))
         elif worker_idle:
             moves.ask.append((token, {"action": _ASKED[command], "request": request,
-                                      "name": name}))
+                                      "name": name,
+                                      "reference": args.get("variablesReference")}))
         elif command == "inspectVariables":  # a cell runs: the namespace as last seen
             moves.replies.append((token, response(request, body={
                 "variables": self._variables})))
+        elif command == "variables":  # a cell runs: what it holds cannot be opened now
+            moves.replies.append((token, response(request, body={"variables": []})))
         else:
             moves.replies.append((token, response(request, False, message=(
                 "the namespace is read between cells, or in a stopped frame"))))
@@ -318,6 +324,9 @@ class DebugSession:
         if request.get("command") == "inspectVariables":
             self._variables = [v for v in content.get("variables", []) if shown(v["name"])]
             body: dict[str, Any] = {"variables": self._variables}
+        elif request.get("command") == "variables":
+            body = {"variables": [v for v in content.get("variables", [])
+                                  if shown(v.get("name", ""))]}
         elif request.get("command") == "modules":
             moves.replies.append((token, {"body": {"modules": content.get("modules", []),
                                                    "totalModules": content.get("total", 0)}}))

@@ -58,7 +58,10 @@ def answer(shell: ZMQInteractiveShell, args: dict[str, Any]) -> dict[str, Any]:
     action = args.get("action")
     content: dict[str, Any] = {"request": args.get("request")}
     if action == "variables":
-        content["variables"] = variables(shell.user_ns)
+        content["variables"] = (variables(shell.user_ns) if _listening is None
+                                else _explore(shell.user_ns))
+    elif action == "children":
+        content["variables"] = _children(args.get("reference"))
     elif action == "rich":
         result = shell.user_expressions({args["name"]: args["name"]})[  # type: ignore[no-untyped-call]
             args["name"]]
@@ -96,8 +99,69 @@ def _listen(shell: ZMQInteractiveShell) -> tuple[str, int]:
     return str(host), int(port)
 
 
+class _Code:
+    """What pydevd's variable explorer reads of a frame's code."""
+
+    co_filename = "<namespace>"
+    co_name = "<module>"
+
+
+class _Frame:
+    """The namespace as a frame of its own, for pydevd's variable explorer."""
+
+    f_code = _Code()
+    f_back = None
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        self.f_globals = self.f_locals = namespace
+
+
+class _PyDB:
+    """What pydevd's variable explorer reads of its debugger."""
+
+    def __init__(self) -> None:
+        from _pydevd_bundle.pydevd_api import PyDevdAPI  # type: ignore[import-not-found]
+
+        self.variable_presentation = PyDevdAPI.VariablePresentation()
+
+
+_explorer: Any = None  # (the frames' manager, the namespace's frame) since the last look
+
+
+def _explore(namespace: dict[str, Any]) -> list[dict[str, Any]]:
+    """The namespace's variables as debugpy gives a stopped frame's, expandable (their
+    `variablesReference` opens them: `_children`) until the next look, as in ipykernel."""
+    global _explorer
+    from _pydevd_bundle import pydevd_frame_utils  # type: ignore[import-not-found]
+    from _pydevd_bundle.pydevd_suspended_frames import (  # type: ignore[import-not-found]
+        SuspendedFramesManager,
+        _FramesTracker,
+    )
+
+    if _explorer is not None:
+        _explorer[2].untrack_all()
+    manager = SuspendedFramesManager()
+    frame = _Frame(namespace)
+    tracker = _FramesTracker(manager, _PyDB())
+    tracker.track("thread1", pydevd_frame_utils.create_frames_list_from_frame(frame))
+    _explorer = (manager, frame, tracker)
+    return _children(id(frame))
+
+
+def _children(reference: Any) -> list[dict[str, Any]]:
+    """The variables inside the one `reference` names (as `_explore` last listed them)."""
+    if _explorer is None or not isinstance(reference, int):
+        return []
+    try:
+        found = _explorer[0].get_variable(reference)
+    except KeyError:  # from a look before the last: gone
+        return []
+    return [child.get_var_data() for child in found.get_children_variables()]
+
+
 def variables(namespace: dict[str, Any]) -> list[dict[str, Any]]:
-    """The namespace's variables as DAP's `variables` gives them (not expandable)."""
+    """The namespace's variables as DAP's `variables` gives them (not expandable: debugpy
+    is not started, and its explorer with it)."""
     found = []
     for name, value in list(namespace.items()):
         try:

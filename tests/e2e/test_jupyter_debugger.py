@@ -164,6 +164,23 @@ def test_a_breakpoint_stops_the_cell_and_its_frame_is_inspected(kernel: Kernel) 
     assert modules["totalModules"] > 0 and any(m["name"] == "IPython" for m in modules["modules"])
 
 
+def test_variables_between_cells_are_expandable_as_in_ipykernel(kernel: Kernel) -> None:
+    client = kernel[1]
+    debug = Debugger(client)
+    debug.start()
+    assert execute(client, "nested = {'inner': [1, 2, 3]}").content["status"] == "ok"
+    listed = {v["name"]: v for v in debug("inspectVariables")["body"]["variables"]}
+    reference = listed["nested"]["variablesReference"]
+    assert reference > 0 and listed["nested"]["type"] == "dict"
+    inside = {v["name"]: v for v in debug("variables", variablesReference=reference)[
+        "body"]["variables"]}
+    inner = inside["'inner'"]
+    assert inner["value"] == "[1, 2, 3]" and inner["variablesReference"] > 0
+    items = debug("variables", variablesReference=inner["variablesReference"])["body"]
+    assert [v["value"] for v in items["variables"] if v["name"] in ("0", "1", "2")] == [
+        "1", "2", "3"]
+
+
 def test_an_interrupt_ends_a_cell_stopped_at_a_breakpoint(kernel: Kernel) -> None:
     client = kernel[1]
     debug = Debugger(client)

@@ -196,6 +196,19 @@ def test_namespace_requests_ask_the_idle_worker_and_are_answered_while_a_cell_ru
     assert not dead["success"]
 
 
+def test_variables_between_cells_open_a_namespace_variable_in_the_worker() -> None:
+    session = DebugSession()
+    opened = request("variables", 3, variablesReference=77)
+    ((token, args),) = session.request("v", opened, True).ask
+    assert (args["action"], args["reference"]) == ("children", 77)
+    ((_, reply),) = session.answered(token, {"request": opened, "variables": [
+        {"name": "'a'", "value": "1", "variablesReference": 0}, {"name": "_i2"}]}).replies
+    assert reply["body"]["variables"] == [{"name": "'a'", "value": "1", "variablesReference": 0}]
+    ((_, busy),) = session.request("v", request("variables", 4, variablesReference=77),
+                                   False).replies
+    assert busy["success"] and busy["body"]["variables"] == []  # a cell runs
+
+
 def test_rich_views_and_copies_in_a_stopped_frame_go_to_debugpy() -> None:
     session = DebugSession()
     attached(session)
