@@ -246,9 +246,23 @@ class JupyterServer:
 
             self._debug = DebugRelay(self.loop, lambda data: self._apply(
                 self.codec.debug_data(data)), lambda: self._apply(self.codec.debug_lost()))
+        if command.start:
+            self._start_debugpy()
         if command.address is not None:
             self._debug.connect(command.address)
         self._debug.send(command.data)
+
+    def _start_debugpy(self) -> None:
+        """Signal the worker to start debugpy (see `wire.debugstart`); its Reply follows."""
+        from pyrelune.supervisor.kernel import NoWorker
+        from pyrelune.wire.debugstart import SIGNAL
+
+        try:
+            if SIGNAL is None:
+                raise OSError("this platform has no signal to start it with")
+            self._worker().signal_worker(SIGNAL)
+        except (NoWorker, OSError) as exc:
+            self._apply(self.codec.debug_started({"error": f"debugpy could not start: {exc}"}))
 
     def _start(self, command: Execute | Query) -> None:
         if self.terminated:
@@ -316,6 +330,9 @@ def serve(connection: Connection, cap: int | None = None, shell: str = IPYTHON) 
     os.environ["PYRELUNE_PAGER"] = "payload"  # `obj?` for the front end's pager
     sockets = ZmqSockets(connection.transport, connection.ip, connection.ports,
                          connection.curve)
+    from pyrelune.wire.debugstart import block
+
+    block()  # before any worker is forked: see `wire.debugstart`
     if connection.transport == "tcp" and connection.curve is None:  # once it has started
         sys.stderr.write(UNENCRYPTED)
     reactor = Reactor()

@@ -3,7 +3,8 @@
 The messaging spec's `debug_request` carries a Debug Adapter Protocol request;
 ipykernel answers some itself and relays the rest to debugpy. So does this, but
 from the supervisor: debugpy runs in the worker (started on the first
-`initialize`, `worker.debugging`), its adapter listens on loopback, and the
+`initialize`, signalled whatever the worker does: `wire.debugstart`), its
+adapter listens on loopback, and the
 supervisor is its client (`supervisor.debugrelay` holds the socket). So every
 request gets its reply whatever the worker does: one debugpy does not answer in
 time (`WAIT`: the worker is in C code) fails with a message.
@@ -13,16 +14,18 @@ breakpoints, stopped threads), `dumpCell` (the cell written where its code
 says it is), `source`, `configurationDone` (sent to debugpy by the kernel itself
 once debugpy is `initialized`, as the attach sequence needs). Asked of the idle
 worker (`Moves.ask`): what needs the namespace while no thread is stopped
-(`inspectVariables`, `richInspectVariables`, `modules`). Turned into debugpy's own
+(`inspectVariables`, `variables` inside one of its entries, `richInspectVariables`,
+`modules`). Turned into debugpy's own
 requests: `richInspectVariables` in a stopped frame (an `evaluate`),
 `copyToGlobals` (a `setExpression`). Everything else goes to debugpy as it is,
 renumbered (`dap.Numbering`) and given back under the front end's number.
 
 A worker that dies while attached takes debugpy with it: its requests fail,
 stopped threads continue, and `terminated` ends the session (debugpy's own, or
-`exited` and `terminated` when the connection ends without it); the
-next request that needs debugpy starts it in the fresh worker and attaches again,
-with the breakpoints the front end had set.
+`exited` and `terminated` when the connection ends without it); then, before
+the next cell (which waits: `holding`), debugpy is started in the fresh worker and
+attached again, with the breakpoints and exception filters the front end had set
+(`restore`).
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ SKIPPED = ("pyrelune", "IPython")
 #: The requests that resume a stopped thread: debugpy sends no `continued` after them.
 _RESUMING = frozenset({"continue", "next", "stepIn", "stepOut", "stepBack", "goto"})
 #: What the worker is asked for each namespace request (see `worker.debugging`).
-_ASKED = {"inspectVariables": "variables", "richInspectVariables": "rich", "modules": "modules"}
+_ASKED = {"inspectVariables": "variables", "richInspectVariables": "rich", "modules": "modules",
+          "variables": "children"}
 
 
 def shown(name: str) -> bool:
@@ -61,15 +65,17 @@ def shown(name: str) -> bool:
 class Moves:
     """What the session asks its driver to do, in this order: send the `replies` (each a
     debug_reply's content, with the token its request came with) and the `events`
-    (debug_event), ask the worker (`ask`: token and arguments), connect to the adapter
-    (`connect`), then write `to_adapter`."""
+    (debug_event), ask the idle worker (`ask`: token and arguments), have the worker
+    `start` debugpy (its answer comes to `answered` with the token None, whatever the
+    worker is doing), connect to the adapter (`connect`), then write `to_adapter`."""
 
-    __slots__ = ("ask", "connect", "events", "replies", "to_adapter")
+    __slots__ = ("ask", "connect", "events", "replies", "start", "to_adapter")
 
     def __init__(self) -> None:
         self.replies: list[tuple[Any, dict[str, Any]]] = []
         self.events: list[dict[str, Any]] = []
         self.ask: list[tuple[Any, dict[str, Any]]] = []
+        self.start = False
         self.connect: tuple[str, int] | None = None
         self.to_adapter: list[bytes] = []
 
@@ -110,6 +116,9 @@ class DebugSession:
         self.started = False  # the front end initialized the debugger
         self.attached = False  # to the current worker's debugpy
         self.starting = False  # the worker was asked to start debugpy
+        self._start_deadline: float | None = None  # set at the next tick
+        self.restore_due = False  # the worker died while attached: set up the next as it was
+        self._restoring = False  # and the kernel's own initialize and attach are on their way
         self.breakpoints: dict[str, list[dict[str, Any]]] = {}
         self.stopped: set[int] = set()
         self._numbering = dap.Numbering()
@@ -140,10 +149,9 @@ class DebugSession:
             self._source(token, request, args, moves)
         elif command == "configurationDone":  # sent by the kernel itself, once initialized
             moves.replies.append((token, response(request)))
-        elif command in _ASKED and not (self.stopped and command == "richInspectVariables"):
+        elif command in _ASKED and not (self.stopped and command in ("richInspectVariables",
+                                                                     "variables")):
             self._ask(token, request, args, worker_idle, moves)
-        elif command == "variables" and not self.stopped:
-            moves.replies.append((token, response(request, body={"variables": []})))
         elif command == "copyToGlobals":
             self._copy(token, request, args, moves)
         elif command == "richInspectVariables":
@@ -207,10 +215,13 @@ class DebugSession:
                                                   body={"data": {}, "metadata": {}})))
         elif worker_idle:
             moves.ask.append((token, {"action": _ASKED[command], "request": request,
-                                      "name": name}))
+                                      "name": name,
+                                      "reference": args.get("variablesReference")}))
         elif command == "inspectVariables":  # a cell runs: the namespace as last seen
             moves.replies.append((token, response(request, body={
                 "variables": self._variables})))
+        elif command == "variables":  # a cell runs: what it holds cannot be opened now
+            moves.replies.append((token, response(request, body={"variables": []})))
         else:
             moves.replies.append((token, response(request, False, message=(
                 "the namespace is read between cells, or in a stopped frame"))))
@@ -254,15 +265,32 @@ class DebugSession:
         if self.attached or (self._address is not None and command in ("initialize",
                                                                          "attach")):
             self._send(waiting, command, args, moves)
-        elif self._address is not None or self.starting:
+        elif self._address is not None or self.starting or self.restore_due:
             self._held.append(waiting)  # sent once debugpy is attached
-        elif not worker_idle:
-            moves.replies.append((waiting.token, response(waiting.request, False, message=(
-                "the debugger starts between cells: a cell is running"))))
-        else:
+        else:  # a cell may be running: the worker starts debugpy on a thread of its own
             self._held.append(waiting)
-            self.starting = True
-            moves.ask.append((None, {"action": "start"}))
+            self._start(moves)
+
+    def _start(self, moves: Moves) -> None:
+        self.starting = True
+        self._start_deadline = None
+        moves.start = True
+
+    @property
+    def holding(self) -> bool:
+        """Whether cells are to wait: debugpy is starting, or being set up again as it was
+        (`restore`), so that the breakpoints set are in place when the next cell runs."""
+        return self.starting or self._restoring or self.restore_due
+
+    def restore(self) -> Moves:
+        """Start debugpy in the fresh worker, to attach and configure it as it was in the
+        one that died (its breakpoints, its exception filters), before the next cell."""
+        moves = Moves()
+        self.restore_due = False
+        if self.started and not self.starting:
+            self._restoring = True
+            self._start(moves)
+        return moves
 
     def _send(self, waiting: _Waiting, command: str, arguments: Any, moves: Moves) -> None:
         if waiting.kind == "relay" and command == "attach":
@@ -296,6 +324,9 @@ class DebugSession:
         if request.get("command") == "inspectVariables":
             self._variables = [v for v in content.get("variables", []) if shown(v["name"])]
             body: dict[str, Any] = {"variables": self._variables}
+        elif request.get("command") == "variables":
+            body = {"variables": [v for v in content.get("variables", [])
+                                  if shown(v.get("name", ""))]}
         elif request.get("command") == "modules":
             moves.replies.append((token, {"body": {"modules": content.get("modules", []),
                                                    "totalModules": content.get("total", 0)}}))
@@ -310,6 +341,7 @@ class DebugSession:
         self.starting = False
         address = (content or {}).get("address")
         if not (isinstance(address, list) and len(address) == 2):
+            self._restoring = False
             message = (content or {}).get("error", "the worker could not start debugpy")
             for waiting in held:
                 moves.replies.append((waiting.token, response(waiting.request, False,
@@ -318,7 +350,8 @@ class DebugSession:
         self._address = (str(address[0]), int(address[1]))
         self._reader = dap.Reader()
         moves.connect = self._address
-        replay = not any(w.request.get("command") == "initialize" for w in held)
+        replay = self.started and not any(w.request.get("command") == "initialize"
+                                          for w in held)
         if replay:  # a fresh worker for a session begun in the last one: as it was set up
             self._own("initialize", self._setup.get("initialize", {}), moves)
             self._own("attach", self._attach_arguments(), moves)
@@ -361,7 +394,7 @@ class DebugSession:
                 self.stopped.clear()
             else:
                 self.stopped.discard(body.get("threadId", -1))
-        elif name == "terminated":  # the debuggee is gone (the worker died): so is the session
+        elif name == "terminated" and self.attached:  # the worker died: so did the session
             self._detached(moves)
         moves.events.append(event)
 
@@ -372,6 +405,8 @@ class DebugSession:
             moves.events.append(_event("continued", {"threadId": thread,
                                                      "allThreadsContinued": True}))
         self.stopped = set()
+        self.restore_due = self.started and self.attached  # the next worker: as this one
+        self._restoring = False
         self.attached = self.starting = False
         self._address = None
 
@@ -390,6 +425,8 @@ class DebugSession:
         self._waiting.remove(waiting)
         request: dict[str, Any] = waiting.request
         command = request.get("command")
+        if command == "attach" and waiting.kind == "own":
+            self._restoring = False  # configured (or not): the cells it held go on
         if command == "attach" and message.get("success"):
             self.attached = True
             self.started = True
@@ -452,6 +489,8 @@ class DebugSession:
     def flush_at(self) -> float | None:
         """When `tick` has requests to fail (0: new ones to time, at once)."""
         deadlines = [w.deadline for w in self._waiting]
+        if self.starting:
+            deadlines.append(self._start_deadline)
         if None in deadlines:
             return 0.0
         return min((d for d in deadlines if d is not None), default=None)
@@ -459,12 +498,20 @@ class DebugSession:
     def tick(self, now: float) -> Moves:
         """Requests debugpy did not answer within `WAIT` fail (the worker is busy in C code)."""
         moves = Moves()
+        if self.starting:
+            if self._start_deadline is None:
+                self._start_deadline = now + WAIT
+            elif self._start_deadline <= now:  # the worker died, or its cell holds it in C
+                self._started_in_worker({"error": "debugpy did not start in time: the worker "
+                                                  "may be busy in C code"}, moves)
         for waiting in list(self._waiting):
             if waiting.deadline is None:
                 waiting.deadline = now + WAIT
             elif waiting.deadline <= now:
                 self._waiting.remove(waiting)
                 self._numbering.forget(waiting)
+                if waiting.kind == "own" and waiting.request.get("command") == "attach":
+                    self._restoring = False
                 if waiting.kind != "own":
                     moves.replies.append((waiting.token, response(waiting.request, False, message=(
                         "debugpy did not answer in time: the worker may be busy in C code"))))
@@ -474,6 +521,9 @@ class DebugSession:
         """The adapter's connection closed: the worker died. Its requests fail, its threads
         continue and the session ends, as debugpy ends one whose program exited."""
         moves = Moves()
+        if self._address is None and not self.attached:
+            return moves  # nothing was connected (the worker's death and the connection's
+            # end each tell it: the second is no news; debugpy may be starting meanwhile)
         self._numbering.waiting()
         for waiting in self._waiting + self._held:
             if waiting.kind != "own":

@@ -41,7 +41,7 @@ from pyrelune.protocols.jupytermessages import PROTOCOL_VERSION, BadMessage, Bui
 from pyrelune.protocols.outcome import Outcome
 from pyrelune.shaping.livecaps import DisplayBudget, StreamCap
 from pyrelune.shaping.streaming import INTERVAL, Coalescer
-from pyrelune.wire import events
+from pyrelune.wire import debugstart, events
 from pyrelune.wire.commands import (
     INTERRUPT,
     Debug,
@@ -229,7 +229,7 @@ class JupyterCodec:
             self._on_stdin(message, outcome)
         elif channel == CONTROL:
             self._handle(CONTROL, message, outcome)
-        elif self.busy:
+        elif self.busy or self._debug_holds():
             self._queue.append(message)
         else:
             self._handle(SHELL, message, outcome)
@@ -365,22 +365,38 @@ class JupyterCodec:
             self._debugger = DebugSession(entry=os.path.realpath(sys.argv[0]))
         self._debug_parent = request
         moves = self._debugger.request(request, request.content, not self.busy)
-        if moves.ask:
-            ((token, args),) = moves.ask
-            self._debug_asked = (token, None)
-            self._ask(request, outcome, "debug", args)
         self._moved(outcome, moves)
         return False
 
     def _moved(self, outcome: Outcome[Sent], moves: Moves) -> None:
-        """What the debugger's session asks (but its questions to the worker: `_on_debug`)."""
+        """What the debugger's session asks: replies, events, its questions to the idle
+        worker (`_ask`), debugpy's start and its adapter's bytes; then the cells it held
+        (see `_debug_holds`)."""
         for request, content in moves.replies:
             self._reply(outcome, CONTROL, request, content)
             self._status(outcome, "idle", request)
         for event in moves.events:
             self._publish(outcome, "debug_event", event, self._debug_parent)
-        if moves.to_adapter or moves.connect is not None:
-            outcome.commands.append(Debug(b"".join(moves.to_adapter), moves.connect))
+        if moves.ask:
+            ((token, args),) = moves.ask
+            self._debug_asked = (token, None)
+            self._ask(token, outcome, "debug", args)
+        if moves.to_adapter or moves.connect is not None or moves.start:
+            outcome.commands.append(Debug(b"".join(moves.to_adapter), moves.connect,
+                                          moves.start))
+        self._next(outcome)
+
+    def _debug_holds(self) -> bool:
+        """Whether cells wait for the debugger: debugpy is starting, or being set up again
+        in a fresh worker (a breakpoint set before is then hit by the next cell)."""
+        return self._debugger is not None and self._debugger.holding
+
+    def debug_started(self, content: dict[str, Any]) -> Outcome[Sent]:
+        """The worker's word on debugpy's start (`wire.debugstart`), or the kernel's failure."""
+        outcome: Outcome[Sent] = Outcome()
+        if self._debugger is not None:
+            self._moved(outcome, self._debugger.answered(None, content))
+        return outcome
 
     def debug_data(self, data: bytes) -> Outcome[Sent]:
         """Bytes from the debugger's adapter (`supervisor.debugrelay`)."""
@@ -451,6 +467,9 @@ class JupyterCodec:
             self._publish(outcome, "clear_output", {"wait": item.wait}, parent)
         elif isinstance(item, InputRequest):
             self._input_request(outcome, item)
+        elif isinstance(item, Reply) and item.kind == debugstart.KIND:
+            if self._debugger is not None:
+                self._moved(outcome, self._debugger.answered(None, item.content))
         elif isinstance(item, Reply) and item.kind == "usage":
             channel, request = self._usage_asked.popleft()
             self._reply(outcome, channel, request, item.content)
@@ -568,7 +587,8 @@ class JupyterCodec:
     def _done(self, outcome: Outcome[Sent], done: Done) -> None:
         """The worker's end of what it was doing: the request's reply, and idle."""
         before, request, cell = self.phase, self._current, self._cell
-        if done.error is not None and done.error.code == events.WORKER_DIED:
+        dead = done.error is not None and done.error.code == events.WORKER_DIED
+        if dead:
             self.comms.clear()  # they died with it: the front end's views are left unlinked
         if before in (RUNNING, WAITING_INPUT) and cell is not None:  # the cell itself is over
             cell.error = done.error
@@ -578,6 +598,8 @@ class JupyterCodec:
                                               {"expressions": cell.user_expressions}))
                 return
         self.phase = step(before, DONE)
+        if dead and self._debugger is not None:  # debugpy died too: set up again (`_next`)
+            self._moved(outcome, self._debugger.lost())
         if request is None:
             return  # not ours: nothing was asked of the worker
         if request.msg_type == DEBUG and self._debugger is not None:
@@ -641,8 +663,12 @@ class JupyterCodec:
         self._queue = kept
 
     def _next(self, outcome: Outcome[Sent]) -> None:
-        """Serve the queued shell requests until one needs the worker."""
-        while self._current is None and self._queue:
+        """Serve the queued shell requests until one needs the worker (debugpy set up again
+        in a fresh worker first, if it died while debugged)."""
+        if (self._debugger is not None and self._debugger.restore_due
+                and self._current is None and self.phase == IDLE):
+            self._moved(outcome, self._debugger.restore())
+        while self._current is None and self._queue and not self._debug_holds():
             self._handle(SHELL, self._queue.popleft(), outcome)
 
 

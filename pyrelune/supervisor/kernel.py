@@ -166,6 +166,12 @@ class Kernel:
         elif (status := self.link.worker.reap(block=False)) is not None:
             self.replace_lost(status)
 
+    def signal_worker(self, signum: int) -> None:
+        """Send `signum` to the worker, whatever it runs (a fresh one if it died since);
+        `NoWorker` if none can start."""
+        self._revive()
+        os.kill(self.link.worker.pid, signum)
+
     def _send(self, execute: Execute) -> None:
         """Send `execute` as the link's next cell (numbered by its session)."""
         self.link.fresh_ring()

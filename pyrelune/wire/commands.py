@@ -112,14 +112,17 @@ INTERRUPT = Interrupt()
 
 
 class Debug:
-    """To the debugger's adapter in the worker (see `supervisor.debugrelay`): connect to
-    `address` first, if given (a new connection), then write `data` (framed DAP)."""
+    """To the debugger's adapter in the worker (see `supervisor.debugrelay`): `start` it
+    first, if asked (`wire.debugstart`), connect to `address`, if given (a new connection),
+    then write `data` (framed DAP)."""
 
-    __slots__ = ("address", "data")
+    __slots__ = ("address", "data", "start")
 
-    def __init__(self, data: bytes, address: tuple[str, int] | None = None) -> None:
+    def __init__(self, data: bytes, address: tuple[str, int] | None = None,
+                 start: bool = False) -> None:
         self.data = data
         self.address = address
+        self.start = start
 
 
 class Shutdown:

@@ -101,7 +101,7 @@ class Channel:
         self._write(self._queued + self._line(event))
         self._queued = b""
 
-    def notify(self, event: Comm | Stream) -> None:
+    def notify(self, event: Comm | Stream | Reply) -> None:
         """Report `event`, from any thread; ValueError if it is too big.
 
         A comm message is not cut to fit as a display is: half a widget's state is none.

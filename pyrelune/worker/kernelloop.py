@@ -298,6 +298,10 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
                 ipython = make_shell(channel, as_parts=host.comms)
             finally:
                 gc.enable()
+            if host.comms:  # a Jupyter front end's debugger (see `worker.debugging`)
+                from pyrelune.worker.debugging import watch
+
+                watch(channel, ipython)
             namespace = ipython.user_ns
         else:
             namespace = fresh_namespace()

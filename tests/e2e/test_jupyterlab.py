@@ -1,7 +1,9 @@
 """A real JupyterLab in headless Chromium, on the kernelspec `pyrelune jupyter install
 --sys-prefix` writes (JupyterLab's own kernel manager then loads pyrelune's provisioner):
 a cell with a print, a plot and an ipywidgets slider shows all three on the page, and the
-interrupt button stops a cell that ignores SIGINT, after which the next cell runs; what
+interrupt button stops a cell that ignores SIGINT, after which the next cell runs; the
+debugger (bug icon, a breakpoint clicked in the gutter, the call stack and variables of the
+stopped cell, continue) works on it; what
 reaches the kernel through get_ipython() (IPython's shell) shows as under ipykernel: an
 Output widget's capture, interact, plotly's and bokeh's figures, ipympl's canvas; and a
 voila app on pyrelune's kernel follows its slider.
@@ -68,6 +70,8 @@ UPDATED = "handle = display('first state', display_id=True)\nhandle.update('last
 PLOTLY = "import plotly.graph_objects as go\ngo.Figure(go.Bar(y=[2, 3, 1])).show()"
 IPYMPL = ("%matplotlib widget\nimport matplotlib.pyplot as plt\n"
           "figure = plt.figure(figsize=(3, 2))\nplt.plot([1, 3, 2]);")
+#: The debug.ipynb notebook: a breakpoint at line 2 stops it inside f.
+DEBUGGED = "def f(a):\n    b = a * 2\n    return b\n\nprint('debugged', f(21))"
 BOKEH = ("from bokeh.plotting import figure, output_notebook, show\n"
          "from bokeh.resources import INLINE\noutput_notebook(INLINE, hide_banner=True)\n"
          "p = figure(width=250, height=150)\np.line([1, 2, 3], [3, 1, 2])\nshow(p)")
@@ -96,7 +100,8 @@ def _served(root: Path, notebooks: Path) -> Iterator[str]:
     """JupyterLab serving `notebooks`, the check notebook written there; its URL."""
     for name, sources in (("check", (FIRST, STUBBORN, AFTER)),
                           ("widgets", (CAPTURED, INTERACT, UPDATED)),
-                          ("libraries", (PLOTLY, IPYMPL, BOKEH))):
+                          ("libraries", (PLOTLY, IPYMPL, BOKEH)),
+                          ("debug", (DEBUGGED,))):
         cells: list[dict[str, Any]] = [
             {"cell_type": "code", "source": source, "metadata": {}, "outputs": [],
              "execution_count": None, "id": f"cell-{n}"} for n, source in enumerate(sources)]
@@ -337,6 +342,50 @@ def test_plotly_ipympl_and_bokeh_draw_their_figures_in_the_page(lab: str,
     wait_for(browser, lambda d: d.execute_script(
         "const root = arguments[0].querySelector('[data-root-id]');"
         "return !!root && !!root.querySelector('*')", cell(d, 2)), "bokeh's figure")
+
+
+def test_the_debugger_stops_a_cell_at_a_breakpoint_shows_its_frame_and_continues(
+        lab: str, browser: WebDriver) -> None:
+    """The bug icon turns the debugger on; a click in the cell's gutter sets a breakpoint;
+    the cell run stops there: the call stack names f, the variables panel shows its `a`;
+    the continue button ends the cell."""
+    open_notebook(browser, lab, "debug", 1)
+    # (a toolbar button is a `jp-button` web component, or a plain button, in the wrapper
+    # that carries the class; `disabled` until the kernel says it has a debugger)
+    bug = wait_for(browser, lambda d: [b for b in d.find_elements(
+        By.CSS_SELECTOR, ".jp-DebuggerBugButton jp-button, .jp-DebuggerBugButton button, "
+        "jp-button.jp-DebuggerBugButton, button.jp-DebuggerBugButton")
+        if b.get_attribute("disabled") in (None, "false") and b.is_displayed()],
+        "the bug icon enabled (the kernel offers a debugger)")
+    bug[0].click()
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".jp-DebuggerBreakpoints"),
+             "the debugger's panel")
+    editor = cell(browser, 0)
+    line = wait_for(browser, lambda d: editor.find_elements(By.CSS_SELECTOR, ".cm-line")[1],
+                    "the cell's second line")
+
+    def gutter_of_line(driver: WebDriver) -> Any:
+        """The breakpoint gutter's element beside line 2 (the spacer is not shown)."""
+        for element in editor.find_elements(
+                By.CSS_SELECTOR, ".cm-gutter.cm-breakpoint-gutter .cm-gutterElement"):
+            if element.is_displayed() and abs(element.location["y"] - line.location["y"]) < 4:
+                return element
+        return None
+
+    wait_for(browser, gutter_of_line, "the breakpoint gutter beside line 2").click()
+    wait_for(browser, lambda d: any(e.text.strip() == "2" for e in d.find_elements(
+        By.CSS_SELECTOR, ".jp-DebuggerBreakpoint-line")), "the breakpoint listed at line 2")
+    run_cell_once_sent(browser, 0)
+    wait_for(browser, lambda d: any(e.text == "f" for e in d.find_elements(
+        By.CSS_SELECTOR, ".jp-DebuggerCallstackFrame-name")), "the call stack stopped in f")
+    wait_for(browser, lambda d: any(e.text.strip() == "a" for e in d.find_elements(
+        By.CSS_SELECTOR, ".jp-DebuggerVariables-name")), "the frame's variable a")
+    assert "debugged" not in output_text(browser, 0)  # stopped before its print
+    wait_for(browser, lambda d: [b for b in d.find_elements(
+        By.CSS_SELECTOR, "[data-command='debugger:continue']") if b.is_enabled()],
+        "the continue button")[0].click()
+    wait_for(browser, lambda d: "debugged 42" in output_text(d, 0), "the cell's end")
+    wait_for(browser, kernel_idle, "the kernel idle after the debugged cell")
 
 
 #: The voila app: a slider and what `interactive_output` prints for it.

@@ -88,7 +88,8 @@ def event(session: DebugSession, name: str, **body: Any) -> Moves:
 def attached(session: DebugSession) -> None:
     """initialize and attach, as JupyterLab sends them, through a worker that starts debugpy."""
     moves = session.request("init-token", request("initialize", 1, clientID="x"), True)
-    assert moves.ask == [(None, {"action": "start"})] and not moves.replies
+    assert moves.start and not moves.ask and not moves.replies
+    assert session.holding  # cells wait for debugpy
     moves = session.answered(None, {"address": ["127.0.0.1", 5678]})
     assert moves.connect == ("127.0.0.1", 5678)
     (initialize,) = sent(moves)
@@ -111,12 +112,17 @@ def test_initialize_starts_debugpy_in_the_worker_and_attach_configures_it() -> N
     attached(DebugSession())
 
 
-def test_initialize_fails_at_once_while_a_cell_runs() -> None:
+def test_initialize_starts_debugpy_while_a_cell_runs_and_fails_if_it_does_not_start() -> None:
     session = DebugSession()
     ((_, reply),) = session.request("t", {"seq": 1}, True).replies
     assert not reply["success"]
-    ((_, reply),) = session.request("t", request("initialize", 1), False).replies
-    assert not reply["success"] and "cell is running" in reply["message"]
+    moves = session.request("t", request("initialize", 1), False)  # a cell runs
+    assert moves.start and not moves.replies
+    assert session.flush_at == 0.0 and session.tick(50.0).replies == []
+    assert session.flush_at == 50.0 + WAIT
+    ((token, reply),) = session.tick(50.0 + WAIT).replies  # its cell is in C code
+    assert token == "t" and not reply["success"] and "in time" in reply["message"]
+    assert not session.holding
 
 
 def test_debug_info_is_ipykernels(tmp_path: Path) -> None:
@@ -190,6 +196,19 @@ def test_namespace_requests_ask_the_idle_worker_and_are_answered_while_a_cell_ru
     assert not dead["success"]
 
 
+def test_variables_between_cells_open_a_namespace_variable_in_the_worker() -> None:
+    session = DebugSession()
+    opened = request("variables", 3, variablesReference=77)
+    ((token, args),) = session.request("v", opened, True).ask
+    assert (args["action"], args["reference"]) == ("children", 77)
+    ((_, reply),) = session.answered(token, {"request": opened, "variables": [
+        {"name": "'a'", "value": "1", "variablesReference": 0}, {"name": "_i2"}]}).replies
+    assert reply["body"]["variables"] == [{"name": "'a'", "value": "1", "variablesReference": 0}]
+    ((_, busy),) = session.request("v", request("variables", 4, variablesReference=77),
+                                   False).replies
+    assert busy["success"] and busy["body"]["variables"] == []  # a cell runs
+
+
 def test_rich_views_and_copies_in_a_stopped_frame_go_to_debugpy() -> None:
     session = DebugSession()
     attached(session)
@@ -241,11 +260,20 @@ def test_a_dead_worker_ends_the_session_and_the_next_request_attaches_anew() -> 
     assert [e["event"] for e in moves.events] == ["continued", "exited", "terminated"]
     assert lost_after_terminated().events == []
     assert not session.attached and session.info()["stoppedThreads"] == []
+    assert session.restore_due and session.holding  # the next cell waits for the set-up
+    assert session.lost().events == []  # the worker's death, told twice: no news
     moves = session.request("b2", request("setBreakpoints", 7, source={"path": "/d.py"},
                                           breakpoints=[{"line": 1}]), True)
-    assert moves.ask == [(None, {"action": "start"})]
+    assert not moves.start  # held for the set-up, which the driver begins between cells
+    assert session.restore().start and not session.restore_due and session.holding
     moves = session.answered(None, {"address": ["127.0.0.1", 6000]})
     assert [m["command"] for m in sent(moves)] == ["initialize", "attach"]
+    own_attach = sent(moves)[1]
     replayed = sent(event(session, "initialized"))
     assert [m["command"] for m in replayed] == ["setBreakpoints", "setBreakpoints",
                                                 "configurationDone"]
+    assert session.holding
+    moves = answer(session, own_attach)
+    assert not session.holding and session.attached
+    (held,) = sent(moves)  # the front end's, once attached
+    assert held["command"] == "setBreakpoints" and held["arguments"]["source"]["path"] == "/d.py"
