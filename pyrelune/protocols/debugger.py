@@ -295,6 +295,11 @@ class DebugSession:
     def _send(self, waiting: _Waiting, command: str, arguments: Any, moves: Moves) -> None:
         if waiting.kind == "relay" and command == "attach":
             arguments = self._attach_arguments()
+        elif command == "disconnect":
+            # The worker is the kernel's, never the debugger's to end: JupyterLab turning its
+            # debugger off sends terminateDebuggee, which would take the namespace with it.
+            given = arguments if isinstance(arguments, dict) else {}
+            arguments = {**given, "terminateDebuggee": False}
         self._waiting.append(waiting)
         moves.to_adapter.append(self._numbering.request(command, arguments, waiting))
 
