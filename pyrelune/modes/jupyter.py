@@ -25,6 +25,7 @@ import _signal
 import os
 import sys
 import time
+from datetime import datetime, timezone
 
 from pyrelune.loop.reactor import Reactor
 from pyrelune.loop.ticker import Ticker
@@ -227,7 +228,7 @@ class JupyterServer:
             # Next turn: this may be the Done of the cell before, still being delivered.
             self.loop.call_soon(self._start, command)
         elif isinstance(command, Interrupt):
-            self.interrupt()
+            self._interrupt_soon()
         elif isinstance(command, Debug):
             self._debug_relay(command)
         elif isinstance(command, Shutdown):
@@ -265,8 +266,15 @@ class JupyterServer:
         self._apply(self.codec.tick(time.monotonic()))
 
     def interrupt(self) -> None:
-        """Interrupt what the worker runs: SIGINT to the kernel process (interrupt_mode
-        "signal") or an interrupt_request. Next turn, after a cell still to be started."""
+        """SIGINT to the kernel process (interrupt_mode "signal"): interrupt what the worker
+        runs; if nothing, the cell the front end sent just before, still on its way."""
+        if self.codec.busy:
+            self._interrupt_soon()
+        else:
+            self.codec.interrupted_idle(datetime.now(timezone.utc))
+
+    def _interrupt_soon(self) -> None:
+        """Next turn, after a cell still to be started."""
         if self.codec.busy:
             self.loop.call_soon(self._interrupt_now)
 
@@ -275,7 +283,7 @@ class JupyterServer:
         query) is interrupted first, so that the front end has its reply."""
         self.terminated = True
         if self.codec.busy:
-            self.interrupt()
+            self._interrupt_soon()
         else:
             self.loop.stop()
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import deque
+from datetime import datetime, timezone
 
 from pyrelune import NotAllowed, __version__, fastjson, transition
 from pyrelune.protocols.colourtb import coloured
@@ -185,6 +186,7 @@ class JupyterCodec:
         self._current: Message | None = None  # the shell request the worker is serving
         self._cell: _Cell | None = None  # the execute_request among them, while it runs
         self._usage_asked: deque[tuple[str, Message]] = deque()  # the engine answers in order
+        self._stopped_at: datetime | None = None  # an interrupt that found nothing to stop
         self._last_cell: Message | None = None  # the parent of output between cells
         self._named: tuple[str, Message | None] = ("", None)  # the last origin and its cell
         self._coalescer = Coalescer()
@@ -290,6 +292,8 @@ class JupyterCodec:
         self._displays.begin()
         outcome.commands.append(Execute(code, filename, origin=cell.origin, count=cell.count,
                                         history=stored, silent=silent))
+        if self._overtaken(request):
+            outcome.commands.append(INTERRUPT)  # after the Execute: it stops this cell
         return False
 
     def _on_complete(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
@@ -348,8 +352,27 @@ class JupyterCodec:
     def _on_interrupt(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         if self.busy:  # a cell, or a question the worker is slow to answer (completion)
             outcome.commands.append(INTERRUPT)
+        else:
+            self.interrupted_idle(sent_at(request.header))
         self._reply(outcome, channel, request, {"status": "ok"})
         return True
+
+    def interrupted_idle(self, at: datetime | None) -> None:
+        """An interrupt sent `at` (a SIGINT: when it came) found nothing to stop: the cell it
+        followed may not have arrived yet (each channel is a connection of its own, and one
+        already up overtakes one being made). The next execute_request sent before it is
+        interrupted as it starts (`_overtaken`)."""
+        if at is not None:
+            self._stopped_at = at
+
+    def _overtaken(self, request: Message) -> bool:
+        """Whether an interrupt that came first was sent after `request` (by header dates);
+        the remembered interrupt is used up either way."""
+        stopped_at, self._stopped_at = self._stopped_at, None
+        if stopped_at is None:
+            return False
+        sent = sent_at(request.header)
+        return sent is not None and sent <= stopped_at
 
     def _on_usage(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         """The kernel's use of the machine: the engine measures it, busy or not."""
@@ -644,6 +667,18 @@ class JupyterCodec:
         """Serve the queued shell requests until one needs the worker."""
         while self._current is None and self._queue:
             self._handle(SHELL, self._queue.popleft(), outcome)
+
+
+def sent_at(header: dict[str, Any]) -> datetime | None:
+    """A header's `date` (ISO 8601; without a zone: UTC), or None if it has none we can read."""
+    date = header.get("date")
+    if not isinstance(date, str):
+        return None
+    try:  # "Z" is read by Python 3.11 on, not by 3.10
+        at = datetime.fromisoformat(date[:-1] + "+00:00" if date.endswith("Z") else date)
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
 
 
 def kernel_info() -> dict[str, Any]:
