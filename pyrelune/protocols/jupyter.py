@@ -224,6 +224,19 @@ class JupyterCodec:
         self._status(outcome, "starting", None)
         return outcome
 
+    def welcome(self, subscription: bytes) -> Outcome[Sent]:
+        """`iopub_welcome` for a subscriber that just subscribed to `subscription` (JEP 65):
+        under its own topic, so that it gets it; one that is not UTF-8 gets none, as from
+        ipykernel."""
+        outcome: Outcome[Sent] = Outcome()
+        try:
+            topic = subscription.decode("utf-8")
+        except UnicodeDecodeError:
+            return outcome
+        outcome.messages.append((IOPUB, self.builder.publish(
+            "iopub_welcome", {"subscription": topic}, None, topic=subscription)))
+        return outcome
+
     # -- requests ----------------------------------------------------------------------
 
     def receive(self, channel: str, frames: Sequence[bytes]) -> Outcome[Sent]:

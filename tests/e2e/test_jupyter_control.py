@@ -55,11 +55,27 @@ def test_a_control_execute_waits_for_the_running_cell_and_the_rest_is_answered_a
     running = client.execute("import os, time\n"
                              f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.02)\n"
                              "print('first')")
+    while (message := client.get_iopub_msg(timeout=TIMEOUT))["msg_type"] != "execute_input":
+        pass  # it runs (control would overtake a shell request still on its way)
+    assert message["parent_header"]["msg_id"] == running
     queued = on_control(client, "execute_request", {"code": "print('second')"})
     info = on_control(client, "kernel_info_request", {})
     reply = client.control_channel.get_msg(timeout=TIMEOUT)  # while the cell still runs
     assert reply["parent_header"]["msg_id"] == info
     go.touch()
-    assert collect(client, running).stdout() == "first\n"
-    assert collect(client, queued, reply_channel="control").stdout() == "second\n"
+    order: list[str] = []
+    printed = {running: "", queued: ""}
+    while len(order) < 2:  # both idles, in the order the cells ran
+        message = client.get_iopub_msg(timeout=TIMEOUT)
+        parent = message["parent_header"].get("msg_id")
+        if message["msg_type"] == "stream" and parent in printed:
+            printed[parent] += message["content"]["text"]
+        elif message["msg_type"] == "status" and parent in printed and message["content"][
+                "execution_state"] == "idle":
+            order.append(parent)
+    assert order == [running, queued]
+    assert printed == {running: "first\n", queued: "second\n"}
+    assert client.get_shell_msg(timeout=TIMEOUT)["parent_header"]["msg_id"] == running
+    reply = client.control_channel.get_msg(timeout=TIMEOUT)
+    assert (reply["parent_header"]["msg_id"], reply["content"]["status"]) == (queued, "ok")
     assert execute(client, "'after'").of("execute_result")  # the shell queue moves on
