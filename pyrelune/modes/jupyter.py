@@ -25,6 +25,7 @@ import _signal
 import os
 import sys
 import time
+from datetime import datetime, timezone
 
 from pyrelune.loop.reactor import Reactor
 from pyrelune.loop.ticker import Ticker
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from pyrelune.protocols.jupyter import Sent
     from pyrelune.protocols.outcome import Outcome
     from pyrelune.supervisor.debugrelay import DebugRelay
+    from pyrelune.supervisor.evented import LoopDriver
     from pyrelune.supervisor.kernel import Kernel
     from pyrelune.transports.zmqsockets import CurveKeys, ZmqSockets
     from pyrelune.wire.commands import Command
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
 
 #: Seconds between looks at whether the process that started the kernel is still there.
 PARENT_POLL = 1.0
+#: Seconds between looks at IOPub's backlog while the worker is not read (see `_full`).
+DRAIN_POLL = 0.02
 #: Signals a kernel has no use for, each of which would end it (a cell's
 #: `os.kill(os.getppid(), ...)`, a terminal's hang-up): noted on stderr and ignored. The
 #: worker has their default actions back (see `worker.runtime`), for the cells' own use.
@@ -162,6 +166,8 @@ class JupyterServer:
         self.codec = JupyterCodec(builder, self.signer, cap)
         self._cap = JUPYTER_MAX_DISPLAY if cap is None else cap  # PYRELUNE_MAX_OUTPUT
         self.kernel: Kernel | None = None  # until the first request is answered
+        self._driver: LoopDriver | None = None  # its loop layer
+        self._full = False  # IOPub's backlog is over its budget: the worker is not read
         self._debug: DebugRelay | None = None  # from the first debug session on
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
@@ -187,13 +193,16 @@ class JupyterServer:
         self.loop.call_later(PARENT_POLL, self._watch_parent)
 
     def _pump(self) -> None:
-        """Read every message waiting on the sockets, control first."""
+        """Read every message waiting on the sockets, control first; welcome IOPub's new
+        subscribers."""
         self._pump_due = False
         received = False
-        for channel in ("control", "shell", "stdin"):
+        for channel in self.sockets.incoming:
             while self.stopping is None and (frames := self.sockets.receive(channel)) is not None:
                 received = True
                 self._apply(self.codec.receive(channel, frames))
+        for topic in self.sockets.subscriptions():
+            self._apply(self.codec.welcome(topic))
         if received and self.kernel is None and self.stopping is None:
             self.loop.call_soon(self._worker)  # the answers are on their way
 
@@ -205,19 +214,22 @@ class JupyterServer:
 
             _line_buffered_c_stdout()
             self.kernel = Kernel(profile(self._cap, self._shell))
-            LoopDriver(self.loop, self.kernel, self._on_event)
+            self._driver = LoopDriver(self.loop, self.kernel, self._on_event)
+            if self._full:
+                self._driver.hold()
         return self.kernel
 
     def _look_again(self) -> None:
         """After a send: the sockets' edge-triggered descriptors may not wake the loop."""
-        if not self._pump_due and any(self.sockets.pending(c) for c in ("control", "shell",
-                                                                         "stdin")):
+        if not self._pump_due and self.sockets.waiting():
             self._pump_due = True
             self.loop.call_soon(self._pump)
 
     def _apply(self, outcome: Outcome[Sent]) -> None:
         for channel, message in outcome.messages:
             self.sockets.send(channel, jupytermessages.serialize(message, self.signer))
+        if outcome.messages and not self._full and self.sockets.backlogged():
+            self._hold()
         for problem in outcome.problems:
             sys.stderr.write(f"pyrelune: {problem}\n")
         for command in outcome.commands:
@@ -225,12 +237,29 @@ class JupyterServer:
         self._ticker.arm(self.codec.flush_at)
         self._look_again()
 
+    def _hold(self) -> None:
+        """IOPub has more unwritten than its budget (a subscriber stopped reading): read
+        nothing more from the worker, whose cell then waits on its own output, until
+        IOPub has drained (`ZmqSockets.drained`). Nothing is dropped, for any subscriber."""
+        self._full = True
+        if self._driver is not None:
+            self._driver.hold()
+        self.loop.call_later(DRAIN_POLL, self._drained)
+
+    def _drained(self) -> None:
+        if not self.sockets.drained():
+            self.loop.call_later(DRAIN_POLL, self._drained)
+            return
+        self._full = False
+        if self._driver is not None:
+            self._driver.release()
+
     def _carry_out(self, command: Command) -> None:
         if isinstance(command, (Execute, Query)):
             # Next turn: this may be the Done of the cell before, still being delivered.
             self.loop.call_soon(self._start, command)
         elif isinstance(command, Interrupt):
-            self.interrupt()
+            self._interrupt_soon()
         elif isinstance(command, Debug):
             self._debug_relay(command)
         elif isinstance(command, Shutdown):
@@ -282,8 +311,15 @@ class JupyterServer:
         self._apply(self.codec.tick(time.monotonic()))
 
     def interrupt(self) -> None:
-        """Interrupt what the worker runs: SIGINT to the kernel process (interrupt_mode
-        "signal") or an interrupt_request. Next turn, after a cell still to be started."""
+        """SIGINT to the kernel process (interrupt_mode "signal"): interrupt what the worker
+        runs; if nothing, the cell the front end sent just before, still on its way."""
+        if self.codec.busy:
+            self._interrupt_soon()
+        else:
+            self.codec.interrupted_idle(datetime.now(timezone.utc))
+
+    def _interrupt_soon(self) -> None:
+        """Next turn, after a cell still to be started."""
         if self.codec.busy:
             self.loop.call_soon(self._interrupt_now)
 
@@ -292,7 +328,7 @@ class JupyterServer:
         query) is interrupted first, so that the front end has its reply."""
         self.terminated = True
         if self.codec.busy:
-            self.interrupt()
+            self._interrupt_soon()
         else:
             self.loop.stop()
 

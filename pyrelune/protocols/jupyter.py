@@ -9,8 +9,12 @@ interrupt, answer `input()`, shut down).
 Shell requests are served one at a time, in order, as ipykernel serves them:
 one that needs the worker (execute, complete, inspect) holds the queue until
 the worker's answer is in. Control requests (interrupt, shutdown,
-kernel_info, usage: the engine's to measure) are answered at once, even
-while a cell runs. Every request is
+kernel_info, history, comm_info, usage: the engine's to measure) are
+answered at once, even while a cell runs. A shell request sent on control
+(the messaging spec allows every one there) is answered on control; one that
+needs the worker takes its turn in the shell queue, behind a running cell:
+the worker runs one thing at a time (ipykernel would run it in its control
+thread, next to the cell). Every request is
 wrapped in `status` busy and idle on IOPub, with the request as parent; a
 cell's output goes out under its execute_request, as does what a thread or a
 task it started writes later, between cells or while another cell runs (the
@@ -34,6 +38,7 @@ from __future__ import annotations
 import os
 import sys
 from collections import deque
+from datetime import datetime, timezone
 
 from pyrelune import NotAllowed, __version__, fastjson, transition
 from pyrelune.protocols.colourtb import coloured
@@ -156,12 +161,13 @@ def profile(cap: int, shell: str) -> HostProfile:
 class _Cell:
     """The execute_request being run, and what its reply needs."""
 
-    __slots__ = ("count", "error", "origin", "payload", "request", "silent", "stop_on_error",
-                 "user_expressions")
+    __slots__ = ("channel", "count", "error", "origin", "payload", "request", "silent",
+                 "stop_on_error", "user_expressions")
 
-    def __init__(self, request: Message, count: int) -> None:
+    def __init__(self, request: Message, count: int, channel: str) -> None:
         content = request.content
         self.request = request
+        self.channel = channel  # what it came on (shell, or control): its reply's
         self.origin = fastjson.dumps(request.header)  # how the worker names it (RunCell)
         self.count = count
         self.silent = bool(content.get("silent", False))
@@ -181,10 +187,13 @@ class JupyterCodec:
         self.execution_count = 0
         self.history: list[tuple[int, str]] = []  # (execution count, source) of stored cells
         self.phase = IDLE  # what the worker does for the codec (`TRANSITIONS`)
-        self._queue: deque[Message] = deque()  # shell requests waiting for the current one
+        # Requests waiting for the current one, each with the channel it came on (its reply's).
+        self._queue: deque[tuple[str, Message]] = deque()
         self._current: Message | None = None  # the shell request the worker is serving
+        self._current_channel = SHELL  # the channel it came on: its reply's
         self._cell: _Cell | None = None  # the execute_request among them, while it runs
         self._usage_asked: deque[tuple[str, Message]] = deque()  # the engine answers in order
+        self._stopped_at: datetime | None = None  # an interrupt that found nothing to stop
         self._last_cell: Message | None = None  # the parent of output between cells
         self._named: tuple[str, Message | None] = ("", None)  # the last origin and its cell
         self._coalescer = Coalescer()
@@ -215,6 +224,19 @@ class JupyterCodec:
         self._status(outcome, "starting", None)
         return outcome
 
+    def welcome(self, subscription: bytes) -> Outcome[Sent]:
+        """`iopub_welcome` for a subscriber that just subscribed to `subscription` (JEP 65):
+        under its own topic, so that it gets it; one that is not UTF-8 gets none, as from
+        ipykernel."""
+        outcome: Outcome[Sent] = Outcome()
+        try:
+            topic = subscription.decode("utf-8")
+        except UnicodeDecodeError:
+            return outcome
+        outcome.messages.append((IOPUB, self.builder.publish(
+            "iopub_welcome", {"subscription": topic}, None, topic=subscription)))
+        return outcome
+
     # -- requests ----------------------------------------------------------------------
 
     def receive(self, channel: str, frames: Sequence[bytes]) -> Outcome[Sent]:
@@ -227,12 +249,12 @@ class JupyterCodec:
             return outcome
         if channel == STDIN:
             self._on_stdin(message, outcome)
-        elif channel == CONTROL:
+        elif channel == CONTROL and message.msg_type in _CONTROL:
             self._handle(CONTROL, message, outcome)
         elif self.busy or self._debug_holds():
-            self._queue.append(message)
+            self._queue.append((channel, message))  # a shell request on control too
         else:
-            self._handle(SHELL, message, outcome)
+            self._handle(channel, message, outcome)
         return outcome
 
     def _handle(self, channel: str, request: Message, outcome: Outcome[Sent]) -> None:
@@ -240,7 +262,7 @@ class JupyterCodec:
         self._status(outcome, "busy", request)
         kind = request.msg_type
         handler = _HANDLERS.get(kind)
-        if handler is None or (channel == CONTROL and kind not in _CONTROL):
+        if handler is None:
             outcome.problems.append(f"unknown message type on {channel}: {kind!r}")
             self._status(outcome, "idle", request)
             return
@@ -281,8 +303,9 @@ class JupyterCodec:
         else:
             filename = f"<In[{self.execution_count}] silent>"
         self.phase = step(self.phase, EXECUTE)
-        cell = self._cell = _Cell(request, self.execution_count)
+        cell = self._cell = _Cell(request, self.execution_count, channel)
         self._current = self._last_cell = request
+        self._current_channel = channel
         if not silent:
             self._publish(outcome, "execute_input", {"code": code,
                                                      "execution_count": cell.count}, request)
@@ -290,28 +313,33 @@ class JupyterCodec:
         self._displays.begin()
         outcome.commands.append(Execute(code, filename, origin=cell.origin, count=cell.count,
                                         history=stored, silent=silent))
+        if self._overtaken(request):
+            outcome.commands.append(INTERRUPT)  # after the Execute: it stops this cell
         return False
 
     def _on_complete(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
-        return self._ask(request, outcome, "complete", _code_and_cursor(request.content))
+        return self._ask(request, outcome, "complete", _code_and_cursor(request.content),
+                         channel)
 
     def _on_inspect(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         args = _code_and_cursor(request.content)
         level = request.content.get("detail_level", 0)
         args["detail_level"] = level if level in (0, 1) else 0
-        return self._ask(request, outcome, "inspect", args)
+        return self._ask(request, outcome, "inspect", args, channel)
 
     def _ask(self, request: Message, outcome: Outcome[Sent], kind: str,
-             args: dict[str, Any]) -> bool:
+             args: dict[str, Any], channel: str = SHELL) -> bool:
+        """Ask the worker for `request`, which came on `channel` (its reply goes there)."""
         self.phase = step(self.phase, COMM_MESSAGE if kind == "comm" else ASK)
         self._current = request
+        self._current_channel = channel
         outcome.commands.append(Query(kind, args))
         return False
 
     def _on_is_complete(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         code = request.content.get("code")
         return self._ask(request, outcome, "is_complete",
-                         {"code": code if isinstance(code, str) else ""})
+                         {"code": code if isinstance(code, str) else ""}, channel)
 
     def _on_history(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         self._reply(outcome, channel, request,
@@ -343,13 +371,32 @@ class JupyterCodec:
         return self._ask(request, outcome, "comm", {
             "msg_type": request.msg_type, "content": content, "metadata": request.metadata,
             "header": request.header, "parent_header": request.parent_header,
-            "buffers": [b64encode(buffer).decode() for buffer in request.buffers]})
+            "buffers": [b64encode(buffer).decode() for buffer in request.buffers]}, channel)
 
     def _on_interrupt(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         if self.busy:  # a cell, or a question the worker is slow to answer (completion)
             outcome.commands.append(INTERRUPT)
+        else:
+            self.interrupted_idle(sent_at(request.header))
         self._reply(outcome, channel, request, {"status": "ok"})
         return True
+
+    def interrupted_idle(self, at: datetime | None) -> None:
+        """An interrupt sent `at` (a SIGINT: when it came) found nothing to stop: the cell it
+        followed may not have arrived yet (each channel is a connection of its own, and one
+        already up overtakes one being made). The next execute_request sent before it is
+        interrupted as it starts (`_overtaken`)."""
+        if at is not None:
+            self._stopped_at = at
+
+    def _overtaken(self, request: Message) -> bool:
+        """Whether an interrupt that came first was sent after `request` (by header dates);
+        the remembered interrupt is used up either way."""
+        stopped_at, self._stopped_at = self._stopped_at, None
+        if stopped_at is None:
+            return False
+        sent = sent_at(request.header)
+        return sent is not None and sent <= stopped_at
 
     def _on_usage(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         """The kernel's use of the machine: the engine measures it, busy or not."""
@@ -582,7 +629,7 @@ class JupyterCodec:
         elif before == EVALUATING and self._cell is not None:
             self._cell.user_expressions = content
         elif before == ASKING and self._current is not None:
-            self._reply(outcome, SHELL, self._current, {"status": "ok", **content})
+            self._reply(outcome, self._current_channel, self._current, {"status": "ok", **content})
 
     def _done(self, outcome: Outcome[Sent], done: Done) -> None:
         """The worker's end of what it was doing: the request's reply, and idle."""
@@ -616,7 +663,7 @@ class JupyterCodec:
         if before == ASKING or (before == ANSWERED and done.error is not None):
             error = done.error  # the worker died (or failed) while it answered
             ename, evalue = (_ename(error), error.evalue) if error else ("WorkerDied", "no reply")
-            self._reply(outcome, SHELL, request, {
+            self._reply(outcome, self._current_channel, request, {
                 "status": "error", "ename": ename, "evalue": evalue,
                 "traceback": coloured(error.traceback if error else "", ename, evalue)})
         self._status(outcome, "idle", request)  # after a comm message too: it has no reply
@@ -630,7 +677,7 @@ class JupyterCodec:
         self._cell, self._current = None, None
         error = cell.error
         if error is None:
-            self._reply(outcome, SHELL, cell.request, {
+            self._reply(outcome, cell.channel, cell.request, {
                 "status": "ok", "execution_count": cell.count,
                 "user_expressions": cell.user_expressions, "payload": cell.payload})
         else:
@@ -639,7 +686,7 @@ class JupyterCodec:
             if not cell.silent and content["traceback"]:  # none: said its own way already
                 self._publish(outcome, "error", {k: content[k] for k in (
                     "ename", "evalue", "traceback")}, cell.request)
-            self._reply(outcome, SHELL, cell.request, content)
+            self._reply(outcome, cell.channel, cell.request, content)
         self._status(outcome, "idle", cell.request)
         if error is not None and cell.stop_on_error:
             self._abort_queued(outcome)
@@ -651,13 +698,13 @@ class JupyterCodec:
         As ipykernel does: a notebook's "run all" stops at the first error.
         Requests of other kinds (completion, say) are still served.
         """
-        kept: deque[Message] = deque()
-        for request in self._queue:
+        kept: deque[tuple[str, Message]] = deque()
+        for channel, request in self._queue:
             if request.msg_type != "execute_request":
-                kept.append(request)
+                kept.append((channel, request))
                 continue
             self._status(outcome, "busy", request)
-            self._reply(outcome, SHELL, request, {"status": "aborted",
+            self._reply(outcome, channel, request, {"status": "aborted",
                                                   "execution_count": self.execution_count})
             self._status(outcome, "idle", request)
         self._queue = kept
@@ -669,7 +716,19 @@ class JupyterCodec:
                 and self._current is None and self.phase == IDLE):
             self._moved(outcome, self._debugger.restore())
         while self._current is None and self._queue and not self._debug_holds():
-            self._handle(SHELL, self._queue.popleft(), outcome)
+            self._handle(*self._queue.popleft(), outcome)
+
+
+def sent_at(header: dict[str, Any]) -> datetime | None:
+    """A header's `date` (ISO 8601; without a zone: UTC), or None if it has none we can read."""
+    date = header.get("date")
+    if not isinstance(date, str):
+        return None
+    try:  # "Z" is read by Python 3.11 on, not by 3.10
+        at = datetime.fromisoformat(date[:-1] + "+00:00" if date.endswith("Z") else date)
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
 
 
 def kernel_info() -> dict[str, Any]:
@@ -768,7 +827,9 @@ def _error_content(ename: str, evalue: str, count: int,
             "payload": []}
 
 
-#: Each request type's handler; `_CONTROL` are served on the control channel too.
+#: Each request type's handler. Every one is served on control too (the messaging spec
+#: allows it), its reply on control: those of `_CONTROL` at once, even while a cell runs
+#: (they need no worker, or only the engine); the others in turn with shell's.
 _HANDLERS: dict[str, Callable[[JupyterCodec, str, Message, Outcome[Sent]], bool]] = {
     "kernel_info_request": JupyterCodec._on_kernel_info,
     "execute_request": JupyterCodec._on_execute,
@@ -784,4 +845,4 @@ _HANDLERS: dict[str, Callable[[JupyterCodec, str, Message, Outcome[Sent]], bool]
     DEBUG: JupyterCodec._on_debug,
 }
 _CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request",
-                      "usage_request", DEBUG})
+                      "usage_request", DEBUG, "history_request", "comm_info_request"})

@@ -192,9 +192,10 @@ class Builder:
 
     def publish(self, msg_type: str, content: dict[str, Any],
                 parent: Message | None, metadata: dict[str, Any] | None = None,
-                buffers: Sequence[bytes] = ()) -> Message:
-        """A message on IOPub: topic `kernel.<session>.<msg_type>`, as ipykernel names it."""
-        topic = f"kernel.{self.session}.{msg_type}".encode()
+                buffers: Sequence[bytes] = (), topic: bytes = b"") -> Message:
+        """A message on IOPub: topic `kernel.<session>.<msg_type>` (as ipykernel names it),
+        unless `topic` is given."""
+        topic = topic or f"kernel.{self.session}.{msg_type}".encode()
         return Message(self.header(msg_type), parent.header if parent is not None else {},
                        metadata or {}, content, [topic], buffers)
 

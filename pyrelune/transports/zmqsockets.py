@@ -1,6 +1,6 @@
 """The five ZeroMQ sockets of a Jupyter kernel: frames in and out, no messages.
 
-Shell, control and stdin are ROUTER sockets, IOPub a PUB socket, bound where
+Shell, control and stdin are ROUTER sockets, IOPub an XPUB socket, bound where
 the connection file says (`tcp://ip:port`, or `ipc://ip-port`); a TCP port
 by taking over the listener opened before ZeroMQ was imported, if there is
 one (`transports.prebound`). The heartbeat is a REP socket echoing every
@@ -9,6 +9,19 @@ ipykernel's): a front end checks that the kernel process is alive, and it
 is, whatever a cell is doing, since cells run in the worker. The worker
 never holds any of them: it closes every descriptor it inherits (see
 `supervisor.process`).
+
+IOPub is XPUB (as ipykernel 7's): it hears each subscriber's subscription
+(`XPUB_VERBOSE`: every one, not only a topic's first), so the kernel can
+welcome it (`iopub_welcome`, JEP 65) and a front end knows IOPub is
+connected instead of guessing from a status that a slow joiner misses.
+
+IOPub is bounded in bytes too, not only in messages (its high-water mark):
+ZeroMQ keeps what a subscriber has not read, and says nothing of how much.
+So each IOPub message of `TRACKED` bytes or more is handed over zero-copy
+with a tracker, which says when ZeroMQ has written it out to every
+subscriber; `backlog` is the bytes handed over and not yet written. The
+driver stops reading the worker while it is over a budget (`IOPUB_BUDGET`):
+nothing is dropped, and the cell waits on its own output until IOPub drains.
 
 A socket's `FD` is edge-triggered: it says "look" once, and a send on the
 socket may consume that. So `receive` reads until nothing is left, and the
@@ -26,6 +39,7 @@ peer while the first is connected).
 from __future__ import annotations
 
 import threading
+from collections import deque
 
 import zmq
 
@@ -46,6 +60,13 @@ LINGER = 1000
 #: a busy machine's I/O thread can fall 1,000 (ZeroMQ's default) behind: seen, a display
 #: flood lost 200 of its 2,000 on the way.
 IOPUB_HWM = 20_000
+#: IOPub messages from this size on count in `ZmqSockets.backlog` (smaller ones, which a
+#: cell's caps bound, only in `IOPUB_HWM`): following one costs a tracker.
+TRACKED = 4096
+#: The IOPub backlog, in bytes, past which the kernel stops reading its worker (see the
+#: module's docstring): 32 images of 1 MiB, which a reading front end takes in well
+#: before a cell could produce more.
+IOPUB_BUDGET = 32 << 20
 
 
 def address(transport: str, ip: str, port: int) -> str:
@@ -61,18 +82,23 @@ class ZmqSockets:
     """The kernel's sockets, bound; `ports` says where (a port 0 becomes a free one), `curve`
     the keys that encrypt them (None: plain text)."""
 
+    incoming = INCOMING
+
     def __init__(self, transport: str, ip: str, ports: dict[str, int],
                  curve: CurveKeys | None = None) -> None:
         self.context = zmq.Context()
         self._sockets: dict[str, zmq.Socket[bytes]] = {}
         self.ports: dict[str, int] = {}
+        self._unwritten: deque[tuple[zmq.MessageTracker, int]] = deque()  # IOPub's, in order
+        self._backlog = 0  # their bytes
         try:
             for channel, kind in ((SHELL, zmq.ROUTER), (CONTROL, zmq.ROUTER),
-                                  (STDIN, zmq.ROUTER), (IOPUB, zmq.PUB)):
+                                  (STDIN, zmq.ROUTER), (IOPUB, zmq.XPUB)):
                 socket = self._sockets[channel] = self.context.socket(kind)
                 socket.linger = LINGER
-                if kind == zmq.PUB:
+                if kind == zmq.XPUB:
                     socket.sndhwm = IOPUB_HWM
+                    socket.xpub_verbose = True
                 _encrypt(socket, curve)
                 self.ports[channel] = _bind(socket, transport, ip, ports[channel])
             self.heartbeat = Heartbeat(transport, ip, ports[HEARTBEAT], curve)
@@ -82,12 +108,15 @@ class ZmqSockets:
         self.ports[HEARTBEAT] = self.heartbeat.port
 
     def fds(self) -> dict[int, str]:
-        """The descriptors to wait on, each with its channel."""
-        return {int(self._sockets[channel].getsockopt(zmq.FD)): channel for channel in INCOMING}
+        """The descriptors to wait on, each with its channel (IOPub's: its subscriptions)."""
+        return {int(self._sockets[channel].getsockopt(zmq.FD)): channel
+                for channel in (*INCOMING, IOPUB)}
 
-    def pending(self, channel: str) -> bool:
-        """Whether a message waits on `channel` (the edge-triggered FD may not say so)."""
-        return bool(int(self._sockets[channel].getsockopt(zmq.EVENTS)) & zmq.POLLIN)
+    def waiting(self) -> bool:
+        """Whether a message (or a subscription) waits on a socket: the edge-triggered FDs may
+        not say so after a send."""
+        return any(int(self._sockets[channel].getsockopt(zmq.EVENTS)) & zmq.POLLIN
+                   for channel in (*INCOMING, IOPUB))
 
     def receive(self, channel: str) -> list[bytes] | None:
         """The next message's frames on `channel`, or None if none waits."""
@@ -96,9 +125,45 @@ class ZmqSockets:
         except zmq.Again:
             return None
 
+    def subscriptions(self) -> list[bytes]:
+        """The topics IOPub's new subscribers subscribed to, since the last call (what they
+        unsubscribe is left aside)."""
+        topics: list[bytes] = []
+        while (frames := self.receive(IOPUB)) is not None:
+            topics.extend(frame[1:] for frame in frames if frame[:1] == b"\x01")
+        return topics
+
     def send(self, channel: str, frames: Sequence[bytes]) -> None:
-        """Queue `frames` on `channel`; a front end gone (unroutable) loses them silently."""
-        self._sockets[channel].send_multipart(frames)
+        """Queue `frames` on `channel`; a front end gone (unroutable) loses them silently.
+        A large IOPub message is followed until it is written out (`backlog`)."""
+        socket = self._sockets[channel]
+        size = sum(map(len, frames))
+        if channel != IOPUB or size < TRACKED:
+            socket.send_multipart(frames)
+            return
+        *head, last = frames
+        for frame in head:
+            socket.send(frame, zmq.SNDMORE)
+        tracked = zmq.Frame(last, track=True)  # written last: done once the rest is written
+        socket.send(tracked, copy=False)
+        if (tracker := tracked.tracker) is not None:
+            self._unwritten.append((tracker, size))
+            self._backlog += size
+
+    def backlog(self) -> int:
+        """The bytes of IOPub messages handed to ZeroMQ that it has not yet written out to
+        every subscriber (one that stops reading keeps them all)."""
+        while self._unwritten and self._unwritten[0][0].done:
+            self._backlog -= self._unwritten.popleft()[1]
+        return self._backlog
+
+    def backlogged(self) -> bool:
+        """Whether IOPub's backlog is over `IOPUB_BUDGET`: the worker should wait."""
+        return self.backlog() > IOPUB_BUDGET
+
+    def drained(self) -> bool:
+        """Whether IOPub's backlog is down to half its budget again: the worker may go on."""
+        return self.backlog() <= IOPUB_BUDGET // 2
 
     def close(self) -> None:
         """Close every socket, letting queued messages leave for up to `LINGER` ms."""

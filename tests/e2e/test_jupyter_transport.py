@@ -88,3 +88,23 @@ def test_a_peer_with_the_front_ends_identity_takes_none_of_its_replies(tmp_path:
             for thief in thieves:
                 thief.close()
             context.term()
+
+
+def test_each_iopub_subscriber_is_welcomed(tmp_path: Path) -> None:
+    """`iopub_welcome` (JEP 65) to every subscriber that connects, under the topic it chose:
+    a front end knows IOPub is connected without waiting for a status it may have missed."""
+    context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
+    with jupyter_host.started(tmp_path) as (manager, client):
+        for topic in (b"", b"kernel."):  # a second subscriber of "" too: XPUB_VERBOSE
+            for _ in range(2):
+                socket = context.socket(zmq.SUB)
+                socket.subscribe(topic)
+                socket.connect(f"tcp://127.0.0.1:{manager.iopub_port}")
+                try:
+                    assert socket.poll(int(TIMEOUT * 1000))
+                    _, frames = client.session.feed_identities(socket.recv_multipart())
+                    welcome = client.session.deserialize(frames)
+                finally:
+                    socket.close(linger=0)
+                assert welcome["msg_type"] == "iopub_welcome"
+                assert welcome["content"] == {"subscription": topic.decode()}

@@ -238,6 +238,38 @@ def test_control_is_answered_at_once_even_while_a_cell_runs() -> None:
     assert idle.commands == []  # nothing to interrupt
 
 
+def test_an_interrupt_that_overtook_its_cell_stops_it_as_it_starts() -> None:
+    """Sent after the execute_request, read before it (another connection): the cell gets
+    its interrupt; a cell sent after the interrupt does not, nor one after the next."""
+    session = client()
+    early, interrupt, second, late, earlier = (session.msg(kind, content) for kind, content in (
+        ("execute_request", {"code": "slow()"}), ("interrupt_request", {}),
+        ("interrupt_request", {}), ("execute_request", {"code": "fine()"}),
+        ("execute_request", {"code": "again()"})))
+    earlier["header"]["date"] = early["header"]["date"]  # sent before both interrupts
+
+    def commands(channel: str, message: dict[str, Any]) -> list[type]:
+        return [type(c) for c in kernel.receive(channel, session.serialize(message)).commands]
+
+    kernel = codec()
+    assert commands("control", interrupt) == []  # nothing runs
+    assert commands("shell", early) == [Execute, Interrupt]  # in that order
+    kernel.output(Done(), 0.0)
+    assert commands("control", second) == []
+    assert commands("shell", late) == [Execute]
+    kernel.output(Done(), 0.0)
+    assert commands("shell", earlier) == [Execute]  # the interrupt was used up
+
+
+def test_a_sigint_that_overtook_its_cell_stops_it_as_it_starts() -> None:
+    session = client()
+    cell = session.msg("execute_request", {"code": "slow()"})
+    kernel = codec()
+    kernel.interrupted_idle(cell["header"]["date"])  # the signal came as it was sent
+    started = kernel.receive("shell", session.serialize(cell))
+    assert [type(c) for c in started.commands] == [Execute, Interrupt]
+
+
 def test_a_failed_cell_aborts_the_queued_executes_but_not_other_requests() -> None:
     kernel = codec()
     execute(kernel, "1/0")

@@ -47,8 +47,19 @@ class FakeSockets:
     def fds(self) -> dict[int, str]:
         return {self._wake_r: "shell"}
 
-    def pending(self, channel: str) -> bool:
-        return bool(self.inbox[channel])
+    incoming = ("control", "shell", "stdin")
+
+    def waiting(self) -> bool:
+        return any(self.inbox.values())
+
+    def subscriptions(self) -> list[bytes]:
+        return []
+
+    def backlogged(self) -> bool:
+        return False
+
+    def drained(self) -> bool:
+        return True
 
     def receive(self, channel: str) -> list[bytes] | None:
         try:
