@@ -348,7 +348,7 @@ def test_the_debugger_stops_a_cell_at_a_breakpoint_shows_its_frame_and_continues
         lab: str, browser: WebDriver) -> None:
     """The bug icon turns the debugger on; a click in the cell's gutter sets a breakpoint;
     the cell run stops there: the call stack names f, the variables panel shows its `a`;
-    the continue button ends the cell."""
+    the continue button ends the cell; run again, the interrupt button ends it."""
     open_notebook(browser, lab, "debug", 1)
     # (a toolbar button is a `jp-button` web component, or a plain button, in the wrapper
     # that carries the class; `disabled` until the kernel says it has a debugger)
@@ -386,6 +386,16 @@ def test_the_debugger_stops_a_cell_at_a_breakpoint_shows_its_frame_and_continues
         "the continue button")[0].click()
     wait_for(browser, lambda d: "debugged 42" in output_text(d, 0), "the cell's end")
     wait_for(browser, kernel_idle, "the kernel idle after the debugged cell")
+
+    # Stopped at the breakpoint again, the interrupt button ends the cell; the next runs.
+    run_cell_once_sent(browser, 0)
+    wait_for(browser, lambda d: any(e.text == "f" for e in d.find_elements(
+        By.CSS_SELECTOR, ".jp-DebuggerCallstackFrame-name")), "stopped in f again")
+    browser.find_element(By.CSS_SELECTOR, "[data-command='notebook:interrupt-kernel']").click()
+    wait_for(browser, lambda d: "KeyboardInterrupt" in output_text(d, 0)
+             or "interrupt" in output_text(d, 0).lower(), "the stopped cell interrupted")
+    wait_for(browser, kernel_idle, "the kernel idle after the interrupt")
+    assert "debugged 42" not in output_text(browser, 0)
 
 
 #: The voila app: a slider and what `interactive_output` prints for it.
