@@ -85,8 +85,16 @@ def test_ports_are_picked_in_the_range_and_a_full_range_is_said() -> None:
 
 
 def test_the_kernel_listens_where_it_is_told_or_where_the_provisioner_is_reached() -> None:
-    assert launcher.bind_address("10.1.2.3", ("127.0.0.1", 9)) == "10.1.2.3"
-    assert launcher.bind_address(None, ("127.0.0.1", 9)) == "127.0.0.1"
+    ssh = {"SSH_CONNECTION": "10.0.0.1 51234 10.0.0.9 22"}
+    assert launcher.bind_address("10.1.2.3", ("127.0.0.1", 9), ssh)[0] == "10.1.2.3"
+    assert launcher.bind_address(None, ("127.0.0.1", 9), {})[0] == "127.0.0.1"
+    # over SSH: where the provisioner reached this host, which is where it will connect
+    assert launcher.bind_address(None, ("127.0.0.1", 9), ssh)[0] == "10.0.0.9"
+    assert launcher.bind_address(None, ("127.0.0.1", 9),
+                                 {"SSH_CONNECTION": "::1 5 ::1 22"})[0] == "::1"
+    for odd in ("", "10.0.0.1 51234", "a b not-an-address 22"):
+        assert launcher.bind_address(None, ("127.0.0.1", 9),
+                                     {"SSH_CONNECTION": odd})[0] == "127.0.0.1"
 
 
 def test_the_connection_information_and_the_response() -> None:
