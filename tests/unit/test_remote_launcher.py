@@ -28,6 +28,14 @@ def test_the_provisioners_arguments_are_read_and_their_kernel_options_ignored() 
                                     "auto", None, None)
 
 
+def test_an_empty_value_the_ssh_command_line_lost_is_taken_as_empty() -> None:
+    # the distributed provisioner runs `... --transport-encryption ` over SSH, joined by spaces
+    for tail in (["--transport-encryption"], ["--transport-encryption", "--cluster-type"]):
+        args = remote.parse_arguments([*REQUIRED, *tail])
+        assert args.transport_encryption == ""
+    assert remote.parse_arguments(["--transport-encryption", *REQUIRED]).kernel_id == "k-1"
+
+
 def test_enterprise_gateways_older_spelling_and_pyrelunes_own_options() -> None:
     args = remote.parse_arguments([
         "--RemoteProcessProxy.kernel-id", "k", "--RemoteProcessProxy.response-address",
