@@ -71,9 +71,10 @@ def install_command(
     ] = None,
     provisioner: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option(metavar="distributed", help="Run the kernel on other hosts through "
-                     "gateway_provisioners' provisioner of that name: distributed (SSH to "
-                     "--remote-hosts) runs pyrelune's launcher there (docs/remote.md)."),
+        typer.Option(metavar="distributed|kubernetes|docker", help="Run the kernel elsewhere "
+                     "through gateway_provisioners' provisioner of that name: distributed (SSH "
+                     "to --remote-hosts) runs pyrelune's launcher there; kubernetes and docker "
+                     "run --image, whose kernel is pyrelune's launcher (docs/remote.md)."),
     ] = None,
     remote_hosts: Annotated[
         Optional[str],  # noqa: UP045
@@ -82,9 +83,14 @@ def install_command(
     ] = None,
     remote_python: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option(metavar="PATH", help="With --provisioner: the Python, with pyrelune's "
-                     "jupyter and remote extras, on the remote hosts (default: this one's "
-                     "path)."),
+        typer.Option(metavar="PATH", help="With --provisioner distributed: the Python, with "
+                     "pyrelune's jupyter and remote extras, on the remote hosts (default: this "
+                     "one's path)."),
+    ] = None,
+    image: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option(metavar="IMAGE", help="With --provisioner kubernetes or docker: the "
+                     "image the kernel runs in (built from docker/Dockerfile)."),
     ] = None,
     dry_run: DryRun = False,
 ) -> None:
@@ -96,12 +102,19 @@ def install_command(
     from pyrelune.vix.install import interpreter
 
     def make_plan(where: Place, chosen: str) -> Plan:
-        remote = _remote_options(provisioner, remote_hosts, remote_python)
+        kernelspec.remote_options(provisioner, remote_hosts, remote_python, image)
         kernel = kernelspec.spec(interpreter(), display_name, kernelspec.parse_env(env or []),
-                                 remote is None and kernelspec.provisioned(where))
-        if remote is not None:
-            kernel = kernelspec.distributed(kernel, remote[0], remote[1] or interpreter())
-        return kernelspec.plan_install(where, chosen, kernel)
+                                 provisioner is None and kernelspec.provisioned(where))
+        files: dict[str, bytes] = {}
+        if provisioner == "distributed":
+            assert remote_hosts is not None  # remote_options said so
+            kernel = kernelspec.distributed(kernel, remote_hosts,
+                                            remote_python or interpreter())
+        elif provisioner is not None:
+            assert image is not None  # remote_options said so
+            kernel, files = kernelspec.container(kernel, provisioner, image, interpreter(),
+                                                 where.kernels / chosen)
+        return kernelspec.plan_install(where, chosen, kernel, files)
 
     plan = _carry_out(user, sys_prefix, prefix, name, dry_run, make_plan)
     where = kernelspec.place(user, sys_prefix, prefix)
@@ -116,24 +129,6 @@ def install_command(
             typer.echo(note, err=True)
     if not dry_run:
         typer.echo(kernelspec.next_step(display_name, name.lower()))
-
-
-def _remote_options(provisioner: str | None, hosts: str | None,
-                    python: str | None) -> tuple[str, str | None] | None:
-    """The remote hosts and Python of `--provisioner distributed`; None without it."""
-    from pyrelune.jupyter.kernelspec import PROVISIONERS, KernelspecError
-
-    if provisioner is None:
-        if hosts is not None or python is not None:
-            raise KernelspecError("--remote-hosts and --remote-python go with --provisioner "
-                                  "distributed")
-        return None
-    if provisioner not in PROVISIONERS:
-        raise KernelspecError(f"--provisioner {provisioner!r}: expected "
-                              + " or ".join(PROVISIONERS))
-    if hosts is None:
-        raise KernelspecError("--provisioner distributed needs --remote-hosts HOST,...")
-    return hosts, python
 
 
 @app.command("uninstall")

@@ -42,8 +42,37 @@ PROVISIONER = "pyrelune-provisioner"
 PROVISIONER_KEY = "kernel_provisioner"
 #: gateway_provisioners' provisioner over SSH (`--provisioner distributed`).
 DISTRIBUTED = "distributed-provisioner"
-#: `--provisioner` values, and the package that has to be installed beside the front end.
-PROVISIONERS = {"distributed": "gateway_provisioners"}
+#: `--provisioner` values: what the Jupyter server's environment needs to run the kernelspec
+#: (modules, and the pip requirement that brings them).
+PROVISIONERS = {
+    "distributed": (("gateway_provisioners",), "gateway-provisioners"),
+    "kubernetes": (("gateway_provisioners", "kubernetes", "jinja2"),
+                   "gateway-provisioners[k8s]"),
+    "docker": (("gateway_provisioners", "docker"), "gateway-provisioners[docker]"),
+}
+
+
+@dataclass(frozen=True)
+class Container:
+    """A gateway_provisioners provisioner that runs the kernel in a container: its name, its
+    kernel-launchers folder, and the scripts its kernelspec tool copies into the kernelspec's
+    `scripts/` (the first is what the argv runs, beside the Jupyter server, to start the
+    image; the image's CMD then runs pyrelune's launcher: docker/Dockerfile)."""
+
+    provisioner_name: str
+    launchers: str
+    scripts: tuple[str, ...]
+
+
+#: `--provisioner kubernetes` and `--provisioner docker`.
+CONTAINERS = {
+    "kubernetes": Container("kubernetes-provisioner", "kubernetes",
+                            ("launch_kubernetes.py", "kernel-pod.yaml.j2")),
+    "docker": Container("docker-provisioner", "docker", ("launch_docker.py",)),
+}
+#: The provisioners' placeholders the launcher takes, in the order their kernelspecs give them.
+PLACEHOLDERS = ("kernel_id", "port_range", "response_address", "public_key",
+                "transport_encryption")
 #: jupyter_client's rule for kernel names (it lowercases them when it lists them).
 _VALID_NAME = re.compile(r"^[a-z0-9._\-]+$")
 #: jupyter_core's spellings of "off" for a boolean variable.
@@ -159,13 +188,84 @@ def distributed(kernel: dict[str, Any], hosts: str, interpreter: str) -> dict[st
     if not os.path.isabs(interpreter):
         raise KernelspecError(f"--remote-python {interpreter!r}: give an absolute path (a "
                               "command run over SSH sees only the system's PATH)")
-    argv = [interpreter, "-m", "pyrelune.jupyter.launcher"]
-    for option in ("kernel_id", "port_range", "response_address", "public_key",
-                   "transport_encryption"):
-        argv += [f"--{option.replace('_', '-')}", f"{{{option}}}"]
-    metadata = {**kernel["metadata"], PROVISIONER_KEY: {
-        "provisioner_name": DISTRIBUTED, "config": {"remote_hosts": chosen}}}
+    argv = [interpreter, "-m", "pyrelune.jupyter.launcher", *_placeholders()]
+    return _provisioned_by(kernel, argv, DISTRIBUTED, {"remote_hosts": chosen})
+
+
+def container(kernel: dict[str, Any], provisioner: str, image: str, interpreter: str,
+              folder: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """`kernel` as gateway_provisioners' Kubernetes or Docker provisioner runs it, in `image`
+    (whose CMD runs pyrelune's launcher), with the kernelspec in `folder`; and the scripts to
+    write beside it (their names under `folder`), as its jupyter-k8s-spec and
+    jupyter-docker-spec write theirs for ipykernel. `interpreter` runs the first script beside
+    the Jupyter server, which needs gateway_provisioners with the provisioner's extra."""
+    chosen = CONTAINERS[provisioner]
+    if not image.strip() or any(c.isspace() for c in image):
+        raise KernelspecError(f"--image {image!r}: give the image to run, e.g. "
+                              "registry.example.org/pyrelune-kernel:1 (docker/Dockerfile)")
+    files = {f"scripts/{name}": _launch_script(chosen, name) for name in chosen.scripts}
+    argv = [interpreter, str(folder / "scripts" / chosen.scripts[0]), *_placeholders()]
+    return _provisioned_by(kernel, argv, chosen.provisioner_name, {"image_name": image}), files
+
+
+def _placeholders() -> list[str]:
+    return [arg for name in PLACEHOLDERS for arg in (f"--{name.replace('_', '-')}",
+                                                     f"{{{name}}}")]
+
+
+def _provisioned_by(kernel: dict[str, Any], argv: list[str], provisioner: str,
+                    config: dict[str, Any]) -> dict[str, Any]:
+    metadata = {**kernel["metadata"],
+                PROVISIONER_KEY: {"provisioner_name": provisioner, "config": config}}
     return {**kernel, "argv": argv, "metadata": metadata}
+
+
+def _launch_script(chosen: Container, name: str) -> bytes:
+    """One of gateway_provisioners' launch scripts, from the installed package."""
+    from importlib.util import find_spec
+
+    found = find_spec("gateway_provisioners")
+    if found is None or not found.submodule_search_locations:
+        raise KernelspecError(
+            f"--provisioner {chosen.launchers} copies gateway_provisioners' {name} into the "
+            "kernelspec, and gateway_provisioners is not installed here: install it where the "
+            f"Jupyter server runs (pip install '{PROVISIONERS[chosen.launchers][1]}') and "
+            "run this there")
+    path = (Path(found.submodule_search_locations[0]) / "kernel-launchers" / chosen.launchers
+            / "scripts" / name)
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise KernelspecError(f"gateway_provisioners' {name} cannot be read at {path}: "
+                              f"{exc.strerror}") from None
+
+
+def remote_options(provisioner: str | None, hosts: str | None, python: str | None,
+                   image: str | None) -> None:
+    """Refuse `--remote-hosts`, `--remote-python` and `--image` where they do not belong,
+    and a provisioner without what it needs."""
+    if provisioner is None:
+        given = [name for name, value in (("--remote-hosts", hosts),
+                                          ("--remote-python", python), ("--image", image))
+                 if value is not None]
+        if given:
+            raise KernelspecError(f"{' and '.join(given)} go with --provisioner")
+        return
+    if provisioner not in PROVISIONERS:
+        raise KernelspecError(f"--provisioner {provisioner!r}: expected "
+                              + ", ".join(PROVISIONERS))
+    if provisioner == "distributed":
+        if hosts is None:
+            raise KernelspecError("--provisioner distributed needs --remote-hosts HOST,...")
+        if image is not None:
+            raise KernelspecError("--image goes with --provisioner kubernetes or docker")
+        return
+    if hosts is not None or python is not None:
+        raise KernelspecError(f"--remote-hosts and --remote-python go with --provisioner "
+                              f"distributed; with {provisioner}, the image runs the kernel")
+    if image is None:
+        raise KernelspecError(f"--provisioner {provisioner} needs --image IMAGE: an image "
+                              "whose kernel is pyrelune's launcher (docker/Dockerfile)")
 
 
 def provisioned(where: Place, prefix: str = sys.prefix) -> bool:
@@ -179,14 +279,18 @@ def provisioned(where: Place, prefix: str = sys.prefix) -> bool:
     return where.data_dir == Path(prefix) / "share" / "jupyter"
 
 
-def plan_install(where: Place, name: str, kernel: dict[str, Any]) -> Plan:
-    """Write `<kernels>/<name>/kernel.json`; one that is not pyrelune's is never replaced."""
+def plan_install(where: Place, name: str, kernel: dict[str, Any],
+                 files: Mapping[str, bytes] | None = None) -> Plan:
+    """Write `<kernels>/<name>/kernel.json`, and `files` beside it (see `container`); one
+    that is not pyrelune's is never replaced."""
     path = where.kernels / name / KERNEL_JSON
     plan = Plan()
     if not _ours_or_absent(path):
         raise KernelspecError(
             f"{path} is another kernel's: pick another --name, or remove it with "
             f"`jupyter kernelspec remove {name}`")
+    for relative, data in (files or {}).items():
+        plan.write(path.parent / relative, data)
     plan.write(path, jsonfile.dumps(kernel))
     return plan
 
@@ -201,6 +305,12 @@ def plan_uninstall(where: Place, name: str) -> Plan:
     if not _ours_or_absent(path):
         raise KernelspecError(f"{path} is not pyrelune's: left in place")
     plan.changes.append(Change("remove", path))
+    scripts = folder / "scripts"
+    for name in sorted({name for chosen in CONTAINERS.values() for name in chosen.scripts}):
+        if (scripts / name).exists():
+            plan.changes.append(Change("remove", scripts / name))
+    if scripts.is_dir():
+        plan.changes.append(Change("rmdir", scripts))
     plan.changes.append(Change("rmdir", folder))
     return plan
 
@@ -251,12 +361,16 @@ def provisioner_note(provisioner: str) -> str | None:
     """What the front end's environment lacks to run a remote kernelspec, if this is it."""
     from importlib.util import find_spec
 
-    package = PROVISIONERS[provisioner]
-    if find_spec(package) is not None:
+    modules, requirement = PROVISIONERS[provisioner]
+    missing = [module for module in modules if find_spec(module) is None]
+    if not missing:
         return None
-    return (f"note: {package} is not installed here: the Jupyter server that starts this "
-            f"kernel needs it (pip install {package.replace('_', '-')}), and each remote host "
-            "needs pyrelune with its jupyter and remote extras")
+    where = ("each remote host needs pyrelune with its jupyter and remote extras"
+             if provisioner == "distributed" else
+             "the image needs pyrelune with its jupyter and remote extras (docker/Dockerfile)")
+    return (f"note: {', '.join(missing)} not installed here: the Jupyter server that starts "
+            f"this kernel needs {'it' if len(missing) == 1 else 'them'} "
+            f"(pip install '{requirement}'), and {where}")
 
 
 def extra_note() -> str | None:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from pyrelune.jupyter import remote
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
 #: Seconds the kernel has to end after a shutdown request (its shutdown_request came
 #: first), then after SIGTERM (a running cell is interrupted first), before SIGKILL.
@@ -46,15 +46,26 @@ _RANK = {0: 0, signal.SIGTERM: 1, signal.SIGKILL: 2}
 CANNOT_START = "pyrelune: cannot start the kernel launcher: "
 
 
-def bind_address(chosen: str | None, response_address: tuple[str, int]) -> str:
-    """`--ip` if given, else this host's address on the route to the provisioner: the
-    one it can reach the kernel at (a loopback provisioner gets a loopback kernel)."""
+def bind_address(chosen: str | None, response_address: tuple[str, int],
+                 env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """Where the kernel listens, and why there: `--ip` if given; else, started over SSH
+    (the distributed provisioner), the address this host was reached at (`SSH_CONNECTION`'s
+    third field), which is the one the provisioner connects to; else this host's address
+    on the route to the provisioner (a loopback provisioner gets a loopback kernel)."""
     if chosen is not None:
-        return chosen
+        return chosen, "--ip"
+    import ipaddress
+
+    fields = (os.environ if env is None else env).get("SSH_CONNECTION", "").split()
+    if len(fields) == 4:
+        try:
+            return str(ipaddress.ip_address(fields[2])), "the address SSH reached this host at"
+        except ValueError:
+            pass
     family = socket.AF_INET6 if ":" in response_address[0] else socket.AF_INET
     with socket.socket(family, socket.SOCK_DGRAM) as probe:  # connect() sends nothing
         probe.connect(response_address)
-        return str(probe.getsockname()[0])
+        return str(probe.getsockname()[0]), "the address that reaches the provisioner"
 
 
 def pick_ports(ip: str, port_range: tuple[int, int], count: int) -> list[socket.socket]:
@@ -277,10 +288,10 @@ class Launcher:
 
 def launch(args: remote.Arguments, folder: str) -> int:
     """Start the kernel with its connection file in `folder`, tell the provisioner, serve."""
-    ip = bind_address(args.ip, args.response_address)
+    ip, why = bind_address(args.ip, args.response_address)
     if args.ip is None:
-        sys.stderr.write(f"pyrelune: launcher: the kernel listens on {ip}, the address that "
-                         "reaches the provisioner (--ip chooses another)\n")
+        sys.stderr.write(f"pyrelune: launcher: the kernel listens on {ip}, {why} (--ip "
+                         "chooses another)\n")
     sockets = pick_ports(ip, args.port_range, len(remote.PORT_NAMES) + 1)
     comm = sockets.pop()
     try:

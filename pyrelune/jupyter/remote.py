@@ -87,9 +87,11 @@ def parse_arguments(argv: list[str]) -> Arguments:
     option("response-address", required=True)
     option("public-key", required=True)
     option("port-range", default="0..0")
-    option("transport-encryption", default="")
+    # Over SSH the provisioner joins the argv with spaces, so an empty value (no transport
+    # encryption asked for) arrives as no value at all: taken as empty, as its launchers do.
+    option("transport-encryption", default="", nargs="?", const="")
     for name in IGNORED:
-        option(name)
+        option(name, nargs="?", const="")
     parser.add_argument("--ip")
     parser.add_argument("--shell")
     given = parser.parse_args(argv)

@@ -42,7 +42,9 @@ class Started:
         self.keys = provisioner_side.KeyPair()
         response = provisioner_side.ResponseAddress()
         try:
-            env = {k: v for k, v in os.environ.items() if k != "JPY_PARENT_PID"}
+            # not started over SSH, even when the tests are (SSH_CONNECTION: its bind address)
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("JPY_PARENT_PID", "SSH_CONNECTION")}
             self.launcher = subprocess.Popen(provisioner_side.launcher_argv(
                 "kernel-1", response.address, self.keys.public, "0..0", *more),
                 env=env, start_new_session=True, stderr=subprocess.PIPE)
@@ -182,6 +184,7 @@ def test_through_gateway_provisioners_distributed_provisioner(tmp_path: Path,
     folder.mkdir(parents=True)
     (folder / "kernel.json").write_text(json.dumps(kernel))
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    monkeypatch.delenv("SSH_CONNECTION", raising=False)  # a local launch: a loopback kernel
     monkeypatch.setattr(response_manager, "response_ip", "127.0.0.1")  # loopback only
     asyncio.run(_distributed())
 

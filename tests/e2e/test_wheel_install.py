@@ -14,7 +14,6 @@ import json
 import shutil
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from email.message import Message
 from pathlib import Path
@@ -25,6 +24,7 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from support import jupyter_host
+from support.environments import fresh_environment
 
 import pyrelune
 
@@ -85,20 +85,6 @@ def test_the_wheels_metadata_describes_the_jupyter_kernel_without_relative_links
     page = (REPO / "docs" / "package-description.md").read_text(encoding="utf-8")
     body = about.get_payload()
     assert isinstance(body, str) and body.strip() == page.strip()  # test_doc_links checks it
-
-
-def fresh_environment(folder: Path) -> Path:
-    """A new virtual environment holding this one's packages, pyrelune's excepted: its
-    Python. Links, not copies: pip finds them installed, so it asks no index for them."""
-    run(sys.executable, "-m", "venv", "--without-pip", folder, cwd=folder.parent)
-    python = folder / "bin" / "python"
-    target = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-                      cwd=folder).stdout.strip())
-    for here in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
-        for entry in Path(here).iterdir():
-            if "pyrelune" not in entry.name.lower() and not (target / entry.name).exists():
-                (target / entry.name).symlink_to(entry)
-    return python
 
 
 def test_the_wheel_installs_with_its_jupyter_extra_from_no_index(source: Path,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -189,3 +190,45 @@ def test_the_next_step_where_no_jupyter_is_installed(tmp_path: Path) -> None:
     assert kernelspec.next_step("Py", "k", path) == (
         "Jupyter is not installed here: pip install jupyterlab (or the front end you use), "
         'then pick "Py" in JupyterLab, Notebook or VS Code')
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    ((None, "a", None, None), "--remote-hosts go with --provisioner"),
+    ((None, None, "/p", "img"), "--remote-python and --image go with --provisioner"),
+    (("ssh", "a", None, None), "expected distributed, kubernetes, docker"),
+    (("distributed", None, None, None), "needs --remote-hosts"),
+    (("distributed", "a", None, "img"), "--image goes with --provisioner kubernetes or docker"),
+    (("kubernetes", None, None, None), "needs --image IMAGE"),
+    (("docker", "a", None, "img"), "go with --provisioner distributed"),
+    (("docker", None, "/p", "img"), "go with --provisioner distributed"),
+])
+def test_the_remote_options_go_with_their_provisioner(
+        options: tuple[str | None, str | None, str | None, str | None], said: str) -> None:
+    with pytest.raises(kernelspec.KernelspecError, match=said):
+        kernelspec.remote_options(*options)
+
+
+@pytest.mark.parametrize("options", [
+    (None, None, None, None), ("distributed", "a,b", "/p", None),
+    ("kubernetes", None, None, "img"), ("docker", None, None, "img")])
+def test_each_provisioner_with_what_it_needs_is_taken(
+        options: tuple[str | None, str | None, str | None, str | None]) -> None:
+    kernelspec.remote_options(*options)
+
+
+@pytest.mark.parametrize("image", ["", " ", "two words"])
+def test_a_container_kernelspec_needs_an_image_name(image: str) -> None:
+    with pytest.raises(kernelspec.KernelspecError, match="--image"):
+        kernelspec.container(kernelspec.spec("/py"), "docker", image, "/py", Path("/k"))
+
+
+def test_uninstall_removes_the_launch_scripts_it_wrote_and_keeps_others(tmp_path: Path) -> None:
+    where = Place("prefix", tmp_path)
+    kernel: dict[str, Any] = {"metadata": {kernelspec.MARK: {}}}
+    files = {"scripts/launch_kubernetes.py": b"#", "scripts/kernel-pod.yaml.j2": b"#"}
+    install.apply(kernelspec.plan_install(where, "k", kernel, files))
+    assert (where.kernels / "k" / "scripts" / "kernel-pod.yaml.j2").read_bytes() == b"#"
+    (where.kernels / "k" / "scripts" / "mine.txt").write_text("a user's own")
+    done = install.apply(kernelspec.plan_uninstall(where, "k"))
+    assert sorted(p.name for p in (where.kernels / "k").rglob("*")) == ["mine.txt", "scripts"]
+    assert any("kept folder" in line for line in done)

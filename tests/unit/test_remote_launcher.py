@@ -28,6 +28,14 @@ def test_the_provisioners_arguments_are_read_and_their_kernel_options_ignored() 
                                     "auto", None, None)
 
 
+def test_an_empty_value_the_ssh_command_line_lost_is_taken_as_empty() -> None:
+    # the distributed provisioner runs `... --transport-encryption ` over SSH, joined by spaces
+    for tail in (["--transport-encryption"], ["--transport-encryption", "--cluster-type"]):
+        args = remote.parse_arguments([*REQUIRED, *tail])
+        assert args.transport_encryption == ""
+    assert remote.parse_arguments(["--transport-encryption", *REQUIRED]).kernel_id == "k-1"
+
+
 def test_enterprise_gateways_older_spelling_and_pyrelunes_own_options() -> None:
     args = remote.parse_arguments([
         "--RemoteProcessProxy.kernel-id", "k", "--RemoteProcessProxy.response-address",
@@ -85,8 +93,16 @@ def test_ports_are_picked_in_the_range_and_a_full_range_is_said() -> None:
 
 
 def test_the_kernel_listens_where_it_is_told_or_where_the_provisioner_is_reached() -> None:
-    assert launcher.bind_address("10.1.2.3", ("127.0.0.1", 9)) == "10.1.2.3"
-    assert launcher.bind_address(None, ("127.0.0.1", 9)) == "127.0.0.1"
+    ssh = {"SSH_CONNECTION": "10.0.0.1 51234 10.0.0.9 22"}
+    assert launcher.bind_address("10.1.2.3", ("127.0.0.1", 9), ssh)[0] == "10.1.2.3"
+    assert launcher.bind_address(None, ("127.0.0.1", 9), {})[0] == "127.0.0.1"
+    # over SSH: where the provisioner reached this host, which is where it will connect
+    assert launcher.bind_address(None, ("127.0.0.1", 9), ssh)[0] == "10.0.0.9"
+    assert launcher.bind_address(None, ("127.0.0.1", 9),
+                                 {"SSH_CONNECTION": "::1 5 ::1 22"})[0] == "::1"
+    for odd in ("", "10.0.0.1 51234", "a b not-an-address 22"):
+        assert launcher.bind_address(None, ("127.0.0.1", 9),
+                                     {"SSH_CONNECTION": odd})[0] == "127.0.0.1"
 
 
 def test_the_connection_information_and_the_response() -> None:
