@@ -367,6 +367,8 @@ class DebugSession:
             else:
                 self._held.append(waiting)  # once attached
         self._replaying = replay
+        if not replay:  # no set-up of the kernel's own to wait for (the session ended)
+            self._restoring = False
 
     def _own(self, command: str, arguments: dict[str, Any], moves: Moves) -> None:
         """A request of the kernel's own: its answer goes to no front end."""
@@ -399,9 +401,14 @@ class DebugSession:
                 self.stopped.clear()
             else:
                 self.stopped.discard(body.get("threadId", -1))
-        elif name == "terminated" and self.attached:  # the worker died: so did the session
-            self._detached(moves)
+        elif name == "terminated" and self.attached and not self._leaving():
+            self._detached(moves)  # the worker died: so did the session
         moves.events.append(event)
+
+    def _leaving(self) -> bool:
+        """Whether a front end's `disconnect` is on its way: debugpy ends its session with
+        `terminated` before it answers, the worker alive (it is not the worker's death)."""
+        return any(w.request.get("command") == "disconnect" for w in self._waiting)
 
     def _detached(self, moves: Moves) -> None:
         """debugpy is gone with its worker: its stopped threads continue (JupyterLab clears

@@ -164,6 +164,30 @@ def test_a_breakpoint_stops_the_cell_and_its_frame_is_inspected(kernel: Kernel) 
     assert modules["totalModules"] > 0 and any(m["name"] == "IPython" for m in modules["modules"])
 
 
+def test_turning_the_debugger_off_and_on_again_as_jupyterlab_does(kernel: Kernel) -> None:
+    """JupyterLab's bug icon, pressed again and again: `disconnect` with terminateDebuggee
+    (here once while a cell is stopped at a breakpoint), and the cells after it run in the
+    same worker, stopped again once the debugger is back on."""
+    client = kernel[1]
+    debug = Debugger(client)
+    assert execute(client, "rounds = 0").content["status"] == "ok"
+    for stopped_when_off in (False, True, False):
+        debug.start()
+        debug.breakpoint_in(CELL, 2)
+        msg_id, thread = debug.stopped(CELL)
+        if not stopped_when_off:
+            assert debug("continue", threadId=thread)["success"]
+            assert collect(client, msg_id).stdout() == "42\n"
+        bye = debug("disconnect", restart=False, terminateDebuggee=True)
+        assert bye["success"], bye
+        if stopped_when_off:  # the cell goes on, undebugged
+            assert collect(client, msg_id).stdout() == "42\n"
+        assert debug("debugInfo")["body"]["isStarted"] is False
+        run = execute(client, "rounds += 1\nprint(rounds, value)")
+        assert run.content["status"] == "ok", run.iopub
+    assert run.stdout() == "3 42\n"  # one worker all along
+
+
 def test_variables_between_cells_are_expandable_as_in_ipykernel(kernel: Kernel) -> None:
     client = kernel[1]
     debug = Debugger(client)

@@ -277,3 +277,38 @@ def test_a_dead_worker_ends_the_session_and_the_next_request_attaches_anew() -> 
     assert not session.holding and session.attached
     (held,) = sent(moves)  # the front end's, once attached
     assert held["command"] == "setBreakpoints" and held["arguments"]["source"]["path"] == "/d.py"
+
+
+def disconnected(session: DebugSession) -> None:
+    """JupyterLab's debugger turned off: debugpy says `terminated`, then answers, in two
+    reads (as the adapter's bytes may come)."""
+    (bye,) = sent(session.request("d", request("disconnect", 9, restart=False,
+                                               terminateDebuggee=True), True))
+    assert bye["arguments"]["terminateDebuggee"] is False  # the worker is the kernel's
+    assert [e["event"] for e in event(session, "terminated").events] == ["terminated"]
+    assert not session.restore_due and not session.holding  # not the worker's death
+    ((token, reply),) = answer(session, bye).replies
+    assert token == "d" and reply["success"]
+    assert not session.started and not session.attached and not session.holding
+    assert session.lost().replies == []  # the adapter closes the connection: no news
+
+
+def test_turning_the_debugger_off_leaves_the_worker_and_it_turns_on_again() -> None:
+    session = DebugSession()
+    attached(session)
+    disconnected(session)
+    attached(session)  # debugpy still listens in the worker: started, connected again
+    disconnected(session)
+
+
+def test_a_set_up_the_front_end_does_itself_holds_no_cell() -> None:
+    """The worker died while attached; the front end's initialize comes while debugpy starts
+    in the fresh worker: the front end sets it up, the kernel replays nothing."""
+    session = DebugSession()
+    attached(session)
+    session.lost()
+    assert session.restore().start and session.holding
+    assert not session.request("i", request("initialize", 10, clientID="x"), True).start
+    moves = session.answered(None, {"address": ["127.0.0.1", 6001]})
+    assert [m["command"] for m in sent(moves)] == ["initialize"]  # the front end's
+    assert not session.holding
