@@ -99,6 +99,7 @@ class Snapshots:
         self.notes: list[str] = []  # for the host, ahead of the next cell's output
         self._dropped_said = False
         self._skipped_said = False
+        self._early: dict[int, dict[str, Any]] = {}  # a snapshot's news before its `taken`
 
     @property
     def worker_end(self) -> int:
@@ -129,15 +130,20 @@ class Snapshots:
                 continue  # not one of the worker's: a cell wrote there
 
     def _news(self, message: dict[str, Any]) -> None:
-        kind, pid = message.get("t"), message.get("pid")
+        kind, pid = message.get("t"), message.get("pid", 0)
         if kind == "taken":
             self.pid, self.ready = pid, False
             self.name = cell_name(str(message.get("name", "")))
             self.threads = [str(name) for name in message.get("threads", [])]
-        elif kind == "ready" and pid == self.pid:
+            early, self._early = self._early.get(pid), {}
+            if early is not None:
+                self._news(early)
+        elif kind in ("ready", "dropped") and pid != self.pid:
+            self._early[pid] = message  # a snapshot may speak before its worker says it forked
+        elif kind == "ready":
             self.ready = True
             self._dropped_said = False
-        elif kind == "dropped" and pid == self.pid:
+        elif kind == "dropped":
             self.pid = None
             if not self._dropped_said:
                 self._dropped_said = True

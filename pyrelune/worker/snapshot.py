@@ -117,6 +117,13 @@ class Snapshots:
             self._say(t="skipped", why=why)
             return
         threads = _other_threads()
+        while self._fork(filename, threads):
+            # Woken as the worker: a snapshot of itself at once, so that a second loss
+            # before the next cell ends finds one too. Its threads were the last's.
+            threads = []
+
+    def _fork(self, filename: str, threads: list[str]) -> bool:
+        """Fork the snapshot of the cell `filename`; True in the snapshot, once woken."""
         _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)  # until it has its own group
         try:
             with warnings.catch_warnings():  # "use of fork() may lead to deadlocks" (3.12+)
@@ -126,10 +133,10 @@ class Snapshots:
             pid = -1  # no process left: the last snapshot stays the newest
         if pid == 0:
             self._wait()
-            return
+            return True
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
         if pid < 0:
-            return
+            return False
         try:
             _setpgid(pid, pid)  # also done by the child: the kill of this group must spare it
         except OSError:
@@ -137,6 +144,7 @@ class Snapshots:
         self._say(t="taken", pid=pid, name=filename, threads=threads)
         self.drop()
         self._child = pid
+        return False
 
     def drop(self) -> None:
         """End the newest snapshot (a reset, or a newer one), and reap those ended before."""
