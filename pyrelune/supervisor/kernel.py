@@ -141,7 +141,8 @@ class Kernel:
         self._snapshots = host.snapshot_max > 0 and _reaper()
         self.link = self._spawn()
         self._sent: Execute | None = None  # the cell sent, while it may not have started
-        self._again = False  # it was sent again, to a woken snapshot: next time, a fresh worker
+        # The last cell before the current worker was woken from a snapshot (None: it was not).
+        self._woken_after: int | None = None
         self._told: list[Event] = []  # for the host ahead of the next cell's own output
         self._usage: Usage | None = None  # made at the first ask: it keeps what it measured
 
@@ -179,7 +180,6 @@ class Kernel:
         replaced first."""
         self._revive()
         self._hear_snapshots()
-        self._again = False
         self._send(execute)
 
     def _hear_snapshots(self) -> None:
@@ -203,25 +203,29 @@ class Kernel:
         self._sent = execute
         self._command(execute)
 
-    def replace_lost(self, status: int, fresh: bool = False) -> bool:
-        """The idle worker died (wait `status`): start another (`fresh`: not its snapshot),
-        told with the next cell; whether a snapshot took its place."""
+    def replace_lost(self, status: int) -> bool:
+        """The idle worker died (wait `status`): start another, told with the next cell;
+        whether a snapshot took its place."""
         self._keep_leftovers()
         ended = f"pyrelune: the kernel's worker ended between cells ({describe_exit(status)}); "
         try:
-            words = self._replace(fresh)
+            words = self._replace()
         except NoWorker:  # the notice waits for the request that starts one
             self._told.append(Stream("stderr", f"{ended}{LOST}\n"))
             raise
         self._told.append(Stream("stderr", f"{ended}{words}\n"))
         return words != LOST
 
-    def _replace(self, fresh: bool = False) -> str:
-        """A worker in place of the lost one: the newest snapshot, woken (not if `fresh`), or
-        a fresh one (`NoWorker` if none can start); what the host is to be told of its
-        namespace."""
+    def _replace(self) -> str:
+        """A worker in place of the lost one: the newest snapshot, woken, or a fresh one
+        (`NoWorker` if none can start); what the host is to be told of its namespace."""
         self.driver.replacing()
         old, snapshots = self.link, self.snapshots
+        interrupts = old.worker.interrupts
+        # A woken snapshot that died before it began a cell carries what killed it.
+        fresh = self._woken_after is not None and interrupts is not None and (
+            interrupts.began() <= self._woken_after)
+        self._woken_after = None
         if snapshots is not None and not fresh:
             self._hear_snapshots()
             interrupts, ring = old.worker.hand_over()
@@ -233,6 +237,7 @@ class Kernel:
                 self.link = WorkerLink(woken, self.host.cap)
                 self.link.session.cell = old.session.cell  # its cells' numbers go on
                 self.link.fresh_ring(always=True)  # where the dead worker's writes ended
+                self._woken_after = old.session.cell
                 return resumed(snapshots.name, snapshots.threads)
             self._hear_snapshots()  # it was dropped meanwhile: say why
             for shared in (interrupts, ring):
@@ -349,11 +354,10 @@ class Kernel:
         try:
             if (sent is not None and interrupts is not None and not self.link.session.stopped
                     and not interrupts.started(sent.cell)):
-                resumed = self.replace_lost(status, fresh=self._again)
+                resumed = self.replace_lost(status)
                 self._send(sent)
                 # Once to a fresh worker: a second death is the cell's own. A snapshot may carry
                 # what broke its worker (an earlier cell's `os.read = None`): then once more.
-                self._again = resumed
                 self._sent = sent if resumed else None
                 return None
             lost = self._replace()

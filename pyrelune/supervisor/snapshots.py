@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from pyrelune.wire.interrupts import Interrupts
     from pyrelune.wire.ring import OutputRing
 
+#: How the failed cell's error begins to say that a snapshot took the lost worker's place.
+RESUMED = "the kernel resumed from its snapshot"
 #: How long a snapshot that is still setting itself up may take to say it is ready.
 READY_WAIT = 2.0
 _PR_SET_CHILD_SUBREAPER = 36
@@ -66,8 +68,7 @@ def cell_name(filename: str) -> str:
 
 def resumed(name: str, threads: list[str]) -> str:
     """What the failed cell's error adds when a snapshot took the lost worker's place."""
-    words = (f"the kernel resumed from its snapshot: the namespace is the one {name} left "
-             "(its last finished cell)")
+    words = f"{RESUMED}: the namespace is the one {name} left (its last finished cell)"
     if threads:
         words += (f"; threads are not restored ({len(threads)} ran then: "
                   f"{', '.join(threads[:5])}{', ...' if len(threads) > 5 else ''})")

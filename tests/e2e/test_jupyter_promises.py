@@ -79,7 +79,7 @@ def test_an_interrupt_ends_a_cell_that_ignores_sigint(kernel: Kernel) -> None:
     assert run.content["status"] == "error"
     evalue = run.content["evalue"]
     assert "the cell did not stop, so its worker was killed" in evalue
-    assert "namespace was lost" in evalue  # the reply says what was lost
+    assert "resumed from its snapshot" in evalue  # the reply says what namespace is kept
     assert _pid(manager) == pid and manager.is_alive()  # the same kernel, still connected
     assert execute(client, "1 + 1").of("execute_result")[0]["data"]["text/plain"] == "2"
 
@@ -98,7 +98,7 @@ def test_an_interrupt_ends_a_loop_inside_c(kernel: Kernel) -> None:
     # What the kernel's out-of-memory killer does to a worker that grows too big.
     ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "SIGKILL"),
 ])
-def test_a_worker_that_dies_fails_its_cell_and_the_next_runs_in_a_fresh_one(
+def test_a_worker_that_dies_fails_its_cell_and_the_next_resumes_from_its_snapshot(
         kernel: Kernel, code: str, said: str) -> None:
     manager, client = kernel
     pid = _pid(manager)
@@ -107,13 +107,13 @@ def test_a_worker_that_dies_fails_its_cell_and_the_next_runs_in_a_fresh_one(
     assert run.content["status"] == "error"
     assert run.stdout() == "partial\n"  # what it printed before it died is kept
     assert run.content["ename"] == "WorkerDied"
-    assert said in run.content["evalue"] and "namespace was lost" in run.content["evalue"]
+    assert said in run.content["evalue"] and "resumed from its snapshot" in run.content["evalue"]
     (error,) = run.of("error")
     assert said in _plain("\n".join(error["traceback"]))
     assert _pid(manager) == pid and manager.is_alive()  # no "kernel died"
     after = execute(client, "'before' in dir()")
     assert after.content["status"] == "ok"
-    assert after.of("execute_result")[0]["data"]["text/plain"] == "False"  # a fresh worker
+    assert after.of("execute_result")[0]["data"]["text/plain"] == "True"  # its snapshot
 
 
 def test_a_flood_of_output_arrives_capped_head_and_tail(kernel: Kernel) -> None:

@@ -21,10 +21,11 @@ from support.lines_host import Host as LinesHost
 from support.lines_host import default_env, wait_for
 from support.processes import gone_soon
 
+from pyrelune.supervisor.snapshots import RESUMED
+
 SETUP = "a = list(range(10**6)); b = 5"
 CHECK = "print(sum(a), b)"
 SEEN = "499999500000 5\n"
-RESUMED = "the kernel resumed from its snapshot"
 #: Each way a worker is lost, and what its cell's error says of it.
 LOSSES = {
     "segfault": ("import ctypes\nctypes.string_at(0)", "SIGSEGV"),
@@ -248,3 +249,13 @@ def test_jupyter_snapshots_off_behaves_as_before(tmp_path: Path) -> None:
         assert "namespace was lost" in run.content["evalue"]
         after = execute(client, "'a' in dir()", timeout=TIMEOUT)
         assert after.of("execute_result")[0]["data"]["text/plain"] == "False"
+
+
+def test_lines_a_snapshot_of_a_broken_worker_gives_way_to_a_fresh_one(
+        lines_kernel: LinesHost) -> None:
+    """A cell that broke the worker's machinery broke its snapshot's too: once woken, it dies
+    before its first cell, and a fresh worker runs that cell."""
+    lines_kernel.execute("kept = 1\nimport os\nos.read = None")
+    answer = lines_kernel.execute("print(6 * 7)")
+    assert (answer["stdout"], answer["error"]) == ("42\n", None), answer
+    assert RESUMED in answer["stderr"] and "namespace was lost" in answer["stderr"], answer
