@@ -11,7 +11,9 @@ end is the session's, so a snapshot sees end of file when the session is
 gone, and ends. A snapshot is in a process group of its own (the kill of its
 worker's group spares it), and the session is the reaper of its workers'
 orphans (`become_reaper`), so that a woken snapshot is its child, as a
-worker must be (its exit status, its reaping).
+worker must be (its exit status, its reaping). So are the superseded
+snapshots the worker killed and had not reaped yet (or not killed: it died
+first) when it died: the session ends and reaps those it heard of.
 
 The worker and its snapshot tell the session their news on the socket, one
 JSON object a packet: `taken` (a snapshot was forked: its pid, the cell it
@@ -27,6 +29,7 @@ import os
 import select
 import socket
 import time
+from collections import deque
 
 from pyrelune import fastjson
 
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 RESUMED = "the kernel resumed from its snapshot"
 #: How long a snapshot that is still setting itself up may take to say it is ready.
 READY_WAIT = 2.0
+#: How many superseded snapshots the session keeps the pids of (see `Snapshots.wake`).
+SUPERSEDED = 4
 _PR_SET_CHILD_SUBREAPER = 36
 _MIB = 1 << 20
 
@@ -101,6 +106,9 @@ class Snapshots:
         self._dropped_said = False
         self._skipped_said = False
         self._early: dict[int, dict[str, Any]] = {}  # a snapshot's news before its `taken`
+        # The last few snapshots a newer one replaced: the worker kills each and reaps it at
+        # its next snapshot, so only these may be left to the session when it dies.
+        self._superseded: deque[int] = deque(maxlen=SUPERSEDED)
 
     @property
     def worker_end(self) -> int:
@@ -133,6 +141,8 @@ class Snapshots:
     def _news(self, message: dict[str, Any]) -> None:
         kind, pid = message.get("t"), message.get("pid", 0)
         if kind == "taken":
+            if self.pid is not None:
+                self._superseded.append(self.pid)
             self.pid, self.ready = pid, False
             self.name = cell_name(str(message.get("name", "")))
             self.threads = [str(name) for name in message.get("threads", [])]
@@ -164,6 +174,7 @@ class Snapshots:
         """The newest snapshot, woken as the worker (after its worker died); None: there is
         none, or it is gone. It keeps the dead worker's `key`, `interrupts` and `ring`."""
         self.hear()
+        self._end_superseded()
         deadline = time.monotonic() + READY_WAIT
         while self.pid is not None and not self.ready:
             left = deadline - time.monotonic()
@@ -183,12 +194,19 @@ class Snapshots:
             _end(pid)
             return None
 
+    def _end_superseded(self) -> None:
+        """After the worker died: end and reap the superseded snapshots it left, which are
+        this process's children now (those it reaped are no one's)."""
+        while self._superseded:
+            _end(self._superseded.popleft())
+
     def _hand(self, fds: list[int]) -> None:
         socket.send_fds(self._socket, [b"wake"], fds)
 
     def close(self) -> None:
         """End the snapshot (after its worker: it is the session's child then), and the socket."""
         self.hear()
+        self._end_superseded()
         if self.pid is not None:
             _end(self.pid)
             self.pid = None

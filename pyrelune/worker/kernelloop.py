@@ -310,6 +310,8 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
         while True:
             if origins is not None:
                 origins.end()  # what a cell's thread or task writes while idle is its own
+            if snapshots is not None:  # off the cells' path: only once idle
+                snapshots.when_idle()
             command = receive()
             if isinstance(command, Reset):
                 cells_loop = sys.modules.get("pyrelune.worker.eventloop")
@@ -334,8 +336,8 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
                     report(channel, ipython.run_command(command))
                 else:
                     run(Cell(command.source, command.filename, command.cell), namespace, channel)
-                if snapshots is not None:  # its Done is out: off the cell's path
-                    snapshots.take(command.filename)
+                if snapshots is not None:  # its Done is out
+                    snapshots.due(command.filename)
             elif isinstance(command, Query):
                 if origins is not None:
                     origins.begin(None)  # what it writes goes under the question
