@@ -145,3 +145,34 @@ def shell(default: str, given: str | None = None) -> str:
 def token() -> str | None:
     """$PYRELUNE_TOKEN: the rpc kernel's WebSocket token, None when unset or empty."""
     return os.environ.get("PYRELUNE_TOKEN") or None
+
+
+#: A snapshot's memory budget when none is given: this share of the machine's memory.
+SNAPSHOT_SHARE = 4
+
+
+def snapshot_max(memory: int | None = None) -> int:
+    """The most private memory a kernel's snapshot may take (see `worker.snapshot`), in bytes;
+    0: no snapshots.
+
+    $PYRELUNE_SNAPSHOTS `0` turns them off (`1`, or unset or empty: on);
+    $PYRELUNE_SNAPSHOT_MAX is the budget, by default a quarter of `memory`
+    (the machine's, in bytes).
+    """
+    switch = os.environ.get("PYRELUNE_SNAPSHOTS", "").strip()
+    if switch not in ("", "0", "1"):
+        raise broken("PYRELUNE_SNAPSHOTS", "0 (off) or 1 (on)", switch)
+    if switch == "0":
+        return 0
+    setting = os.environ.get("PYRELUNE_SNAPSHOT_MAX", "")
+    if setting.strip():
+        return byte_count("PYRELUNE_SNAPSHOT_MAX", setting)
+    return default_snapshot_max(memory)
+
+
+def default_snapshot_max(memory: int | None = None) -> int:
+    """A snapshot's budget when none is given: `1/SNAPSHOT_SHARE` of `memory` (bytes; None:
+    the machine's)."""
+    if memory is None:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return max(MIN_BYTES, memory // SNAPSHOT_SHARE)

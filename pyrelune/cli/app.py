@@ -93,6 +93,12 @@ def root(
                      "shell: the jupyter mode's default) or plain (pyrelune's: the other "
                      "modes'). Default: $PYRELUNE_SHELL, else the mode's."),
     ] = None,
+    no_snapshots: Annotated[
+        bool,
+        typer.Option("--no-snapshots", help="The lines or Jupyter kernel keeps no snapshot of the "
+                     "namespace, and a lost worker costs it (as PYRELUNE_SNAPSHOTS=0; the rpc "
+                     "kernel keeps none yet; see docs/limits.md)."),
+    ] = False,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -108,6 +114,13 @@ def root(
                                  param_hint="--connection-file")
     if shell is not None:
         _setting(lambda: settings.shell(settings.PLAIN, shell))  # a bad one: a usage error
+    if no_snapshots:
+        if mode is Mode.oneshot:
+            raise typer.BadParameter("applies to a kernel: oneshot keeps no namespace",
+                                     param_hint="--no-snapshots")
+        import os
+
+        os.environ["PYRELUNE_SNAPSHOTS"] = "0"  # read where each mode reads its settings
     if mode is Mode.jupyter:
         from pyrelune.modes import jupyter
 

@@ -178,6 +178,7 @@ def settings(values: dict[str, Any]) -> Settings:
             rules.seconds("--drain-timeout", drain_timeout, minimum=0.1))
         max_output = rules.max_output(None)
         shell = rules.shell(rules.PLAIN, values.get("shell"))
+        rules.snapshot_max()  # checked; the rpc kernel keeps no snapshots yet (docs/limits.md)
     except ConfigError as exc:
         raise Usage(str(exc), "--listen") from None
     except rules.SettingError as exc:

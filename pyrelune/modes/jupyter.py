@@ -32,7 +32,7 @@ from pyrelune.loop.ticker import Ticker
 from pyrelune.modes import ConfigError
 from pyrelune.protocols import jupytermessages
 from pyrelune.protocols.jupyter import JupyterCodec, profile
-from pyrelune.settings import IPYTHON, PLAIN
+from pyrelune.settings import IPYTHON, PLAIN, snapshot_max
 from pyrelune.shaping import JUPYTER_MAX_DISPLAY
 from pyrelune.transports import prebound
 from pyrelune.wire.commands import INTERRUPT, Debug, Execute, Interrupt, Query, Shutdown
@@ -213,7 +213,7 @@ class JupyterServer:
             from pyrelune.supervisor.kernel import Kernel
 
             _line_buffered_c_stdout()
-            self.kernel = Kernel(profile(self._cap, self._shell))
+            self.kernel = Kernel(profile(self._cap, self._shell, snapshot_max()))
             self._driver = LoopDriver(self.loop, self.kernel, self._on_event)
             if self._full:
                 self._driver.hold()
@@ -478,6 +478,7 @@ def _run(connection_file: str, shell: str | None) -> int:
         connection = read_connection(connection_file)
         cap = settings.max_output(None)
         chosen = settings.shell(IPYTHON, shell)
+        settings.snapshot_max()  # a bad one refuses to start; the kernel reads it again
     except (ConfigError, settings.SettingError) as exc:
         return _refuse(str(exc), 2)
     if connection.curve is not None and not zmq.has("curve"):

@@ -58,9 +58,10 @@ class HostGone(Exception):
 class LinesServer:
     """The request loop's state: the kernel, whether a cell runs, cell names."""
 
-    def __init__(self, max_output: int, reader: stdio.LineReader, shell: str = PLAIN) -> None:
+    def __init__(self, max_output: int, reader: stdio.LineReader, shell: str = PLAIN,
+                 snapshot_max: int = 0) -> None:
         self.max_output = max_output
-        self.kernel = Kernel(lines.profile(max_output, shell))
+        self.kernel = Kernel(lines.profile(max_output, shell, snapshot_max))
         self.reader = reader
         self.busy = False
         # A SIGINT while no cell runs but a request is on its way (in the
@@ -189,6 +190,12 @@ def shell(given: str | None = None) -> str:
     return _setting(lambda default: settings.shell(default, given), PLAIN)
 
 
+def snapshot_max() -> int:
+    """$PYRELUNE_SNAPSHOTS and $PYRELUNE_SNAPSHOT_MAX (see `settings.snapshot_max`); a bad
+    one is said on stderr and the default budget holds (as `max_output`)."""
+    return _setting(lambda _: settings.snapshot_max(), settings.default_snapshot_max())
+
+
 def _setting(read: Callable[[Value], Value], default: Value) -> Value:
     try:
         return read(default)
@@ -218,7 +225,7 @@ def main(shell_given: str | None = None) -> int:
     status = 0
     try:
         reader = stdio.LineReader(0)
-        state = LinesServer(max_output(), reader, shell(shell_given))
+        state = LinesServer(max_output(), reader, shell(shell_given), snapshot_max())
         state.listen()
         for line in reader:
             answer = state.handle(line) if line.strip() else b""

@@ -82,6 +82,7 @@ class Settings:
         auth_timeout: float = AUTH_TIMEOUT,
         drain_timeout: float = DRAIN_TIMEOUT,
         shell: str = PLAIN,
+        snapshot_max: int = 0,
     ) -> None:
         self.listen = listen
         self.token = token
@@ -93,6 +94,7 @@ class Settings:
         self.auth_timeout = auth_timeout
         self.drain_timeout = drain_timeout
         self.shell = shell  # what runs the cells (PYRELUNE_SHELL: see `settings.shell`)
+        self.snapshot_max = snapshot_max  # see `settings.snapshot_max`
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -116,7 +118,7 @@ class RpcServer:
         self.loop = loop
         self.protocol = rpc.RpcCodec(settings.token, settings.max_output)
         cap = STREAM_MAX_OUTPUT if settings.max_output is None else settings.max_output
-        self.kernel = Kernel(rpc.profile(cap, settings.shell))
+        self.kernel = Kernel(rpc.profile(cap, settings.shell, settings.snapshot_max))
         self.driver = LoopDriver(loop, self.kernel, self._on_event)
         self.client: Connection | None = None  # the one served: it may see the cells
         self._guests: dict[WebSocketConnection, rpc.Guest] = {}  # oldest first

@@ -152,10 +152,11 @@ HELP_LINKS = [
 ]
 
 
-def profile(cap: int, shell: str) -> HostProfile:
+def profile(cap: int, shell: str, snapshot_max: int = 0) -> HostProfile:
     """A Jupyter front end: it shows a cell's output while it runs, answers its `input()`
     on stdin, and talks to its widgets (comms)."""
-    return HostProfile(cap, interactive=True, comms=True, shown=SHOWN, shell=shell)
+    return HostProfile(cap, interactive=True, comms=True, shown=SHOWN, shell=shell,
+                       snapshot_max=snapshot_max)
 
 
 class _Cell:

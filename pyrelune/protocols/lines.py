@@ -44,9 +44,9 @@ WORDING = Wording(
 )
 
 
-def profile(cap: int, shell: str) -> HostProfile:
+def profile(cap: int, shell: str, snapshot_max: int = 0) -> HostProfile:
     """The lines host: it sees a cell's output as text, once the cell ends."""
-    return HostProfile(cap, shown=SHOWN, shell=shell)
+    return HostProfile(cap, shown=SHOWN, shell=shell, snapshot_max=snapshot_max)
 
 
 class Request:

@@ -127,9 +127,10 @@ SPEC_STATE = {IDLE: IDLE, RESETTING: IDLE, RUNNING: RUNNING, RUNNING_THEN_RESET:
               WAITING_INPUT: WAITING_INPUT, WAITING_INPUT_THEN_RESET: WAITING_INPUT}
 
 
-def profile(cap: int, shell: str) -> HostProfile:
+def profile(cap: int, shell: str, snapshot_max: int = 0) -> HostProfile:
     """The rpc host: it shows a cell's output while it runs and answers its `input()`."""
-    return HostProfile(cap, interactive=True, shown=SHOWN, shell=shell)
+    return HostProfile(cap, interactive=True, shown=SHOWN, shell=shell,
+                       snapshot_max=snapshot_max)
 
 
 def step(state: str, event: str) -> str:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import NoReturn
 
+    from pyrelune.supervisor.snapshots import Snapshots
     from pyrelune.supervisor.usage import Usage
     from pyrelune.wire import WorkerFds
     from pyrelune.wire.commands import Command, PipeCommand
@@ -70,6 +71,16 @@ def buffers_stdout(interactive: bool) -> bool:
     asked Python for unbuffered output.
     """
     return not interactive and not _UNBUFFERED
+
+
+def _reaper() -> bool:
+    """Whether this kernel can keep snapshots: Linux, the session the reaper of its workers'
+    orphans (see `supervisor.snapshots`)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    from pyrelune.supervisor.snapshots import become_reaper
+
+    return become_reaper()
 
 
 def _serve(fds: WorkerFds, host: HostProfile) -> NoReturn:
@@ -126,8 +137,12 @@ class Kernel:
         """`host`: what the host is, which every worker of this kernel serves."""
         self.host = host
         self.driver = Driver()  # an event loop's takes its place (see `evented.LoopDriver`)
+        self.snapshots: Snapshots | None = None  # the current worker's (see `supervisor.snapshots`)
+        self._snapshots = host.snapshot_max > 0 and _reaper()
         self.link = self._spawn()
         self._sent: Execute | None = None  # the cell sent, while it may not have started
+        # The last cell before the current worker was woken from a snapshot (None: it was not).
+        self._woken_after: int | None = None
         self._told: list[Event] = []  # for the host ahead of the next cell's own output
         self._usage: Usage | None = None  # made at the first ask: it keeps what it measured
 
@@ -137,7 +152,14 @@ class Kernel:
         ring = worker = None
         try:
             ring = OutputRing() if host.interactive else None
-            worker = WorkerProcess(lambda fds: _serve(fds, host), Interrupts(), ring)
+            if self._snapshots:
+                from pyrelune.supervisor.snapshots import Snapshots
+
+                self.snapshots = Snapshots()
+            snapshots = self.snapshots.worker_end if self.snapshots is not None else -1
+            worker = WorkerProcess(lambda fds: _serve(fds, host), Interrupts(), ring, snapshots)
+            if self.snapshots is not None:
+                self.snapshots.forked()
             worker.widen_capture(CAPTURE_PIPE_SIZE)
             return WorkerLink(worker, host.cap)
         except OSError as exc:  # nothing half-made is kept: the next try needs the descriptors
@@ -145,6 +167,7 @@ class Kernel:
                 worker.close()
             elif ring is not None:
                 ring.close()
+            self._drop_snapshots()
             raise NoWorker(f"the kernel's namespace was lost, and no fresh worker could start "
                            f"({exc}); the next request tries again") from None
 
@@ -156,7 +179,13 @@ class Kernel:
         """Start the cell `execute` asks for; a worker that died since the last one is
         replaced first."""
         self._revive()
+        self._hear_snapshots()
         self._send(execute)
+
+    def _hear_snapshots(self) -> None:
+        """The snapshots' notes (one dropped over its budget, none taken), for the host."""
+        if self.snapshots is not None:
+            self._told.extend(Stream("stderr", note) for note in self.snapshots.take_notes())
 
     def _revive(self) -> None:
         """Before a request: a worker if the last could not start (`NoWorker` if none can
@@ -180,12 +209,48 @@ class Kernel:
         self._sent = execute
         self._command(execute)
 
-    def replace_lost(self, status: int) -> None:
-        """The idle worker died (wait `status`): start another, told with the next cell."""
+    def replace_lost(self, status: int) -> bool:
+        """The idle worker died (wait `status`): start another, told with the next cell;
+        whether a snapshot took its place."""
         self._keep_leftovers()
-        self._told.append(Stream("stderr", f"pyrelune: the kernel's worker ended between "
-                                           f"cells ({describe_exit(status)}); {LOST}\n"))
-        self.restart()  # a NoWorker leaves the notice for the request that starts one
+        ended = f"pyrelune: the kernel's worker ended between cells ({describe_exit(status)}); "
+        try:
+            words = self._replace()
+        except NoWorker:  # the notice waits for the request that starts one
+            self._told.append(Stream("stderr", f"{ended}{LOST}\n"))
+            raise
+        self._told.append(Stream("stderr", f"{ended}{words}\n"))
+        return words != LOST
+
+    def _replace(self) -> str:
+        """A worker in place of the lost one: the newest snapshot, woken, or a fresh one
+        (`NoWorker` if none can start); what the host is to be told of its namespace."""
+        self.driver.replacing()
+        old, snapshots = self.link, self.snapshots
+        interrupts = old.worker.interrupts
+        # A woken snapshot that died before it began a cell carries what killed it.
+        fresh = self._woken_after is not None and interrupts is not None and (
+            interrupts.began() <= self._woken_after)
+        self._woken_after = None
+        if snapshots is not None and not fresh:
+            self._hear_snapshots()
+            interrupts, ring = old.worker.hand_over()
+            old.close()  # what the cell started goes with it; its snapshot is left
+            woken = snapshots.wake(old.worker.key, interrupts, ring)
+            if woken is not None:
+                from pyrelune.supervisor.snapshots import resumed
+
+                self.link = WorkerLink(woken, self.host.cap)
+                self.link.session.cell = old.session.cell  # its cells' numbers go on
+                self.link.fresh_ring(always=True)  # where the dead worker's writes ended
+                self._woken_after = old.session.cell
+                return resumed(snapshots.name, snapshots.threads)
+            self._hear_snapshots()  # it was dropped meanwhile: say why
+            for shared in (interrupts, ring):
+                if shared is not None:
+                    shared.close()
+        self.restart()
+        return LOST
 
     def _keep_leftovers(self) -> None:
         """What the dead worker wrote that is not read yet, kept for `take_told`: its pipes,
@@ -253,6 +318,8 @@ class Kernel:
         if self.link.closed or self.link.worker.reap(block=False) is not None:
             self._keep_leftovers()  # a fresh namespace is what was asked for: no notice
             self.restart()
+        elif self.snapshots is not None:
+            self.snapshots.forget()  # the worker ends it with the namespace
         self._sent = None
         self.link.fresh_ring(always=True)  # a fresh stdout ring too, whatever a cell did to it
         self.link.begin()
@@ -293,13 +360,15 @@ class Kernel:
         try:
             if (sent is not None and interrupts is not None and not self.link.session.stopped
                     and not interrupts.started(sent.cell)):
-                self.replace_lost(status)
+                resumed = self.replace_lost(status)
                 self._send(sent)
-                self._sent = None  # once: a second death is the cell's own
+                # Once to a fresh worker: a second death is the cell's own. A snapshot may carry
+                # what broke its worker (an earlier cell's `os.read = None`): then once more.
+                self._sent = sent if resumed else None
                 return None
-            self.restart()
+            lost = self._replace()
             if os.WIFSIGNALED(status) and buffers_stdout(self.host.interactive):
-                lost = f"{LOST}; {UNFLUSHED}"  # a signal it never saw: its buffer went with it
+                lost = f"{lost}; {UNFLUSHED}"  # a signal it never saw: its buffer went with it
         except NoWorker as exc:
             lost = str(exc)
         error = done.error or CellError(WORKER_DIED, "", "the worker ended")
@@ -316,11 +385,20 @@ class Kernel:
         """Kill the worker with everything it started and begin a fresh one."""
         self.driver.replacing()
         self.link.close()
+        self._drop_snapshots()
         self.link = self._spawn()
 
     def close(self) -> None:
         self.driver.replacing()
         self.link.close()
+        self._drop_snapshots()
+
+    def _drop_snapshots(self) -> None:
+        """End the snapshot of a worker that is gone, and its socket (after the worker: its
+        snapshot is the session's child then)."""
+        if self.snapshots is not None:
+            self.snapshots.close()
+            self.snapshots = None
 
     def _command(self, command: PipeCommand) -> None:
         self.link.send(to_wire(command))

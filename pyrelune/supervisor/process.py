@@ -23,26 +23,25 @@ if TYPE_CHECKING:
 
 
 _SIGINT = {_signal.SIGINT}
+#: The worker's ends of `_pipes()`: stdout's, stderr's and the events' write ends, the
+#: control's and the lifeline's read ends.
+_WORKER_ENDS = (1, 3, 5, 6, 8)
 
 
 class WorkerProcess:
     """A forked worker: its pid and the session's ends of its pipes."""
 
     def __init__(self, target: Callable[[WorkerFds], NoReturn],
-                 interrupts: Interrupts | None = None, ring: OutputRing | None = None) -> None:
-        """Fork a worker that runs `target`, sharing `interrupts` (kernels) and `ring` with it.
+                 interrupts: Interrupts | None = None, ring: OutputRing | None = None,
+                 snapshots: int = -1) -> None:
+        """Fork a worker that runs `target`, sharing `interrupts` (kernels) and `ring` with it,
+        and keeping `snapshots` (its socket for snapshots, see `supervisor.snapshots`).
 
         OSError if it cannot (no descriptor left for a pipe, no process for the fork), with
         every pipe it opened closed again.
         """
-        opened: list[int] = []
-        try:
-            for _ in range(5):
-                opened.extend(os.pipe())
-        except OSError:
-            _close(opened)
-            raise
-        out_r, out_w, err_r, err_w, ev_r, ev_w, ctl_r, ctl_w, life_r, life_w = opened
+        opened = _pipes()
+        out_w, err_w, ev_w, ctl_r, life_r = (opened[end] for end in _WORKER_ENDS)
         # Every event line the worker sends carries this: a line a cell writes
         # into the event pipe (from /proc/self/fd, say) does not, and is foreign.
         key = os.urandom(8).hex()
@@ -57,7 +56,7 @@ class WorkerProcess:
             _close(opened)
             raise
         if pid == 0:
-            fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r, key, interrupts, ring)
+            fds = WorkerFds(out_w, err_w, ev_w, ctl_r, life_r, key, interrupts, ring, snapshots)
             _close_all_but(fds)
             target(fds)
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
@@ -65,6 +64,31 @@ class WorkerProcess:
             os.setpgid(pid, pid)  # also done by the child; whoever runs first wins the race
         except OSError:
             pass
+        self._adopt(pid, key, opened, interrupts, ring)
+
+    @classmethod
+    def woken(cls, pid: int, key: str, interrupts: Interrupts | None, ring: OutputRing | None,
+              hand: Callable[[list[int]], object]) -> WorkerProcess:
+        """The kernel's snapshot `pid` (see `supervisor.snapshots`), woken as the worker.
+
+        `hand` gives it its ends of fresh pipes (stdout, stderr, events,
+        control, lifeline); it keeps `key`, and shares `interrupts` and `ring`
+        as the worker it was forked from did. OSError as `__init__`.
+        """
+        opened = _pipes()
+        try:
+            hand([opened[end] for end in _WORKER_ENDS])
+        except OSError:
+            _close(opened)
+            raise
+        worker = cls.__new__(cls)
+        worker._adopt(pid, key, opened, interrupts, ring)
+        return worker
+
+    def _adopt(self, pid: int, key: str, opened: list[int], interrupts: Interrupts | None,
+               ring: OutputRing | None) -> None:
+        """The session's side of the worker `pid`, whose ends of the pipes `opened` it has."""
+        out_r, out_w, err_r, err_w, ev_r, ev_w, ctl_r, ctl_w, life_r, life_w = opened
         _kill_group_with_lifeline(life_r, pid)
         _close((out_w, err_w, ev_w, ctl_r, life_r))
         # Imported after the fork: on two cores it loads while the worker starts.
@@ -81,6 +105,12 @@ class WorkerProcess:
         self.status: int | None = None
         self.interrupts = interrupts
         self.ring = ring
+
+    def hand_over(self) -> tuple[Interrupts | None, OutputRing | None]:
+        """The memory shared with this worker, for the snapshot that takes its place: `close`
+        leaves it open."""
+        shared, self.interrupts, self.ring = (self.interrupts, self.ring), None, None
+        return shared
 
     def widen_capture(self, size: int) -> None:
         """Let each capture pipe hold `size` bytes (Linux; else nothing changes).
@@ -133,6 +163,7 @@ class WorkerProcess:
             return
         self.signal_group(_signal.SIGKILL)
         self.reap(block=True)
+        _reap_group(self.pid)
         for fd in (self.event_fd, self.control_fd, self.lifeline_fd, self.exit_fd):
             if fd >= 0:
                 os.close(fd)
@@ -166,6 +197,29 @@ def _kill_group_with_lifeline(lifeline: int, pgid: int) -> None:
         pass  # no F_SETSIG (not Linux), or the worker is already gone: nothing to tie
 
 
+def _pipes() -> list[int]:
+    """A worker's five pipes (stdout, stderr, events, control, lifeline), read end first each;
+    OSError with none left open."""
+    opened: list[int] = []
+    try:
+        for _ in range(5):
+            opened.extend(os.pipe())
+    except OSError:
+        _close(opened)
+        raise
+    return opened
+
+
+def _reap_group(pgid: int) -> None:
+    """Reap what of the killed group `pgid` became the session's child (a kernel with
+    snapshots is its processes' reaper: see `supervisor.snapshots`); none: nothing to do."""
+    try:
+        while os.waitpid(-pgid, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
 def _close(fds: Iterable[int]) -> None:
     for fd in fds:
         os.close(fd)
@@ -179,6 +233,8 @@ def _close_all_but(fds: WorkerFds) -> None:
     """
     low = 3
     ours = [fds.stdout, fds.stderr, fds.events, fds.control, fds.lifeline]
+    if fds.snapshots >= 0:
+        ours.append(fds.snapshots)
     if fds.ring is not None:
         ours.append(fds.ring.doorbell)
         fds.ring.doorbell_r = -1  # closed here: the session's to read

@@ -26,15 +26,16 @@ class WorkerFds:
     `lifeline` is the read end of a pipe only the session writes to: it hits
     EOF exactly when the session is gone, however it died. `interrupts`
     (kernels only) is shared with the session (see `interrupts`), and so is
-    `ring` (the rpc kernel's stdout, see `wire.ring`).
+    `ring` (the rpc kernel's stdout, see `wire.ring`). `snapshots`: a kernel's
+    socket to the session for its snapshots (see `worker.snapshot`), -1: none.
     """
 
-    __slots__ = ("control", "events", "interrupts", "key", "lifeline", "ring", "stderr",
-                 "stdout")
+    __slots__ = ("control", "events", "interrupts", "key", "lifeline", "ring", "snapshots",
+                 "stderr", "stdout")
 
     def __init__(self, stdout: int, stderr: int, events: int, control: int, lifeline: int,
                  key: str, interrupts: Interrupts | None = None,
-                 ring: OutputRing | None = None) -> None:
+                 ring: OutputRing | None = None, snapshots: int = -1) -> None:
         self.stdout = stdout
         self.stderr = stderr
         self.events = events
@@ -43,6 +44,7 @@ class WorkerFds:
         self.key = key  # signs every line the worker sends (see `supervisor.process`)
         self.interrupts = interrupts
         self.ring = ring
+        self.snapshots = snapshots
 
 
 def write_all(data: bytes | memoryview, fd: int = 1) -> None:

@@ -62,6 +62,10 @@ class Interrupts:
         """Whether the worker has started `cell` (else it never ran any of it)."""
         return _number(self._memory[_BEGAN]) == cell
 
+    def began(self) -> int:
+        """The number of the cell the worker (or one before it) started last."""
+        return _number(self._memory[_BEGAN])
+
     def close(self) -> None:
         self._memory.close()
 

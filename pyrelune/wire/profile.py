@@ -23,18 +23,24 @@ class HostProfile:
     `worker.display.host_shows`); None, every type. `shell`: what runs the
     cells, `settings.PLAIN` or `settings.IPYTHON`. `cap`: the output cap in
     bytes that no event of a worker exceeds (see `worker.bounds`).
+    `snapshot_max`: the budget in bytes of the snapshot of the namespace a
+    worker keeps after each cell (see `worker.snapshot`); 0: none kept
+    (`settings.snapshot_max`).
     """
 
-    __slots__ = ("cap", "comms", "interactive", "shell", "shown")
+    __slots__ = ("cap", "comms", "interactive", "shell", "shown", "snapshot_max")
 
     def __init__(self, cap: int, *, interactive: bool = False, comms: bool = False,
-                 shown: tuple[str, ...] | None = None, shell: str = PLAIN) -> None:
+                 shown: tuple[str, ...] | None = None, shell: str = PLAIN,
+                 snapshot_max: int = 0) -> None:
         self.cap = cap
         self.interactive = interactive
         self.comms = comms
         self.shown = shown
         self.shell = shell
+        self.snapshot_max = snapshot_max
 
     def __repr__(self) -> str:
         return (f"HostProfile(cap={self.cap}, interactive={self.interactive}, "
-                f"comms={self.comms}, shown={self.shown!r}, shell={self.shell!r})")
+                f"comms={self.comms}, shown={self.shown!r}, shell={self.shell!r}, "
+                f"snapshot_max={self.snapshot_max})")

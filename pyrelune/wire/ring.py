@@ -231,7 +231,9 @@ class RingWriter:
         self._busy = False  # a write that takes more than one copy is under way
         self._held: list[bytes] = []  # what a signal handler printed meanwhile
         self.forked = False  # in a child the cell forked: it writes to fd 1 itself
-        os.register_at_fork(after_in_child=self._in_child)
+        from pyrelune.wire.forks import in_cell_child  # the worker's end: it imports it
+
+        in_cell_child(self._in_child)
 
     def _in_child(self) -> None:
         self.forked = True

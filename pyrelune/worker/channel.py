@@ -25,6 +25,7 @@ from pyrelune.wire.events import (
     message_limit,
     to_wire,
 )
+from pyrelune.wire.forks import in_cell_child
 from pyrelune.worker import importhooks
 
 TYPE_CHECKING = False
@@ -66,12 +67,18 @@ class Channel:
         #: The cell a display belongs to if not the running one (an interactive
         #: kernel's: see `worker.origin`).
         self.origin_of: Callable[[], str | None] | None = None
-        os.register_at_fork(after_in_child=self._forked)
+        in_cell_child(self._forked)
 
     def _forked(self) -> None:
         """In a child the cell forked: nobody waits, and no other thread holds the lock."""
         self._owner = None
         self._writing = _thread.allocate_lock()
+
+    def forget_commands(self) -> None:
+        """What was read of the control pipe is not for this process (a woken snapshot's:
+        the dead worker's session sent it), nor what was posted for it."""
+        self._commands = LineBuffer()
+        self._queued = b""
 
     def waits_here(self) -> bool:
         """Whether the calling thread may wait for the session's answers."""

@@ -95,6 +95,13 @@ def connect(sink: Sink, pager: Callable[[Payload], None] | None = None) -> None:
         _patch_ipython(sys.modules["IPython.display"])
 
 
+def moved() -> None:
+    """This process took the worker's place (a woken snapshot): its displays are the worker's."""
+    global _sink_pid
+    if _sink is not None:
+        _sink_pid = os.getpid()
+
+
 def page(data: dict[str, Any]) -> None:
     """Show the bundle `data` in a Jupyter front end's pager (`obj?`): a payload of the
     cell's reply, as IPython's pages are, which a `%%capture` does not keep."""

@@ -108,3 +108,11 @@ def discard() -> None:
         loop.run_until_complete(asyncio.sleep(0))
     finally:
         loop.close()
+
+
+def abandon() -> None:
+    """A woken snapshot (see `snapshot`): the cells' loop lost its descriptors at the fork,
+    so it is dropped untouched, with its tasks; the next cell that awaits gets a new one."""
+    global _loop
+    _loop = None
+    forget_inherited()

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from pyrelune.worker.ipyshell.shell import ZMQInteractiveShell
     from pyrelune.worker.liveprint import LivePrint
     from pyrelune.worker.origin import Origins
+    from pyrelune.worker.snapshot import Snapshots
 
 #: The runtime's own os.killpg: a lines kernel's cells get one that flushes
 #: first (see flushfirst), and the lifeline must not wait on a cell's stream.
@@ -305,9 +306,16 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
             namespace = ipython.user_ns
         else:
             namespace = fresh_namespace()
+        snapshots: Snapshots | None = None
+        if fds.snapshots >= 0:  # the kernel keeps one of the namespace after each cell
+            from pyrelune.worker.snapshot import Snapshots
+
+            snapshots = Snapshots(fds, std, channel, host.snapshot_max)
         while True:
             if origins is not None:
                 origins.end()  # what a cell's thread or task writes while idle is its own
+            if snapshots is not None:  # off the cells' path: only once idle
+                snapshots.when_idle()
             command = receive()
             if isinstance(command, Reset):
                 cells_loop = sys.modules.get("pyrelune.worker.eventloop")
@@ -319,6 +327,8 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
                 else:
                     namespace = fresh_namespace()
                 sources.forget_all()
+                if snapshots is not None:
+                    snapshots.drop()
                 channel.send(Done())
             elif isinstance(command, Execute):
                 std.restore()
@@ -330,6 +340,8 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
                     report(channel, ipython.run_command(command))
                 else:
                     run(Cell(command.source, command.filename, command.cell), namespace, channel)
+                if snapshots is not None:  # its Done is out
+                    snapshots.due(command.filename)
             elif isinstance(command, Query):
                 if origins is not None:
                     origins.begin(None)  # what it writes goes under the question

@@ -27,9 +27,9 @@ from __future__ import annotations
 import builtins
 import codecs
 import io
-import os
 import sys
 
+from pyrelune.wire.forks import in_cell_child
 from pyrelune.wire.ring import RingWriter
 from pyrelune.worker.origin import cell
 from pyrelune.worker.runtime import TEXT_OPTIONS
@@ -204,7 +204,7 @@ class LivePrint:
         self.follow = follow
         # Shown, and pickled by reference, as the builtin it stands for.
         print.__module__, print.__qualname__, print.__doc__ = "builtins", "print", builtin.__doc__
-        os.register_at_fork(after_in_child=in_child)  # after the writer's (registered first)
+        in_cell_child(in_child)  # after the writer's (registered first)
 
     def install(self) -> None:
         builtins.print = self.print

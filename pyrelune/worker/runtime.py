@@ -111,6 +111,11 @@ class StdFds:
         self._settings: list[tuple[Any, ...]] = []  # of each of _streams, as made
         self._make_stream: Callable[[int], io.TextIOWrapper] = text_stream
 
+    def renew(self) -> None:
+        """The private copies are fresh pipes now (a woken snapshot's): fds 0, 1, 2 follow."""
+        self._identity = [_identity(fd) for fd in (self.null, self.out, self.err)]
+        self.restore()
+
     def use(self, make_stream: Callable[[int], io.TextIOWrapper]) -> None:
         """From the next `restore()` on, sys.stdout and sys.stderr come from `make_stream(fd)`."""
         self._make_stream = make_stream
@@ -206,6 +211,12 @@ TEXT_OPTIONS: dict[str, Any] = {"encoding": "utf-8", "errors": "backslashreplace
 
 
 _worker_pid = 0  # set by become_worker
+
+
+def moved() -> None:
+    """This process took the worker's place (a kernel's snapshot, woken: see `snapshot`)."""
+    global _worker_pid
+    _worker_pid = os.getpid()
 
 
 def _show_figures() -> None:

@@ -11,17 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from jupyter_client.manager import KernelManager
 from support import jupyter_host
 from support.jupyter_host import TIMEOUT, execute
 from support.poll import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="reads and limits the kernel through /proc and prlimit")
-
-
-def _pid(manager: KernelManager) -> int:
-    return manager.provisioner.process.pid  # type: ignore[union-attr, no-any-return]
 
 
 def _descriptors(pid: int) -> list[int]:
@@ -36,7 +31,7 @@ def test_descriptors_taken_by_a_peer_fail_the_crashed_cell_not_the_kernel(
     saying why, the kernel lives, and once the peer lets go the next cell runs."""
     with jupyter_host.started(tmp_path) as (manager, client):
         assert execute(client, "x = 1").content["status"] == "ok"
-        pid = _pid(manager)
+        pid = jupyter_host.pid(manager)
         held = _descriptors(pid)
         original = resource.prlimit(pid, resource.RLIMIT_NOFILE)
         limit = max(held) + 1  # no free number left but the holes, which the peer fills
@@ -68,7 +63,7 @@ def test_signals_a_cell_sends_its_parent_are_ignored_or_end_the_kernel_cleanly(
     (the cells keep their default actions). SIGTERM ends it, after the cell that sent it
     has its reply."""
     with jupyter_host.started(tmp_path) as (manager, client):
-        pid = _pid(manager)
+        pid = jupyter_host.pid(manager)
         run = execute(client, "import os, signal\n"
                               "for name in ('SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', "
                               "'SIGALRM'):\n"

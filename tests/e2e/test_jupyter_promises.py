@@ -19,6 +19,7 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 from support import jupyter_host
 from support.jupyter_host import TIMEOUT, collect, execute
+from support.processes import kept
 
 Kernel = tuple[KernelManager, BlockingKernelClient]
 
@@ -55,10 +56,6 @@ def _interrupted(kernel: Kernel, code: str) -> jupyter_host.Run:
     return collect(client, msg_id)
 
 
-def _pid(manager: KernelManager) -> int:
-    return manager.provisioner.process.pid  # type: ignore[union-attr, no-any-return]
-
-
 def test_an_interrupt_ends_a_sleeping_cell_and_keeps_the_namespace(kernel: Kernel) -> None:
     client = kernel[1]
     execute(client, "kept = 'still here'")
@@ -72,15 +69,17 @@ def test_an_interrupt_ends_a_sleeping_cell_and_keeps_the_namespace(kernel: Kerne
 
 def test_an_interrupt_ends_a_cell_that_ignores_sigint(kernel: Kernel) -> None:
     manager, client = kernel
-    pid = _pid(manager)
+    pid = jupyter_host.pid(manager)
+    kept(pid, lambda: execute(client, "before = 1"))  # the namespace the kill leaves
     code = ("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
             "print('started', flush=True)\nwhile True:\n    pass")
     run = _interrupted(kernel, code)
     assert run.content["status"] == "error"
     evalue = run.content["evalue"]
     assert "the cell did not stop, so its worker was killed" in evalue
-    assert "namespace was lost" in evalue  # the reply says what was lost
-    assert _pid(manager) == pid and manager.is_alive()  # the same kernel, still connected
+    assert "resumed from its snapshot" in evalue  # the reply says what namespace is kept
+    # The same kernel, still connected.
+    assert jupyter_host.pid(manager) == pid and manager.is_alive()
     assert execute(client, "1 + 1").of("execute_result")[0]["data"]["text/plain"] == "2"
 
 
@@ -98,22 +97,22 @@ def test_an_interrupt_ends_a_loop_inside_c(kernel: Kernel) -> None:
     # What the kernel's out-of-memory killer does to a worker that grows too big.
     ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "SIGKILL"),
 ])
-def test_a_worker_that_dies_fails_its_cell_and_the_next_runs_in_a_fresh_one(
+def test_a_worker_that_dies_fails_its_cell_and_the_next_resumes_from_its_snapshot(
         kernel: Kernel, code: str, said: str) -> None:
     manager, client = kernel
-    pid = _pid(manager)
-    execute(client, "before = 1")
+    pid = jupyter_host.pid(manager)
+    kept(pid, lambda: execute(client, "before = 1"))
     run = execute(client, f"print('partial', flush=True)\n{code}")
     assert run.content["status"] == "error"
     assert run.stdout() == "partial\n"  # what it printed before it died is kept
     assert run.content["ename"] == "WorkerDied"
-    assert said in run.content["evalue"] and "namespace was lost" in run.content["evalue"]
+    assert said in run.content["evalue"] and "resumed from its snapshot" in run.content["evalue"]
     (error,) = run.of("error")
     assert said in _plain("\n".join(error["traceback"]))
-    assert _pid(manager) == pid and manager.is_alive()  # no "kernel died"
+    assert jupyter_host.pid(manager) == pid and manager.is_alive()  # no "kernel died"
     after = execute(client, "'before' in dir()")
     assert after.content["status"] == "ok"
-    assert after.of("execute_result")[0]["data"]["text/plain"] == "False"  # a fresh worker
+    assert after.of("execute_result")[0]["data"]["text/plain"] == "True"  # its snapshot
 
 
 def test_a_flood_of_output_arrives_capped_head_and_tail(kernel: Kernel) -> None:
@@ -126,7 +125,7 @@ def test_a_flood_of_output_arrives_capped_head_and_tail(kernel: Kernel) -> None:
             "for i in range(400_000):\n"
             "    sys.stdout.write(f'line {i:07d} ' + 'x' * 100 + '\\n')\n"
             "print('the worker grew by', peak() - before)")
-    before = _peak_rss(_pid(manager))
+    before = _peak_rss(jupyter_host.pid(manager))
     run = execute(client, code)  # 45 MB printed
     assert run.content["status"] == "ok"
     text = run.stdout()
@@ -135,7 +134,8 @@ def test_a_flood_of_output_arrives_capped_head_and_tail(kernel: Kernel) -> None:
     assert grown is not None and int(grown.group(1)) < 24 << 20  # nor did the worker
     assert len(text.encode()) < 3 << 20
     assert re.search(r"omitted|dropped", text), text[-2000:]
-    assert _peak_rss(_pid(manager)) - before < 24 << 20  # the kernel did not hold the flood
+    # The kernel did not hold the flood.
+    assert _peak_rss(jupyter_host.pid(manager)) - before < 24 << 20
 
 
 def test_c_and_subprocess_output_reaches_the_cell_in_order(kernel: Kernel) -> None:
@@ -172,7 +172,7 @@ def test_a_cell_holds_no_socket_it_could_write_into(kernel: Kernel) -> None:
     held = set(ast.literal_eval(run.of("execute_result")[0]["data"]["text/plain"]))
     # The worker's own (its cells' asyncio loop wakes itself through a socket pair) may be
     # there; none of the kernel's, whose sockets speak to the front end.
-    kernels = _sockets(_pid(manager))
+    kernels = _sockets(jupyter_host.pid(manager))
     assert kernels  # what the test looks for is there to find
     assert not held & kernels, held & kernels
     assert manager.is_alive()
@@ -258,13 +258,13 @@ def test_a_flood_of_displays_is_bounded_and_the_cell_says_what_was_left_out(
 def test_a_worker_that_dies_while_it_completes_costs_the_completion_only(
         kernel: Kernel) -> None:
     manager, client = kernel
-    pid = _pid(manager)
+    pid = jupyter_host.pid(manager)
     execute(client, "import os\nclass Bomb:\n    def __dir__(self):\n        os._exit(7)\n"
                     "bomb = Bomb()")
     reply = client.complete("bomb.x", reply=True, timeout=TIMEOUT)
     assert reply["content"]["status"] == "error"
     assert "exited with status 7" in reply["content"]["evalue"]
-    assert _pid(manager) == pid
+    assert jupyter_host.pid(manager) == pid
     assert execute(client, "print('fresh')").stdout() == "fresh\n"
 
 

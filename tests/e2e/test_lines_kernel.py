@@ -22,9 +22,10 @@ from support.lines_host import (
     strict_json,
     wait_for,
 )
-from support.processes import running
+from support.processes import kept, running
 
 from pyrelune.protocols.lines import EXAMPLE
+from pyrelune.supervisor.snapshots import RESUMED
 
 INTERRUPTED = "KeyboardInterrupt: Execution interrupted"
 
@@ -203,12 +204,12 @@ def test_sigint_while_idle_does_nothing(kernel: Host) -> None:
 
 
 def test_os_exit_does_not_end_the_kernel(kernel: Host) -> None:
-    kernel.execute("gone = 1")
+    kept(kernel.proc.pid, lambda: kernel.execute("gone = 1"))
     response = kernel.execute("print('bye')\nimport os; os._exit(3)")
     assert response["stdout"] == "bye\n"
     assert "worker exited with status 3" in response["error"]
-    assert "namespace was lost" in response["error"]
-    assert "NameError" in kernel.execute("gone")["error"]
+    assert RESUMED in response["error"]
+    assert kernel.execute("gone")["stdout"] == "1\n"
     assert kernel.execute("1 + 1")["stdout"] == "2\n"
 
 
@@ -298,14 +299,14 @@ def test_interrupt_reaches_os_system_children(kernel: Host, tmp_path: Path) -> N
 def test_cell_that_does_not_stop_is_killed_and_kernel_continues(
     kernel: Host, tmp_path: Path, setup: str, stuck: str
 ) -> None:
-    kernel.execute("lost = 1")
+    kept(kernel.proc.pid, lambda: kernel.execute("lost = 1"))
     marker = tmp_path / "started"
     code = f"{setup}\nopen({str(marker)!r}, 'w').close()\n{stuck}"
     response = kernel.interrupt_when(marker, kernel.send("execute", code))
     assert response["error"].startswith(INTERRUPTED)
     assert "the cell did not stop, so its worker was killed" in response["error"]
-    assert "namespace was lost" in response["error"]
-    assert "NameError" in kernel.execute("lost")["error"]
+    assert RESUMED in response["error"]  # from the snapshot the last cell left
+    assert kernel.execute("lost")["stdout"] == "1\n"
     assert kernel.execute("print('fresh')")["stdout"] == "fresh\n"
 
 
@@ -373,22 +374,22 @@ def test_what_a_cell_does_to_its_streams_ends_with_it(kernel: Host, breaker: str
     ("import os; os.abort()", "SIGABRT"),
 ])
 def test_crash_recovery(kernel: Host, code: str, named: str) -> None:
-    kernel.execute("before = 1")
+    kept(kernel.proc.pid, lambda: kernel.execute("before = 1"))
     response = kernel.execute(code)
-    assert named in response["error"] and "namespace was lost" in response["error"]
-    assert "NameError" in kernel.execute("before")["error"]
+    assert named in response["error"] and RESUMED in response["error"]
+    assert kernel.execute("before")["stdout"] == "1\n"
     assert kernel.execute("2 * 21")["stdout"] == "42\n"
 
 
 def test_a_line_forged_into_the_event_pipe_replaces_the_worker(kernel: Host) -> None:
-    kernel.execute("before = 1")
+    kept(kernel.proc.pid, lambda: kernel.execute("before = 1"))
     response = kernel.execute(
         "import gc, os\n"
         "channel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"
         "os.write(channel._event_fd, b'[' * 100_000 + b']' * 100_000 + b'\\n')")
     assert "worker stopped: its event pipe carried a line" in response["error"]
-    assert "namespace was lost" in response["error"]
-    assert "NameError" in kernel.execute("before")["error"]
+    assert RESUMED in response["error"]
+    assert kernel.execute("before")["stdout"] == "1\n"
     assert kernel.execute("2 * 21")["stdout"] == "42\n"
 
 

@@ -2,16 +2,20 @@
 
 Before, the cell after such a death was reported as "worker killed by
 SIGALRM" and never ran. Now a fresh worker runs it, and the death is told
-once, as a notice on stderr ahead of the cell's own output.
+once, as a notice on stderr ahead of the cell's own output. Here with
+snapshots off (PYRELUNE_SNAPSHOTS=0), the fallback when no snapshot is kept;
+with them, see `test_snapshots`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.lines_host import Host as LinesHost
+from support.lines_host import default_env
 from support.poll import GENEROUS
 from support.processes import gone_soon
 from support.rpc_host import PipeHost, stdout_of
@@ -28,6 +32,26 @@ BREAKERS = {
 }
 #: The next cell; long, so that a worker left with no memory to spare cannot even read it.
 NEXT = "print(6 * 7)\nprint(globals().get('kept'))\n#" + "x" * (4 << 20)
+
+
+@pytest.fixture
+def lines_kernel() -> Iterator[LinesHost]:
+    kernel = LinesHost(env=default_env(PYRELUNE_SNAPSHOTS="0"))
+    try:
+        kernel.ping()
+        yield kernel
+    finally:
+        kernel.close()
+
+
+@pytest.fixture
+def rpc_kernel() -> Iterator[PipeHost]:
+    kernel = PipeHost(env=default_env(PYRELUNE_SNAPSHOTS="0"))
+    try:
+        assert kernel.receive()["event"] == "kernel.ready"
+        yield kernel
+    finally:
+        kernel.close()
 
 
 @pytest.mark.parametrize("breaker", list(BREAKERS))

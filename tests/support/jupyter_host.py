@@ -164,6 +164,11 @@ def started(data_dir: Path, interrupt_mode: str = "signal", env: dict[str, str] 
         yield manager, client
 
 
+def pid(manager: KernelManager) -> int:
+    """The kernel's process id (the one jupyter_client started)."""
+    return manager.provisioner.process.pid  # type: ignore[union-attr, no-any-return]
+
+
 @contextlib.contextmanager
 def ready(start: Callable[[IO[bytes]], tuple[KernelManager, BlockingKernelClient]],
           logs: Path, timeout: float,

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from support.poll import wait_until
+
+T = TypeVar("T")
 
 
 def running(pid: int) -> bool:
@@ -19,3 +24,37 @@ def running(pid: int) -> bool:
 def gone_soon(pid: int, within: float = 10.0) -> bool:
     """Wait (generously: a noisy machine) for `pid` to end; True when it did."""
     return wait_until(lambda: not running(pid), within)
+
+
+def children(pid: int) -> list[int]:
+    """`pid`'s children, zombies among them, whichever of its threads forked them."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended meanwhile
+    return found
+
+
+def snapshots(kernel: int) -> set[int]:
+    """The pids of the kernel `kernel`'s snapshots of its namespace: its workers' children in
+    process groups of their own (some may have ended: superseded, or over their budget)."""
+    found: set[int] = set()
+    for worker in children(kernel):
+        for pid in children(worker):
+            try:
+                if os.getpgid(pid) == pid:
+                    found.add(pid)
+            except ProcessLookupError:
+                continue
+    return found
+
+
+def kept(kernel: int, cell: Callable[[], T]) -> T:
+    """What `cell()` (a cell run to its end in the kernel `kernel`) gives, once the kernel has
+    forked that cell's snapshot, which it does when idle after it."""
+    before = snapshots(kernel)
+    given = cell()
+    assert wait_until(lambda: bool(snapshots(kernel) - before)), "no snapshot was taken"
+    return given

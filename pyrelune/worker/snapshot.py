@@ -1,0 +1,265 @@
+"""The kernel's snapshots, the worker's side: after each cell, a frozen fork holding the namespace.
+
+Once a cell's Done has gone out and the worker has been idle for `IDLE`
+(no command waiting), it forks (`Snapshots.when_idle`): the child is a
+snapshot of the namespace as that cell left it, copy-on-write, and waits on
+its socket to the session (see `supervisor.snapshots`). A new snapshot
+replaces the last one. A fork costs the worker time in proportion to its
+memory (about 0.3 ms for 50 MB, page tables copied; the copy-on-write faults
+after it are a tenth of that), so a command that comes sooner is not made to
+wait for one: cells back to back skip their snapshots, and the older one
+stays, naming its own cell. When the worker is lost, the session wakes
+the newest one with the ends of fresh pipes, and it goes on as the worker,
+returning into the command loop where the worker forked it.
+
+What a fork cannot carry is not pretended: threads other than the main one
+do not exist in a snapshot; every descriptor it inherited but its socket (and
+the stdout ring's doorbell) is released at once, its number left pointing
+at nothing (O_PATH on "/": a read or write fails with EBADF, as if closed,
+and no later open takes the number that an object still holds); the cells'
+asyncio loop, whose descriptors those were, is dropped with its tasks. A
+process whose GPU context a fork would break takes no snapshots. The
+snapshot watches its own private memory, which grows as the worker rewrites
+the pages they shared, and ends past its budget, saying so.
+"""
+
+from __future__ import annotations
+
+import _signal
+import os
+import select
+import socket
+import sys
+import warnings
+
+from pyrelune import fastjson
+from pyrelune.wire import forks
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import NoReturn
+
+    from pyrelune.wire import WorkerFds
+    from pyrelune.worker.channel import Channel
+    from pyrelune.worker.runtime import StdFds
+
+#: How often a waiting snapshot looks at its own memory, in seconds.
+WATCH_EVERY = 0.5
+#: How long the worker waits, idle after a cell, before it forks that cell's snapshot, in
+#: seconds: a command that comes sooner is not kept waiting for a fork.
+IDLE = 0.005
+_kill, _waitpid, _setpgid, _exit = os.kill, os.waitpid, os.setpgid, os._exit  # a cell's own
+_SIGINT = {_signal.SIGINT}
+
+
+def gpu_in_use(modules: Mapping[str, object]) -> str | None:
+    """Why no snapshot may be forked, if a GPU library has a context (`modules`: sys.modules)."""
+    cuda = getattr(modules.get("torch"), "cuda", None)
+    try:
+        initialised = cuda is not None and bool(cuda.is_initialized())
+    except Exception:  # a broken or stub module: no context of its own
+        initialised = False
+    if initialised:
+        return "torch has initialised CUDA, and a CUDA context does not survive a fork"
+    for name in ("cupy", "pycuda.autoinit", "numba.cuda"):
+        if modules.get(name) is not None:
+            return f"{name} is imported, and a CUDA context does not survive a fork"
+    return None
+
+
+def private_memory(smaps_rollup: str) -> int:
+    """The private bytes that /proc/<pid>/smaps_rollup's text counts."""
+    total = 0
+    for line in smaps_rollup.splitlines():
+        if line.startswith(("Private_Clean:", "Private_Dirty:")):
+            total += int(line.split()[1]) * 1024
+    return total
+
+
+def _own_private_memory() -> int:
+    try:
+        with open("/proc/self/smaps_rollup") as file:
+            return private_memory(file.read())
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _other_threads() -> list[str]:
+    """The names of the threads alive besides this one, which a fork does not copy."""
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return []
+    main = threading.main_thread()
+    return [thread.name for thread in threading.enumerate()
+            if thread is not main and thread.is_alive()]
+
+
+class Snapshots:
+    """The worker's snapshots: the newest, and the session's socket."""
+
+    def __init__(self, fds: WorkerFds, std: StdFds, channel: Channel, budget: int) -> None:
+        """`budget`: the most private memory a snapshot may take, in bytes."""
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET, fileno=fds.snapshots)
+        self._fds = fds
+        self._std = std
+        self._channel = channel
+        self._budget = budget
+        self._child: int | None = None  # the newest snapshot
+        self._ended: list[int] = []  # snapshots killed, not reaped yet
+        self._skipped = False
+        self._due: str | None = None  # the finished cell whose snapshot is not taken yet
+
+    def _say(self, **news: object) -> None:
+        try:
+            self._socket.send(fastjson.dumps(news).encode())
+        except OSError:
+            pass  # the session is gone, or not reading: the worker goes on without
+
+    def due(self, filename: str) -> None:
+        """The cell named `filename` has finished (its Done sent): its snapshot is due."""
+        self._due = filename
+
+    def when_idle(self) -> None:
+        """Before the worker waits for a command: the due snapshot, once nothing has come for
+        `IDLE`. A command that came first skips it; it stays due past a question (which
+        leaves the namespace be), not past the next cell (which makes another due)."""
+        if self._due is None or self._channel.pending():
+            return
+        if select.select([self._channel.control_fd], [], [], IDLE)[0]:
+            return
+        filename, self._due = self._due, None
+        self.take(filename)
+
+    def take(self, filename: str) -> None:
+        """A snapshot of the namespace that the cell named `filename` left, now, in place of
+        the last one. In a snapshot that is woken, it returns as the worker."""
+        if self._skipped:
+            return
+        if (why := gpu_in_use(sys.modules)) is not None:
+            self._skipped = True
+            self.drop()
+            self._say(t="skipped", why=why)
+            return
+        threads = _other_threads()
+        while self._fork(filename, threads):
+            # Woken as the worker: a snapshot of itself at once, so that a second loss
+            # before the next cell ends finds one too. Its threads were the last's.
+            threads = []
+
+    def _fork(self, filename: str, threads: list[str]) -> bool:
+        """Fork the snapshot of the cell `filename`; True in the snapshot, once woken."""
+        _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)  # until it has its own group
+        try:
+            with warnings.catch_warnings():  # "use of fork() may lead to deadlocks" (3.12+)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = forks.snapshot_fork()
+        except OSError:
+            pid = -1  # no process left: the last snapshot stays the newest
+        if pid == 0:
+            self._wait()
+            return True
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
+        if pid < 0:
+            return False
+        try:
+            _setpgid(pid, pid)  # also done by the child: the kill of this group must spare it
+        except OSError:
+            pass
+        self._say(t="taken", pid=pid, name=filename, threads=threads)
+        self.drop()
+        self._child = pid
+        return False
+
+    def drop(self) -> None:
+        """End the newest snapshot (a reset, or a newer one), and reap those ended before."""
+        self._due = None
+        if self._child is not None:
+            try:
+                _kill(self._child, _signal.SIGKILL)
+            except OSError:
+                pass
+            self._ended.append(self._child)
+            self._child = None
+        for pid in list(self._ended):
+            try:
+                if _waitpid(pid, os.WNOHANG)[0] == 0:
+                    continue
+            except ChildProcessError:
+                pass
+            self._ended.remove(pid)
+
+    # -- in the snapshot ---------------------------------------------------------
+
+    def _wait(self) -> None:
+        """Frozen until the session wakes this snapshot (then it returns, as the worker) or
+        is gone, or its memory passes the budget (then it ends)."""
+        _setpgid(0, 0)
+        self._release()
+        ready = False
+        while True:
+            private = _own_private_memory()
+            if private > self._budget:
+                self._say(t="dropped", pid=os.getpid(), private=private, budget=self._budget)
+                _exit(0)
+            if not ready:
+                self._say(t="ready", pid=os.getpid())
+                ready = True
+            if not select.select([self._socket], [], [], WATCH_EVERY)[0]:
+                continue
+            try:
+                message, fds, _flags, _address = socket.recv_fds(self._socket, 64, 8)
+            except OSError:
+                self._end()
+            if not message:
+                self._end()  # the session is gone
+            if len(fds) == 5:
+                self._become_worker(fds)
+                return
+            for fd in fds:
+                os.close(fd)
+
+    def _end(self) -> NoReturn:
+        _exit(0)
+
+    def _release(self) -> None:
+        """Every inherited descriptor but the socket and the ring's doorbell points at nothing."""
+        keep = {self._socket.fileno()}
+        if self._fds.ring is not None:
+            keep.add(self._fds.ring.doorbell)
+        nothing = os.open("/", os.O_PATH | os.O_CLOEXEC)
+        keep.add(nothing)
+        for name in os.listdir("/proc/self/fd"):
+            fd = int(name)
+            if fd not in keep:
+                try:
+                    os.dup2(nothing, fd, inheritable=False)
+                except OSError:
+                    pass  # the listing's own, closed by now
+        os.close(nothing)
+
+    def _become_worker(self, received: list[int]) -> None:
+        """Take the worker's place: its descriptors' numbers get the fresh pipes' ends."""
+        fds, std = self._fds, self._std
+        null = os.open(os.devnull, os.O_RDONLY)
+        for new, number in zip([*received, null],
+                               [std.out, std.err, fds.events, fds.control, fds.lifeline,
+                                std.null], strict=True):
+            os.dup2(new, number, inheritable=False)
+            os.close(new)
+        std.renew()
+        # A SIGINT meant for the dead worker's group before this one left it is not for
+        # the next cell: ignoring it discards it.
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        from pyrelune.worker.runtime import interrupt_guard, moved
+
+        _signal.signal(_signal.SIGINT, interrupt_guard)
+        _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
+        moved()
+        from pyrelune.worker import display
+
+        display.moved()
+        self._channel.forget_commands()
+        if (eventloop := sys.modules.get("pyrelune.worker.eventloop")) is not None:
+            eventloop.abandon()
+        self._child, self._ended = None, []

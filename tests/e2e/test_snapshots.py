@@ -1,0 +1,289 @@
+"""A lost worker costs its cell, not the namespace: the kernel resumes from its snapshot.
+
+The kernel forks a cell's snapshot once idle after it (`kept` waits for that): a cell sent
+back to back with the one before finds the older snapshot.
+
+Through the real lines and Jupyter kernels: after `a = list(range(10**6)); b = 5`, each way
+of losing a worker (a segfault, `os._exit`, the SIGKILL the out-of-memory killer sends, the
+kill of an interrupt a cell ignores) fails that cell, and the next one sees `a` and `b`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager
+from support import jupyter_host
+from support.jupyter_host import TIMEOUT, collect, execute
+from support.lines_host import Host as LinesHost
+from support.lines_host import default_env, wait_for
+from support.processes import gone_soon, kept, running
+
+from pyrelune.supervisor.snapshots import RESUMED
+
+SETUP = "a = list(range(10**6)); b = 5"
+CHECK = "print(sum(a), b)"
+SEEN = "499999500000 5\n"
+#: Each way a worker is lost, and what its cell's error says of it.
+LOSSES = {
+    "segfault": ("import ctypes\nctypes.string_at(0)", "SIGSEGV"),
+    "os._exit": ("import os\nos._exit(3)", "exited with status 3"),
+    # What the kernel's out-of-memory killer does to a worker that grows too big.
+    "SIGKILL": ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "SIGKILL"),
+}
+SEGFAULT = LOSSES["segfault"][0]
+#: Long past the idle time after which a kernel with snapshots on forks one.
+IDLE_ENOUGH = 0.3
+IGNORES_SIGINT = ("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                  "open({marker!r}, 'w').close()\nwhile True:\n    pass")
+
+
+def _lines(**env: str) -> LinesHost:
+    kernel = LinesHost(env=default_env(**env))
+    kernel.ping()
+    return kernel
+
+
+@pytest.fixture
+def lines_kernel() -> Iterator[LinesHost]:
+    kernel = _lines()
+    try:
+        yield kernel
+    finally:
+        kernel.close()
+
+
+def _kept(kernel: LinesHost, code: str) -> dict[str, Any]:
+    """`code`'s response, once the kernel has its snapshot."""
+    return kept(kernel.proc.pid, lambda: kernel.execute(code))
+
+
+def _children(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def _snapshot_of(kernel: LinesHost) -> int:
+    """The pid of the kernel's frozen snapshot: its worker's child in a group of its own."""
+    (worker,) = _children(kernel.proc.pid)
+    found: list[int] = []
+
+    def forked() -> bool:
+        found[:] = [pid for pid in _children(worker) if os.getpgid(pid) == pid]
+        return bool(found)
+
+    wait_for(forked, "the snapshot")
+    return found[0]
+
+
+@pytest.mark.parametrize("loss", list(LOSSES))
+def test_lines_a_lost_worker_keeps_the_namespace(lines_kernel: LinesHost, loss: str) -> None:
+    code, said = LOSSES[loss]
+    assert _kept(lines_kernel, SETUP)["error"] is None
+    lost = lines_kernel.execute(code)
+    assert said in lost["error"] and RESUMED in lost["error"], lost
+    assert "the one cell 1 left" in lost["error"]
+    after = lines_kernel.execute(CHECK)
+    assert (after["stdout"], after["error"]) == (SEEN, None), after
+
+
+def test_lines_an_interrupt_that_kills_keeps_the_namespace(lines_kernel: LinesHost,
+                                                           tmp_path: Path) -> None:
+    assert _kept(lines_kernel, SETUP)["error"] is None
+    marker = tmp_path / "started"
+    request = lines_kernel.send("execute", IGNORES_SIGINT.format(marker=str(marker)))
+    lost = lines_kernel.interrupt_when(marker, request)
+    assert "its worker was killed" in lost["error"] and RESUMED in lost["error"], lost
+    assert lines_kernel.execute(CHECK)["stdout"] == SEEN
+
+
+def test_lines_the_last_finished_cell_is_what_comes_back(lines_kernel: LinesHost) -> None:
+    _kept(lines_kernel, "b = 6")
+    lost = lines_kernel.execute(f"b = 7\n{SEGFAULT}")
+    assert RESUMED in lost["error"]
+    assert lines_kernel.execute("print(b)")["stdout"] == "6\n"
+
+
+def test_lines_two_losses_in_a_row_each_resume(lines_kernel: LinesHost) -> None:
+    _kept(lines_kernel, SETUP)
+    for code, _ in (LOSSES["segfault"], LOSSES["os._exit"]):
+        lost = lines_kernel.execute(code)
+        assert RESUMED in lost["error"] and "the one cell 1 left" in lost["error"], lost
+    assert lines_kernel.execute(CHECK)["stdout"] == SEEN
+
+
+def test_lines_losses_leave_no_zombie(lines_kernel: LinesHost) -> None:
+    """The snapshots a lost worker superseded (killed, not reaped yet) are the kernel's
+    children once it dies: the kernel reaps them."""
+    for value in range(10):
+        _kept(lines_kernel, f"x = {value}")
+        # The woken worker forks a snapshot of itself at once, which `_kept` waits for.
+        assert RESUMED in _kept(lines_kernel, LOSSES["os._exit"][0])["error"]
+    assert lines_kernel.execute("print(x)")["stdout"] == "9\n"
+    kernel = lines_kernel.proc.pid
+    assert [pid for pid in _children(kernel) if not running(pid)] == []
+
+
+def test_lines_threads_are_said_not_restored(lines_kernel: LinesHost) -> None:
+    _kept(lines_kernel, "import threading, time\nb = 5\nthreading.Thread(target=time.sleep, "
+          "args=(600,), name='sleeper', daemon=True).start()")
+    lost = lines_kernel.execute(SEGFAULT)
+    assert "threads are not restored" in lost["error"] and "sleeper" in lost["error"], lost
+    assert lines_kernel.execute("print(b)")["stdout"] == "5\n"
+
+
+def test_lines_a_snapshot_holds_no_descriptor_but_its_own(lines_kernel: LinesHost,
+                                                         tmp_path: Path) -> None:
+    path = tmp_path / "kept-open"
+    lines_kernel.execute(f"import os, socket\nfd = os.open({str(path)!r}, os.O_CREAT | os.O_WRONLY)"
+                         "\nlistener = socket.socket()\nlistener.bind(('127.0.0.1', 0))"
+                         "\nlistener.listen()\nport = listener.getsockname()[1]")
+    snapshot = _snapshot_of(lines_kernel)
+    held: list[str] = []
+
+    def released() -> bool:  # once set up: all but its socket point at nothing ("/")
+        fds = os.listdir(f"/proc/{snapshot}/fd")
+        held[:] = [os.readlink(f"/proc/{snapshot}/fd/{fd}") for fd in fds]
+        return all(link == "/" or link.startswith("socket:") for link in held)
+
+    wait_for(released, "the snapshot to release its descriptors")
+    assert str(path) not in held
+    assert sum(link.startswith("socket:") for link in held) == 1, held  # its own, to the kernel
+    lost = lines_kernel.execute(SEGFAULT)
+    assert RESUMED in lost["error"]
+    after = lines_kernel.execute("try:\n    os.write(fd, b'x')\nexcept OSError as e:\n"
+                                 "    print(e.errno)\nprint(port)")
+    errno, port = after["stdout"].split()
+    assert int(errno) == 9  # EBADF: as if closed
+    with socket.socket() as probe:  # the port is no longer held by anyone
+        probe.bind(("127.0.0.1", int(port)))
+
+
+def test_lines_snapshots_off_behaves_as_before() -> None:
+    kernel = _lines(PYRELUNE_SNAPSHOTS="0")
+    try:
+        kernel.execute(SETUP)
+        time.sleep(IDLE_ENOUGH)
+        assert _children(_children(kernel.proc.pid)[0]) == []  # no snapshot
+        lost = kernel.execute(SEGFAULT)
+        assert "namespace was lost" in lost["error"], lost
+        assert "NameError" in kernel.execute(CHECK)["error"]
+    finally:
+        kernel.close()
+
+
+def test_lines_a_reset_forgets_the_snapshot(lines_kernel: LinesHost) -> None:
+    lines_kernel.execute(SETUP)
+    snapshot = _snapshot_of(lines_kernel)
+    assert lines_kernel.request("restart")["type"] == "result"
+    assert gone_soon(snapshot)
+    lost = lines_kernel.execute(SEGFAULT)
+    assert "namespace was lost" in lost["error"], lost
+    assert lines_kernel.execute("print('a' in dir())")["stdout"] == "False\n"
+
+
+def test_lines_a_snapshot_over_its_budget_is_dropped_with_a_note() -> None:
+    kernel = _lines(PYRELUNE_SNAPSHOT_MAX="1024")
+    try:
+        _kept(kernel, SETUP)
+        lost = kernel.execute(SEGFAULT)
+        assert "namespace was lost" in lost["error"], lost
+        after = kernel.execute("print('a' in dir())")
+        assert after["stdout"] == "False\n"
+        said = lost["stderr"] + after["stderr"]  # ahead of the next cell's output
+        assert said.count("was dropped") == 1 and "PYRELUNE_SNAPSHOT_MAX" in said, said
+    finally:
+        kernel.close()
+
+
+def test_lines_no_snapshot_outlives_its_kernel() -> None:
+    kernel = _lines()
+    try:
+        _kept(kernel, SETUP)
+        kernel.execute(SEGFAULT)
+        kernel.execute(CHECK)  # the woken worker has a snapshot of its own again
+        snapshot = _snapshot_of(kernel)
+    finally:
+        kernel.close()
+    assert gone_soon(snapshot)
+
+
+def test_lines_no_snapshot_outlives_a_killed_kernel() -> None:
+    kernel = _lines()
+    kernel.execute(SETUP)
+    snapshot = _snapshot_of(kernel)
+    kernel.kill()
+    assert gone_soon(snapshot)
+
+
+# -- the Jupyter kernel ---------------------------------------------------------
+
+Kernel = tuple[KernelManager, BlockingKernelClient]
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+    with jupyter_host.started(tmp_path_factory.mktemp("jupyter")) as started:
+        yield started
+
+
+@pytest.fixture
+def client(kernel: Kernel) -> BlockingKernelClient:
+    jupyter_host.drain_iopub(kernel[1])
+    return kernel[1]
+
+
+@pytest.mark.parametrize("loss", list(LOSSES))
+def test_jupyter_a_lost_worker_keeps_the_namespace(kernel: Kernel, client: BlockingKernelClient,
+                                                   loss: str) -> None:
+    code, said = LOSSES[loss]
+    setup = kept(jupyter_host.pid(kernel[0]), lambda: execute(client, SETUP))
+    run = execute(client, code)
+    assert run.content["status"] == "error" and run.content["ename"] == "WorkerDied"
+    evalue = run.content["evalue"]
+    assert said in evalue and RESUMED in evalue, evalue
+    assert f"the one In [{setup.content['execution_count']}] left" in evalue
+    assert execute(client, CHECK).stdout() == SEEN
+
+
+def test_jupyter_an_interrupt_that_kills_keeps_the_namespace(kernel: Kernel,
+                                                             tmp_path: Path) -> None:
+    manager, client = kernel
+    jupyter_host.drain_iopub(client)
+    kept(jupyter_host.pid(manager), lambda: execute(client, SETUP))
+    marker = tmp_path / "started"
+    msg_id = str(client.execute(IGNORES_SIGINT.format(marker=str(marker))))
+    wait_for(marker.exists, "the cell to start")
+    manager.interrupt_kernel()
+    run = collect(client, msg_id)
+    assert "its worker was killed" in run.content["evalue"], run.content
+    assert RESUMED in run.content["evalue"]
+    assert execute(client, CHECK).stdout() == SEEN
+
+
+def test_jupyter_snapshots_off_behaves_as_before(tmp_path: Path) -> None:
+    with jupyter_host.started(tmp_path, env={"PYRELUNE_SNAPSHOTS": "0"}) as (_, client):
+        execute(client, SETUP)
+        time.sleep(IDLE_ENOUGH)
+        run = execute(client, SEGFAULT)
+        assert "namespace was lost" in run.content["evalue"]
+        after = execute(client, "'a' in dir()", timeout=TIMEOUT)
+        assert after.of("execute_result")[0]["data"]["text/plain"] == "False"
+
+
+def test_lines_a_snapshot_of_a_broken_worker_gives_way_to_a_fresh_one(
+        lines_kernel: LinesHost) -> None:
+    """A cell that broke the worker's machinery broke its snapshot's too: once woken, it dies
+    before its first cell, and a fresh worker runs that cell."""
+    (worker,) = _children(lines_kernel.proc.pid)
+    lines_kernel.execute("kept = 1\nimport os\nos.read = None")
+    assert gone_soon(worker)  # idle, it forked its snapshot, then could not read a command
+    answer = lines_kernel.execute("print(6 * 7)")
+    assert (answer["stdout"], answer["error"]) == ("42\n", None), answer
+    assert RESUMED in answer["stderr"] and "namespace was lost" in answer["stderr"], answer
