@@ -37,23 +37,39 @@ def children(pid: int) -> list[int]:
     return found
 
 
+#: Every snapshot `snapshots` has seen: a worker among them was woken from one.
+_SEEN: set[int] = set()
+
+
 def snapshots(kernel: int) -> set[int]:
     """The pids of the kernel `kernel`'s snapshots of its namespace: its workers' children in
     process groups of their own (some may have ended: superseded, or over their budget)."""
     found: set[int] = set()
     for worker in children(kernel):
-        for pid in children(worker):
-            try:
-                if os.getpgid(pid) == pid:
-                    found.add(pid)
-            except ProcessLookupError:
-                continue
+        found |= _own_snapshots(worker)
+    _SEEN.update(found)
+    return found
+
+
+def _own_snapshots(worker: int) -> set[int]:
+    found = set()
+    for pid in children(worker):
+        try:
+            if os.getpgid(pid) == pid:
+                found.add(pid)
+        except ProcessLookupError:
+            continue
     return found
 
 
 def kept(kernel: int, cell: Callable[[], T]) -> T:
     """What `cell()` (a cell run to its end in the kernel `kernel`) gives, once the kernel has
     forked that cell's snapshot, which it does when idle after it."""
+    snapshots(kernel)
+    for worker in [w for w in children(kernel) if w in _SEEN]:
+        # A worker woken from a snapshot forks one of itself at once: let it come before
+        # `before` is read, or it would pass for the snapshot of `cell`.
+        wait_until(lambda worker=worker: bool(_own_snapshots(worker)))  # type: ignore[misc]
     before = snapshots(kernel)
     given = cell()
     assert wait_until(lambda: bool(snapshots(kernel) - before)), "no snapshot was taken"
