@@ -9,8 +9,11 @@ interrupt, answer `input()`, shut down).
 Shell requests are served one at a time, in order, as ipykernel serves them:
 one that needs the worker (execute, complete, inspect) holds the queue until
 the worker's answer is in. Control requests (interrupt, shutdown,
-kernel_info, history, comm_info, usage: the engine's to measure) are
-answered at once, even while a cell runs. A shell request sent on control
+kernel_info, history, comm_info, usage: the engine's to measure, and
+the subshells' create, list and delete) are answered at once, even while a
+cell runs. A subshell (JEP 91) is the codec's alone: a request naming one
+takes its turn in the one queue (the worker runs cells on one thread), and
+a request naming one there is not is answered with an error, unrun. A shell request sent on control
 (the messaging spec allows every one there) is answered on control; one that
 needs the worker takes its turn in the shell queue, behind a running cell:
 the worker runs one thing at a time (ipykernel would run it in its control
@@ -204,6 +207,7 @@ class JupyterCodec:
         self._debugger: DebugSession | None = None  # from the first debug_request on
         self._debug_parent: Message | None = None  # the last debug_request: its events' parent
         self._debug_asked: tuple[Message | None, dict[str, Any] | None] = (None, None)
+        self.subshells: list[str] = []  # the subshells' ids, oldest first (list_subshell)
 
     @property
     def busy(self) -> bool:
@@ -250,6 +254,8 @@ class JupyterCodec:
             return outcome
         if channel == STDIN:
             self._on_stdin(message, outcome)
+        elif channel == SHELL and self._unknown_subshell(message, outcome):
+            pass
         elif channel == CONTROL and message.msg_type in _CONTROL:
             self._handle(CONTROL, message, outcome)
         elif self.busy or self._debug_holds():
@@ -257,6 +263,19 @@ class JupyterCodec:
         else:
             self._handle(channel, message, outcome)
         return outcome
+
+    def _unknown_subshell(self, request: Message, outcome: Outcome[Sent]) -> bool:
+        """Whether `request` names a subshell there is not (deleted, or never made): then it
+        is answered at once with an error, unrun, as ipykernel answers it (a message with
+        no reply, a comm's, gets only busy and idle, its client's sign that it is over)."""
+        subshell = request.header.get("subshell_id")
+        if subshell is None or subshell in self.subshells:
+            return False
+        self._status(outcome, "busy", request)
+        if request.msg_type.endswith("_request"):
+            self._reply(outcome, SHELL, request, _no_subshell(subshell))
+        self._status(outcome, "idle", request)
+        return True
 
     def _handle(self, channel: str, request: Message, outcome: Outcome[Sent]) -> None:
         """Serve `request`: busy, the reply (or the worker's command), idle once answered."""
@@ -404,6 +423,33 @@ class JupyterCodec:
         self._usage_asked.append((channel, request))
         outcome.commands.append(Query("usage", {}))
         return False
+
+    def _on_create_subshell(self, channel: str, request: Message,
+                            outcome: Outcome[Sent]) -> bool:
+        """A subshell (JEP 91): an id that shell requests may name in their header."""
+        from uuid import uuid4
+
+        subshell = str(uuid4())
+        self.subshells.append(subshell)
+        self._reply(outcome, channel, request, {"status": "ok", "subshell_id": subshell})
+        return True
+
+    def _on_delete_subshell(self, channel: str, request: Message,
+                            outcome: Outcome[Sent]) -> bool:
+        subshell = request.content.get("subshell_id")
+        if subshell in self.subshells:
+            self.subshells.remove(subshell)
+            content: dict[str, Any] = {"status": "ok"}
+        else:
+            content = _no_subshell(subshell)
+        self._reply(outcome, channel, request, content)
+        return True
+
+    def _on_list_subshell(self, channel: str, request: Message,
+                          outcome: Outcome[Sent]) -> bool:
+        self._reply(outcome, channel, request, {"status": "ok",
+                                                "subshell_id": list(self.subshells)})
+        return True
 
     def _on_debug(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         """A DAP request for the debugger (`protocols.debugger`); idle follows its reply."""
@@ -828,6 +874,12 @@ def _error_content(ename: str, evalue: str, count: int,
             "payload": []}
 
 
+def _no_subshell(subshell: object) -> dict[str, Any]:
+    """The error reply to a request naming a subshell there is not (ipykernel's words)."""
+    return {"status": "error", "ename": "UnknownSubshellError",
+            "evalue": f"Unknown subshell_id {subshell!r}", "traceback": []}
+
+
 #: Each request type's handler. Every one is served on control too (the messaging spec
 #: allows it), its reply on control: those of `_CONTROL` at once, even while a cell runs
 #: (they need no worker, or only the engine); the others in turn with shell's.
@@ -844,6 +896,11 @@ _HANDLERS: dict[str, Callable[[JupyterCodec, str, Message, Outcome[Sent]], bool]
     "shutdown_request": JupyterCodec._on_shutdown,
     "usage_request": JupyterCodec._on_usage,
     DEBUG: JupyterCodec._on_debug,
+    "create_subshell_request": JupyterCodec._on_create_subshell,
+    "delete_subshell_request": JupyterCodec._on_delete_subshell,
+    "list_subshell_request": JupyterCodec._on_list_subshell,
 }
 _CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request",
-                      "usage_request", DEBUG, "history_request", "comm_info_request"})
+                      "usage_request", DEBUG, "history_request", "comm_info_request",
+                      "create_subshell_request", "delete_subshell_request",
+                      "list_subshell_request"})

@@ -528,3 +528,78 @@ def test_usage_is_the_engines_to_answer_even_while_a_cell_runs() -> None:
     assert sent(answered) == [("control", "usage_reply"), ("iopub", "status:idle")]
     assert answered.messages[0][1].content == figures
     assert kernel.busy  # the cell runs on: its own reply is still to come
+
+
+# -- subshells (JEP 91) -------------------------------------------------------------------
+
+
+def ask(kernel: JupyterCodec, msg_type: str, content: dict[str, Any],
+        channel: str = "control", header: dict[str, Any] | None = None) -> Outcome[Sent]:
+    session = client()
+    message = session.msg(msg_type, content, header={**session.msg_header(msg_type),
+                                                       **(header or {})})
+    return kernel.receive(channel, [b"front", *session.serialize(message)])
+
+
+def test_subshells_are_created_listed_and_deleted_on_control() -> None:
+    kernel = codec()
+    made = [ask(kernel, "create_subshell_request", {}) for _ in range(2)]
+    assert sent(made[0]) == [("iopub", "status:busy"), ("control", "create_subshell_reply"),
+                             ("iopub", "status:idle")]
+    first, second = (m.messages[1][1].content["subshell_id"] for m in made)
+    assert first != second and all(m.messages[1][1].content["status"] == "ok" for m in made)
+    listed = ask(kernel, "list_subshell_request", {}).messages[1][1].content
+    assert listed == {"status": "ok", "subshell_id": [first, second]}
+    deleted = ask(kernel, "delete_subshell_request", {"subshell_id": first})
+    assert deleted.messages[1][1].content == {"status": "ok"}
+    listed = ask(kernel, "list_subshell_request", {}).messages[1][1].content
+    assert listed["subshell_id"] == [second]
+
+
+@pytest.mark.parametrize("subshell", ["never-made", None, 7])
+def test_deleting_a_subshell_there_is_not_is_an_error(subshell: object) -> None:
+    kernel = codec()
+    reply = ask(kernel, "delete_subshell_request", {"subshell_id": subshell}).messages[1][1]
+    assert reply.msg_type == "delete_subshell_reply"
+    assert reply.content["status"] == "error"
+    assert reply.content["ename"] == "UnknownSubshellError"
+    assert repr(subshell) in reply.content["evalue"]
+
+
+def test_subshell_requests_are_answered_at_once_while_a_cell_runs() -> None:
+    kernel = codec()
+    execute(kernel, "while True: pass")
+    made = ask(kernel, "create_subshell_request", {})
+    assert sent(made)[1] == ("control", "create_subshell_reply")
+    assert kernel.busy  # the cell runs on
+
+
+def test_a_shell_request_naming_an_unknown_subshell_is_refused_unrun() -> None:
+    kernel = codec()
+    execute(kernel, "while True: pass")  # even while a cell runs: it does not wait
+    refused = ask(kernel, "execute_request", {"code": "x"}, "shell", {"subshell_id": "gone"})
+    assert not refused.commands
+    assert sent(refused) == [("iopub", "status:busy"), ("shell", "execute_reply"),
+                             ("iopub", "status:idle")]
+    assert refused.messages[1][1].content == {
+        "status": "error", "ename": "UnknownSubshellError",
+        "evalue": "Unknown subshell_id 'gone'", "traceback": []}
+    # A comm message has no reply: busy and idle tell its client it is over.
+    comm = ask(kernel, "comm_msg", {"comm_id": "c", "data": {}}, "shell", {"subshell_id": "gone"})
+    assert sent(comm) == [("iopub", "status:busy"), ("iopub", "status:idle")]
+
+
+def test_a_request_naming_a_subshell_is_served_in_turn_with_the_main_shells() -> None:
+    kernel = codec()
+    made = ask(kernel, "create_subshell_request", {})
+    subshell = made.messages[1][1].content["subshell_id"]
+    ran = ask(kernel, "execute_request", {"code": "x"}, "shell", {"subshell_id": subshell})
+    (command,) = ran.commands
+    assert isinstance(command, Execute) and command.source == "x"
+    assert '"subshell_id"' in (command.origin or "")  # its output goes under its request
+
+
+def test_kernel_info_does_not_offer_subshells_that_would_not_run_concurrently() -> None:
+    from pyrelune.protocols.jupyter import kernel_info
+
+    assert "kernel subshells" not in kernel_info()["supported_features"]
