@@ -736,18 +736,20 @@ class JupyterCodec:
             self._reply(outcome, cell.channel, cell.request, content)
         self._status(outcome, "idle", cell.request)
         if error is not None and cell.stop_on_error:
-            self._abort_queued(outcome)
+            self._abort_queued(outcome, cell.request.header.get("subshell_id"))
         self._next(outcome)
 
-    def _abort_queued(self, outcome: Outcome[Sent]) -> None:
-        """Every execute_request queued behind a failed cell is answered `aborted`, unrun.
+    def _abort_queued(self, outcome: Outcome[Sent], subshell: object) -> None:
+        """Every execute_request of the failed cell's `subshell` (None: the main shell's)
+        queued behind it is answered `aborted`, unrun.
 
-        As ipykernel does: a notebook's "run all" stops at the first error.
-        Requests of other kinds (completion, say) are still served.
+        As ipykernel does: a notebook's "run all" stops at the first error; another
+        subshell's cells, and requests of other kinds (completion, say), are still served.
         """
         kept: deque[tuple[str, Message]] = deque()
         for channel, request in self._queue:
-            if request.msg_type != "execute_request":
+            if (request.msg_type != "execute_request"
+                    or request.header.get("subshell_id") != subshell):
                 kept.append((channel, request))
                 continue
             self._status(outcome, "busy", request)

@@ -603,3 +603,21 @@ def test_kernel_info_does_not_offer_subshells_that_would_not_run_concurrently() 
     from pyrelune.protocols.jupyter import kernel_info
 
     assert "kernel subshells" not in kernel_info()["supported_features"]
+
+
+def test_a_failed_cell_aborts_only_its_own_subshells_queued_cells() -> None:
+    """As ipykernel: a subshell's "run all" stops at its error, the main shell's goes on."""
+    kernel = codec()
+    subshell = ask(kernel, "create_subshell_request", {}).messages[1][1].content["subshell_id"]
+    execute(kernel, "1/0")
+    main_cell = {"code": "main()", "stop_on_error": True}
+    ask(kernel, "execute_request", main_cell, "shell")
+    ask(kernel, "execute_request", {"code": "sub()"}, "shell", {"subshell_id": subshell})
+    done = kernel.output(Done(CellError("python_runtime_error", "E", "e")), 0.0)
+    aborted = [m for _, m in done.messages if m.content.get("status") == "aborted"]
+    assert [m.parent_header.get("subshell_id") for m in aborted] == [None]
+    (command,) = done.commands
+    assert isinstance(command, Execute) and command.source == "sub()"
+    failed = kernel.output(Done(CellError("python_runtime_error", "E", "e")), 0.0)
+    assert [m.content["status"] for _, m in failed.messages if m.msg_type == "execute_reply"] == [
+        "error"]
