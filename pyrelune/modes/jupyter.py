@@ -214,7 +214,8 @@ class JupyterServer:
 
             _line_buffered_c_stdout()
             self.kernel = Kernel(profile(self._cap, self._shell, snapshot_max()))
-            self._driver = LoopDriver(self.loop, self.kernel, self._on_event)
+            self._driver = LoopDriver(self.loop, self.kernel, self._on_event, lambda: self._apply(
+                self.codec.worker_lost(SUBSHELLS_LOST)))
             if self._full:
                 self._driver.hold()
         return self.kernel
@@ -427,6 +428,11 @@ def _write_ports(path: str, ports: dict[str, int]) -> None:
     with open(descriptor, "w", encoding="utf-8") as file:
         json.dump(info, file, indent=1)
     os.replace(fresh, path)
+
+
+#: Why a subshell's cell failed when its worker went (see `JupyterCodec.worker_lost`).
+SUBSHELLS_LOST = ("the kernel's worker ended (a cell crashed it, or it was restarted), and "
+                  "every subshell's running cell with it; the subshells remain")
 
 
 def _line_buffered_c_stdout() -> None:

@@ -11,9 +11,12 @@ one that needs the worker (execute, complete, inspect) holds the queue until
 the worker's answer is in. Control requests (interrupt, shutdown,
 kernel_info, history, comm_info, usage: the engine's to measure, and
 the subshells' create, list and delete) are answered at once, even while a
-cell runs. A subshell (JEP 91) is the codec's alone: a request naming one
-takes its turn in the one queue (the worker runs cells on one thread), and
-a request naming one there is not is answered with an error, unrun. A shell request sent on control
+cell runs. A subshell's execute_request (JEP 91: its header names the
+subshell) goes to the worker at once, where the subshell's thread runs it
+beside the main shell's cell; it is not a phase (the phases are the main
+shell's) but an entry of `_in_subshells`, ended by its Reply. Other
+requests naming a subshell take their turn in the one queue; one naming a
+subshell there is not is answered with an error, unrun. A shell request sent on control
 (the messaging spec allows every one there) is answered on control; one that
 needs the worker takes its turn in the shell queue, behind a running cell:
 the worker runs one thing at a time (ipykernel would run it in its control
@@ -52,11 +55,15 @@ from pyrelune.shaping.streaming import INTERVAL, Coalescer
 from pyrelune.wire import debugstart, events
 from pyrelune.wire.commands import (
     INTERRUPT,
+    SUBSHELL,
     Debug,
+    EndSubshell,
     Execute,
     InputReply,
+    MakeSubshell,
     Query,
     RefuseInput,
+    RunInSubshell,
     Shutdown,
 )
 from pyrelune.wire.events import (
@@ -208,6 +215,7 @@ class JupyterCodec:
         self._debug_parent: Message | None = None  # the last debug_request: its events' parent
         self._debug_asked: tuple[Message | None, dict[str, Any] | None] = (None, None)
         self.subshells: list[str] = []  # the subshells' ids, oldest first (list_subshell)
+        self._in_subshells: dict[str, _Cell] = {}  # their cells sent to the worker, by origin
 
     @property
     def busy(self) -> bool:
@@ -256,6 +264,9 @@ class JupyterCodec:
             self._on_stdin(message, outcome)
         elif channel == SHELL and self._unknown_subshell(message, outcome):
             pass
+        elif (channel == SHELL and message.msg_type == EXECUTE
+              and message.header.get("subshell_id") is not None):
+            self._run_in_subshell(message, outcome)  # at once: beside the main shell's cell
         elif channel == CONTROL and message.msg_type in _CONTROL:
             self._handle(CONTROL, message, outcome)
         elif self.busy or self._debug_holds():
@@ -307,28 +318,40 @@ class JupyterCodec:
         self._reply(outcome, channel, request, kernel_info())
         return True
 
-    def _on_execute(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+    def _counted(self, channel: str, request: Message,
+                 outcome: Outcome[Sent]) -> tuple[_Cell, str, bool] | None:
+        """A cell for `request`, numbered and kept in the history if it is to be, its input
+        published; with its filename and whether it is stored. None: it has no code (its
+        error reply is sent)."""
         content = request.content
         code = content.get("code")
         if not isinstance(code, str):
             self._reply(outcome, channel, request, _error_content(
                 "ValueError", "execute_request without code", self.execution_count))
-            return True
-        silent = bool(content.get("silent", False))
-        stored = bool(content.get("store_history", True)) and not silent
+            return None
+        stored = bool(content.get("store_history", True)) and not content.get("silent", False)
         if stored:
             self.execution_count += 1
             self.history.append((self.execution_count, code))
             filename = f"<In[{self.execution_count}]>"
         else:
             filename = f"<In[{self.execution_count}] silent>"
-        self.phase = step(self.phase, EXECUTE)
-        cell = self._cell = _Cell(request, self.execution_count, channel)
-        self._current = self._last_cell = request
-        self._current_channel = channel
-        if not silent:
+        cell = _Cell(request, self.execution_count, channel)
+        if not cell.silent:
             self._publish(outcome, "execute_input", {"code": code,
                                                      "execution_count": cell.count}, request)
+        return cell, filename, stored
+
+    def _on_execute(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        counted = self._counted(channel, request, outcome)
+        if counted is None:
+            return True
+        cell, filename, stored = counted
+        code, silent = request.content["code"], cell.silent
+        self.phase = step(self.phase, EXECUTE)
+        self._cell = cell
+        self._current = self._last_cell = request
+        self._current_channel = channel
         self._cap.begin()
         self._displays.begin()
         outcome.commands.append(Execute(code, filename, origin=cell.origin, count=cell.count,
@@ -424,6 +447,59 @@ class JupyterCodec:
         outcome.commands.append(Query("usage", {}))
         return False
 
+    def _run_in_subshell(self, request: Message, outcome: Outcome[Sent]) -> None:
+        """An execute_request naming a subshell: to that subshell's thread in the worker at
+        once, whatever the main shell runs; its Reply (`SUBSHELL`) ends it."""
+        self._status(outcome, "busy", request)
+        counted = self._counted(SHELL, request, outcome)
+        if counted is None:
+            self._status(outcome, "idle", request)
+            return
+        cell, filename, _ = counted
+        self._in_subshells[cell.origin] = cell
+        outcome.commands.append(RunInSubshell(
+            request.header["subshell_id"], request.content["code"], filename, cell.origin,
+            cell.silent, cell.stop_on_error))
+
+    def _subshell_done(self, outcome: Outcome[Sent], content: dict[str, Any]) -> None:
+        """A subshell's cell is over (`RunInSubshell`'s Reply): its result, its error, its
+        reply; its user_expressions are not evaluated (the reply has none)."""
+        cell = self._in_subshells.pop(content.get("origin"), None)  # type: ignore[arg-type]
+        if cell is None:
+            return  # not one of ours (a forged line, or told lost already)
+        status = content.get("status")
+        if status == "aborted":
+            self._reply(outcome, SHELL, cell.request, {"status": "aborted",
+                                                       "execution_count": cell.count})
+        elif status == "ok":
+            result = content.get("result")
+            if isinstance(result, dict) and not cell.silent:
+                self._publish(outcome, "execute_result", {
+                    "data": _theirs(result.get("data") or {}),
+                    "metadata": _theirs(result.get("metadata") or {}),
+                    "execution_count": cell.count}, cell.request)
+            self._reply(outcome, SHELL, cell.request, {
+                "status": "ok", "execution_count": cell.count, "user_expressions": {},
+                "payload": []})
+        else:
+            ename, evalue = str(content.get("ename", "Error")), str(content.get("evalue", ""))
+            reply = _error_content(ename, evalue, cell.count, coloured(
+                str(content.get("traceback", "")), ename, evalue))
+            if not cell.silent and reply["traceback"]:
+                self._publish(outcome, "error", {k: reply[k] for k in (
+                    "ename", "evalue", "traceback")}, cell.request)
+            self._reply(outcome, SHELL, cell.request, reply)
+        self._status(outcome, "idle", cell.request)
+
+    def worker_lost(self, why: str) -> Outcome[Sent]:
+        """The worker is gone (`why`), and with it every subshell's thread: their running and
+        queued cells fail; the subshells stay, and a fresh worker makes their threads anew."""
+        outcome: Outcome[Sent] = Outcome()
+        for origin in list(self._in_subshells):
+            self._subshell_done(outcome, {"origin": origin, "status": "error",
+                                          "ename": "WorkerDied", "evalue": why})
+        return outcome
+
     def _on_create_subshell(self, channel: str, request: Message,
                             outcome: Outcome[Sent]) -> bool:
         """A subshell (JEP 91): an id that shell requests may name in their header."""
@@ -431,6 +507,7 @@ class JupyterCodec:
 
         subshell = str(uuid4())
         self.subshells.append(subshell)
+        outcome.commands.append(MakeSubshell(subshell))
         self._reply(outcome, channel, request, {"status": "ok", "subshell_id": subshell})
         return True
 
@@ -440,6 +517,7 @@ class JupyterCodec:
         if subshell in self.subshells:
             self.subshells.remove(subshell)
             content: dict[str, Any] = {"status": "ok"}
+            outcome.commands.append(EndSubshell(subshell))
         else:
             content = _no_subshell(subshell)
         self._reply(outcome, channel, request, content)
@@ -564,6 +642,8 @@ class JupyterCodec:
         elif isinstance(item, Reply) and item.kind == debugstart.KIND:
             if self._debugger is not None:
                 self._moved(outcome, self._debugger.answered(None, item.content))
+        elif isinstance(item, Reply) and item.kind == SUBSHELL:
+            self._subshell_done(outcome, item.content)
         elif isinstance(item, Reply) and item.kind == "usage":
             channel, request = self._usage_asked.popleft()
             self._reply(outcome, channel, request, item.content)
@@ -803,7 +883,7 @@ def kernel_info() -> dict[str, Any]:
                    "always ends the cell and whose worker is replaced if it dies\n"),
         "help_links": HELP_LINKS,
         "debugger": True,
-        "supported_features": ["debugger"],
+        "supported_features": ["debugger", "kernel subshells"],
     }
 
 

@@ -1,13 +1,11 @@
-"""Kernel subshells (JEP 91) through jupyter_client: made, listed and deleted on control;
-a shell request names one in its header.
-
-pyrelune serves a subshell's requests in turn with the main shell's (one
-worker thread runs cells), so kernel_info does not offer "kernel subshells":
-a front end that would run a cell beside a running one does not rely on it.
+"""Kernel subshells (JEP 91) through jupyter_client: made, listed and deleted on control; a
+cell sent to a subshell runs beside the main shell's running cell, in the one namespace,
+its output and reply under its own request.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from jupyter_client.blocking.client import BlockingKernelClient
@@ -28,43 +26,87 @@ def on_control(client: BlockingKernelClient, msg_type: str, **content: Any) -> R
     return Run(reply, until_idle(client, msg_id))
 
 
-def in_subshell(client: BlockingKernelClient, subshell: str, code: str) -> Run:
-    """`code` run as a request naming `subshell` in its header (JEP 91's way)."""
+def send_to(client: BlockingKernelClient, subshell: str | None, code: str) -> str:
+    """`code` sent as a request naming `subshell` in its header (JEP 91's way); its msg_id."""
     request = client.session.msg("execute_request", {
         "code": code, "silent": False, "store_history": True, "user_expressions": {},
         "allow_stdin": False, "stop_on_error": True})
-    request["header"]["subshell_id"] = subshell
+    if subshell is not None:
+        request["header"]["subshell_id"] = subshell
     client.shell_channel.send(request)
-    return collect(client, request["header"]["msg_id"])
+    return request["header"]["msg_id"]  # type: ignore[no-any-return]
 
 
-def test_a_subshell_is_made_listed_used_and_deleted(client: BlockingKernelClient) -> None:
-    made = on_control(client, "create_subshell_request")
-    assert made.reply["msg_type"] == "create_subshell_reply"
-    assert made.content["status"] == "ok" and made.kinds == ["status:busy", "status:idle"]
-    subshell = made.content["subshell_id"]
-    listed = on_control(client, "list_subshell_request").content
-    assert listed == {"status": "ok", "subshell_id": [subshell]}
-    jupyter_host.execute(client, "shared = 41")
-    ran = in_subshell(client, subshell, "print(shared + 1)")
-    assert ran.content["status"] == "ok"
-    assert ran.stdout() == "42\n"  # the one namespace, its output under its own request
-    assert all(m["parent_header"]["subshell_id"] == subshell for m in ran.iopub)
-    deleted = on_control(client, "delete_subshell_request", subshell_id=subshell)
-    assert deleted.content == {"status": "ok"}
-    assert on_control(client, "list_subshell_request").content["subshell_id"] == []
-    gone = in_subshell(client, subshell, "print('not run')")
+def made(client: BlockingKernelClient) -> str:
+    run = on_control(client, "create_subshell_request")
+    assert run.reply["msg_type"] == "create_subshell_reply"
+    assert run.content["status"] == "ok" and run.kinds == ["status:busy", "status:idle"]
+    return run.content["subshell_id"]  # type: ignore[no-any-return]
+
+
+def test_a_subshell_runs_a_cell_while_the_main_shell_runs_one(client: BlockingKernelClient,
+                                                               tmp_path: Path) -> None:
+    """The common use: a second client, or a widget, looks at a variable while a cell runs."""
+    subshell = made(client)
+    assert on_control(client, "list_subshell_request").content == {
+        "status": "ok", "subshell_id": [subshell]}
+    go = tmp_path / "go"
+    main = send_to(client, None, "import os, time\nx = 42\nprint('main starts', flush=True)\n"
+                   f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.02)\n"
+                   "print('main ends')")
+    while True:  # the main shell's cell has begun, and waits for `go`
+        message = client.get_iopub_msg(timeout=TIMEOUT)
+        if message["parent_header"].get("msg_id") == main and message["msg_type"] == "stream":
+            break
+    sub = collect(client, send_to(client, subshell, "print('seen', x)\nx + 1"))
+    assert not go.exists()  # answered while the main shell's cell still runs
+    go.touch()
+    assert sub.content["status"] == "ok"
+    assert sub.stdout() == "seen 42\n"
+    assert sub.of("execute_result")[0]["data"]["text/plain"] == "43"
+    assert all(m["parent_header"]["subshell_id"] == subshell for m in sub.iopub)
+    ended = collect(client, main)
+    assert ended.content["status"] == "ok" and ended.stdout() == "main ends\n"
+    assert ended.content["execution_count"] < sub.content["execution_count"]
+
+
+def test_a_deleted_or_unknown_subshell_is_an_error(client: BlockingKernelClient) -> None:
+    subshell = made(client)
+    assert on_control(client, "delete_subshell_request", subshell_id=subshell).content == {
+        "status": "ok"}
+    assert subshell not in on_control(client, "list_subshell_request").content["subshell_id"]
+    gone = collect(client, send_to(client, subshell, "print('not run')"))
     assert gone.content["status"] == "error" and gone.content["ename"] == "UnknownSubshellError"
     assert gone.stdout() == "" and gone.kinds == ["status:busy", "status:idle"]
-
-
-def test_deleting_an_unknown_subshell_is_an_error(client: BlockingKernelClient) -> None:
     deleted = on_control(client, "delete_subshell_request", subshell_id="never-made")
     assert deleted.reply["msg_type"] == "delete_subshell_reply"
     assert deleted.content["status"] == "error"
     assert deleted.content["evalue"] == "Unknown subshell_id 'never-made'"
 
 
-def test_kernel_info_does_not_offer_concurrent_subshells(client: BlockingKernelClient) -> None:
+def test_a_subshells_error_and_the_cells_it_aborts(client: BlockingKernelClient) -> None:
+    subshell = made(client)
+    failed = collect(client, send_to(client, subshell, "import time; time.sleep(0.3); 1/0"))
+    assert failed.content["status"] == "error"
+    assert failed.content["ename"] == "ZeroDivisionError"
+    assert any("1/0" in line for line in failed.of("error")[0]["traceback"])
+    after = collect(client, send_to(client, subshell, "'still here'"))
+    assert after.of("execute_result")[0]["data"]["text/plain"] == "'still here'"
+
+
+def test_a_crash_fails_the_subshells_running_cell_and_the_kernel_goes_on(
+        client: BlockingKernelClient) -> None:
+    subshell = made(client)
+    sleeping = send_to(client, subshell, "import time; time.sleep(60)")
+    crashing = send_to(client, None, "import os; os._exit(1)")
+    lost = collect(client, sleeping)  # told first: the subshells go as the worker goes
+    assert lost.content["status"] == "error" and lost.content["ename"] == "WorkerDied"
+    assert collect(client, crashing).content["ename"] == "WorkerDied"
+    assert subshell in on_control(client, "list_subshell_request").content["subshell_id"]
+    again = collect(client, send_to(client, subshell, "6 * 7"))  # a fresh worker's thread
+    assert again.of("execute_result")[0]["data"]["text/plain"] == "42"
+
+
+def test_kernel_info_offers_subshells(client: BlockingKernelClient) -> None:
     info = client.kernel_info(reply=True, timeout=TIMEOUT)["content"]
-    assert "kernel subshells" not in info["supported_features"]
+    assert "kernel subshells" in info["supported_features"]

@@ -21,7 +21,18 @@ from pyrelune.protocols.jupytermessages import (
 )
 from pyrelune.protocols.outcome import Outcome
 from pyrelune.shaping import JUPYTER_MAX_DISPLAYS
-from pyrelune.wire.commands import Execute, InputReply, Interrupt, Query, RefuseInput, Shutdown
+from pyrelune.wire.commands import (
+    SUBSHELL,
+    EndSubshell,
+    Execute,
+    InputReply,
+    Interrupt,
+    MakeSubshell,
+    Query,
+    RefuseInput,
+    RunInSubshell,
+    Shutdown,
+)
 from pyrelune.wire.events import (
     TRACEBACK_PARTS,
     WORKER_DIED,
@@ -589,35 +600,90 @@ def test_a_shell_request_naming_an_unknown_subshell_is_refused_unrun() -> None:
     assert sent(comm) == [("iopub", "status:busy"), ("iopub", "status:idle")]
 
 
-def test_a_request_naming_a_subshell_is_served_in_turn_with_the_main_shells() -> None:
-    kernel = codec()
+def subshell_of(kernel: JupyterCodec) -> str:
     made = ask(kernel, "create_subshell_request", {})
-    subshell = made.messages[1][1].content["subshell_id"]
-    ran = ask(kernel, "execute_request", {"code": "x"}, "shell", {"subshell_id": subshell})
+    command = made.commands[0]
+    assert isinstance(command, MakeSubshell)  # its thread, made before a cell runs
+    subshell: str = made.messages[1][1].content["subshell_id"]
+    assert command.subshell == subshell
+    return subshell
+
+
+def test_a_subshells_cell_runs_at_once_beside_the_main_shells() -> None:
+    kernel = codec()
+    subshell = subshell_of(kernel)
+    execute(kernel, "while True: pass")
+    ran = ask(kernel, "execute_request", {"code": "x", "silent": False}, "shell",
+              {"subshell_id": subshell})
     (command,) = ran.commands
-    assert isinstance(command, Execute) and command.source == "x"
-    assert '"subshell_id"' in (command.origin or "")  # its output goes under its request
+    assert isinstance(command, RunInSubshell) and command.source == "x"
+    assert command.subshell == subshell and '"subshell_id"' in command.origin
+    assert sent(ran) == [("iopub", "status:busy"), ("iopub", "execute_input")]
+    assert ran.messages[1][1].content["execution_count"] == 2  # one count for all shells
+    result = {"data": {"text/plain": "42"}, "metadata": {}}
+    done = kernel.output(Reply({"origin": command.origin, "status": "ok", "result": result},
+                               SUBSHELL), 0.0)
+    assert sent(done) == [("iopub", "execute_result"), ("shell", "execute_reply"),
+                          ("iopub", "status:idle")]
+    assert all(m.parent_header["subshell_id"] == subshell for _, m in done.messages)
+    assert done.messages[0][1].content == {**result, "execution_count": 2}
+    assert done.messages[1][1].content["status"] == "ok"
+    assert kernel.busy  # the main shell's cell runs on
 
 
-def test_kernel_info_does_not_offer_subshells_that_would_not_run_concurrently() -> None:
+def test_a_subshells_failed_cell_is_an_error_reply_and_an_error_on_iopub() -> None:
+    kernel = codec()
+    subshell = subshell_of(kernel)
+    (command,) = ask(kernel, "execute_request", {"code": "1/0"}, "shell",
+                     {"subshell_id": subshell}).commands
+    assert isinstance(command, RunInSubshell)
+    done = kernel.output(Reply({"origin": command.origin, "status": "error",
+                                "ename": "ZeroDivisionError", "evalue": "division by zero",
+                                "traceback": "Traceback ...\nZeroDivisionError\n"},
+                               SUBSHELL), 0.0)
+    assert sent(done) == [("iopub", "error"), ("shell", "execute_reply"), ("iopub", "status:idle")]
+    assert done.messages[1][1].content["ename"] == "ZeroDivisionError"
+    again = kernel.output(Reply({"origin": command.origin, "status": "ok"}, SUBSHELL), 0.0)
+    assert again.messages == []  # answered once: a second word on it is not one of ours
+
+
+def test_a_lost_worker_fails_every_running_subshell_cell_and_keeps_the_subshells() -> None:
+    kernel = codec()
+    subshells = [subshell_of(kernel) for _ in range(2)]
+    for subshell in subshells:
+        ask(kernel, "execute_request", {"code": "import time; time.sleep(9)"}, "shell",
+            {"subshell_id": subshell})
+    lost = kernel.worker_lost("the worker ended")
+    replies = [m for channel, m in lost.messages if channel == "shell"]
+    assert [m.content["ename"] for m in replies] == ["WorkerDied", "WorkerDied"]
+    assert {m.parent_header["subshell_id"] for m in replies} == set(subshells)
+    assert kernel.worker_lost("again").messages == []
+    listed = ask(kernel, "list_subshell_request", {}).messages[1][1].content
+    assert listed["subshell_id"] == subshells
+
+
+def test_deleting_a_subshell_ends_its_thread_in_the_worker() -> None:
+    kernel = codec()
+    subshell = subshell_of(kernel)
+    (command,) = ask(kernel, "delete_subshell_request", {"subshell_id": subshell}).commands
+    assert isinstance(command, EndSubshell) and command.subshell == subshell
+
+
+def test_kernel_info_offers_subshells() -> None:
     from pyrelune.protocols.jupyter import kernel_info
 
-    assert "kernel subshells" not in kernel_info()["supported_features"]
+    assert "kernel subshells" in kernel_info()["supported_features"]
 
 
-def test_a_failed_cell_aborts_only_its_own_subshells_queued_cells() -> None:
-    """As ipykernel: a subshell's "run all" stops at its error, the main shell's goes on."""
+def test_a_failed_cell_aborts_the_main_shells_queued_cells_not_a_subshells() -> None:
+    """As ipykernel: the main shell's "run all" stops at its error; a subshell's cell, sent
+    to its own thread at once, runs (its thread aborts its own queue after its failures)."""
     kernel = codec()
-    subshell = ask(kernel, "create_subshell_request", {}).messages[1][1].content["subshell_id"]
+    subshell = subshell_of(kernel)
     execute(kernel, "1/0")
-    main_cell = {"code": "main()", "stop_on_error": True}
-    ask(kernel, "execute_request", main_cell, "shell")
-    ask(kernel, "execute_request", {"code": "sub()"}, "shell", {"subshell_id": subshell})
+    ask(kernel, "execute_request", {"code": "main()"}, "shell")
+    sub = ask(kernel, "execute_request", {"code": "sub()"}, "shell", {"subshell_id": subshell})
+    assert [type(c) for c in sub.commands] == [RunInSubshell]
     done = kernel.output(Done(CellError("python_runtime_error", "E", "e")), 0.0)
     aborted = [m for _, m in done.messages if m.content.get("status") == "aborted"]
     assert [m.parent_header.get("subshell_id") for m in aborted] == [None]
-    (command,) = done.commands
-    assert isinstance(command, Execute) and command.source == "sub()"
-    failed = kernel.output(Done(CellError("python_runtime_error", "E", "e")), 0.0)
-    assert [m.content["status"] for _, m in failed.messages if m.msg_type == "execute_reply"] == [
-        "error"]
