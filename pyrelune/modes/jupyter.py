@@ -35,7 +35,17 @@ from pyrelune.protocols.jupyter import JupyterCodec, profile
 from pyrelune.settings import IPYTHON, PLAIN, snapshot_max
 from pyrelune.shaping import JUPYTER_MAX_DISPLAY
 from pyrelune.transports import prebound
-from pyrelune.wire.commands import INTERRUPT, Debug, Execute, Interrupt, Query, Shutdown
+from pyrelune.wire.commands import (
+    INTERRUPT,
+    Debug,
+    EndSubshell,
+    Execute,
+    Interrupt,
+    MakeSubshell,
+    Query,
+    RunInSubshell,
+    Shutdown,
+)
 from pyrelune.wire.events import Done
 
 TYPE_CHECKING = False
@@ -259,6 +269,10 @@ class JupyterServer:
         if isinstance(command, (Execute, Query)):
             # Next turn: this may be the Done of the cell before, still being delivered.
             self.loop.call_soon(self._start, command)
+        elif isinstance(command, (RunInSubshell, MakeSubshell, EndSubshell)):
+            # Next turn too, in order: the subshells of a worker being replaced are made
+            # again in the fresh one (`JupyterCodec.worker_lost`).
+            self.loop.call_soon(self._to_subshell, command)
         elif isinstance(command, Interrupt):
             self._interrupt_soon()
         elif isinstance(command, Debug):
@@ -267,6 +281,10 @@ class JupyterServer:
             self.stopping = command
             self.loop.call_soon(self.loop.stop)
         else:
+            self._worker().apply(command)
+
+    def _to_subshell(self, command: RunInSubshell | MakeSubshell | EndSubshell) -> None:
+        if self.stopping is None and not self.terminated:
             self._worker().apply(command)
 
     def _debug_relay(self, command: Debug) -> None:

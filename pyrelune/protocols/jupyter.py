@@ -493,11 +493,12 @@ class JupyterCodec:
 
     def worker_lost(self, why: str) -> Outcome[Sent]:
         """The worker is gone (`why`), and with it every subshell's thread: their running and
-        queued cells fail; the subshells stay, and a fresh worker makes their threads anew."""
+        queued cells fail; the subshells stay, their threads made anew in the fresh worker."""
         outcome: Outcome[Sent] = Outcome()
         for origin in list(self._in_subshells):
             self._subshell_done(outcome, {"origin": origin, "status": "error",
                                           "ename": "WorkerDied", "evalue": why})
+        outcome.commands.extend(MakeSubshell(subshell) for subshell in self.subshells)
         return outcome
 
     def _on_create_subshell(self, channel: str, request: Message,

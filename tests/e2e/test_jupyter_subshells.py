@@ -37,6 +37,18 @@ def send_to(client: BlockingKernelClient, subshell: str | None, code: str) -> st
     return request["header"]["msg_id"]  # type: ignore[no-any-return]
 
 
+def waiting(client: BlockingKernelClient, go: Path, code: str = "") -> str:
+    """A main shell's cell that runs `code`, then waits until `go` exists; its msg_id, once
+    it has begun."""
+    main = send_to(client, None, f"import os, time\n{code}\nprint('main starts', flush=True)\n"
+                   f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.02)\n"
+                   "print('main ends')")
+    while True:
+        message = client.get_iopub_msg(timeout=TIMEOUT)
+        if message["parent_header"].get("msg_id") == main and message["msg_type"] == "stream":
+            return main
+
+
 def made(client: BlockingKernelClient) -> str:
     run = on_control(client, "create_subshell_request")
     assert run.reply["msg_type"] == "create_subshell_reply"
@@ -51,13 +63,7 @@ def test_a_subshell_runs_a_cell_while_the_main_shell_runs_one(client: BlockingKe
     assert on_control(client, "list_subshell_request").content == {
         "status": "ok", "subshell_id": [subshell]}
     go = tmp_path / "go"
-    main = send_to(client, None, "import os, time\nx = 42\nprint('main starts', flush=True)\n"
-                   f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.02)\n"
-                   "print('main ends')")
-    while True:  # the main shell's cell has begun, and waits for `go`
-        message = client.get_iopub_msg(timeout=TIMEOUT)
-        if message["parent_header"].get("msg_id") == main and message["msg_type"] == "stream":
-            break
+    main = waiting(client, go, "x = 42")
     sub = collect(client, send_to(client, subshell, "print('seen', x)\nx + 1"))
     assert not go.exists()  # answered while the main shell's cell still runs
     go.touch()
@@ -66,7 +72,7 @@ def test_a_subshell_runs_a_cell_while_the_main_shell_runs_one(client: BlockingKe
     assert sub.of("execute_result")[0]["data"]["text/plain"] == "43"
     assert all(m["parent_header"]["subshell_id"] == subshell for m in sub.iopub)
     ended = collect(client, main)
-    assert ended.content["status"] == "ok" and ended.stdout() == "main ends\n"
+    assert ended.content["status"] == "ok" and ended.stdout() == "main ends\n"  # its start: read
     assert ended.content["execution_count"] < sub.content["execution_count"]
 
 
@@ -95,7 +101,7 @@ def test_a_subshells_error_and_the_cells_it_aborts(client: BlockingKernelClient)
 
 
 def test_a_crash_fails_the_subshells_running_cell_and_the_kernel_goes_on(
-        client: BlockingKernelClient) -> None:
+        client: BlockingKernelClient, tmp_path: Path) -> None:
     subshell = made(client)
     sleeping = send_to(client, subshell, "import time; time.sleep(60)")
     crashing = send_to(client, None, "import os; os._exit(1)")
@@ -103,8 +109,14 @@ def test_a_crash_fails_the_subshells_running_cell_and_the_kernel_goes_on(
     assert lost.content["status"] == "error" and lost.content["ename"] == "WorkerDied"
     assert collect(client, crashing).content["ename"] == "WorkerDied"
     assert subshell in on_control(client, "list_subshell_request").content["subshell_id"]
-    again = collect(client, send_to(client, subshell, "6 * 7"))  # a fresh worker's thread
+    # The fresh worker's subshell runs beside its main shell's cell, as before.
+    go = tmp_path / "go"
+    main = waiting(client, go)
+    again = collect(client, send_to(client, subshell, "6 * 7"))
+    assert not go.exists()
+    go.touch()
     assert again.of("execute_result")[0]["data"]["text/plain"] == "42"
+    assert collect(client, main).content["status"] == "ok"
 
 
 def test_kernel_info_offers_subshells(client: BlockingKernelClient) -> None:

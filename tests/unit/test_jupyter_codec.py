@@ -657,7 +657,9 @@ def test_a_lost_worker_fails_every_running_subshell_cell_and_keeps_the_subshells
     replies = [m for channel, m in lost.messages if channel == "shell"]
     assert [m.content["ename"] for m in replies] == ["WorkerDied", "WorkerDied"]
     assert {m.parent_header["subshell_id"] for m in replies} == set(subshells)
-    assert kernel.worker_lost("again").messages == []
+    again = kernel.worker_lost("again")
+    assert again.messages == []
+    assert [c.subshell for c in again.commands if isinstance(c, MakeSubshell)] == subshells
     listed = ask(kernel, "list_subshell_request", {}).messages[1][1].content
     assert listed["subshell_id"] == subshells
 
