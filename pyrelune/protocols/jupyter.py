@@ -172,7 +172,7 @@ def profile(cap: int, shell: str, snapshot_max: int = 0) -> HostProfile:
 class _Cell:
     """The execute_request being run, and what its reply needs."""
 
-    __slots__ = ("channel", "count", "error", "origin", "payload", "request", "silent",
+    __slots__ = ("cap", "channel", "count", "error", "origin", "payload", "request", "silent",
                  "stop_on_error", "user_expressions")
 
     def __init__(self, request: Message, count: int, channel: str) -> None:
@@ -187,6 +187,7 @@ class _Cell:
         self.user_expressions = expressions if isinstance(expressions, dict) else {}
         self.error: CellError | None = None
         self.payload: list[dict[str, Any]] = []  # pages (`obj?`) for the front end's pager
+        self.cap: StreamCap | None = None  # a subshell's cell's own (the main shell's: codec's)
 
 
 class JupyterCodec:
@@ -456,6 +457,7 @@ class JupyterCodec:
             self._status(outcome, "idle", request)
             return
         cell, filename, _ = counted
+        cell.cap = StreamCap(self._cap.limit)  # capped as the main shell's cells are
         self._in_subshells[cell.origin] = cell
         outcome.commands.append(RunInSubshell(
             request.header["subshell_id"], request.content["code"], filename, cell.origin,
@@ -467,6 +469,10 @@ class JupyterCodec:
         cell = self._in_subshells.pop(content.get("origin"), None)  # type: ignore[arg-type]
         if cell is None:
             return  # not one of ours (a forged line, or told lost already)
+        if cell.cap is not None and (tail := cell.cap.release()):
+            for stream in tail:  # what was left out, said under the cell
+                stream.origin = cell.origin
+            self._streams(outcome, tail)
         status = content.get("status")
         if status == "aborted":
             self._reply(outcome, SHELL, cell.request, {"status": "aborted",
@@ -621,7 +627,12 @@ class JupyterCodec:
         parent = self._parent_of(item)
         aside = parent is not self._parent()  # another cell's: not counted in the running one's
         if isinstance(item, Stream):
-            sent = self._cap.add(item) if self._cell is not None and not aside else item
+            if not aside:
+                sent = self._cap.add(item) if self._cell is not None else item
+            elif (sub := self._in_subshells.get(item.origin or "")) and sub.cap is not None:
+                sent = sub.cap.add(item)
+            else:
+                sent = item
             if sent is not None:
                 self._streams(outcome, self._coalescer.add(sent, now))
             return outcome

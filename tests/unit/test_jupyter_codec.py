@@ -689,3 +689,22 @@ def test_a_failed_cell_aborts_the_main_shells_queued_cells_not_a_subshells() -> 
     done = kernel.output(Done(CellError("python_runtime_error", "E", "e")), 0.0)
     aborted = [m for _, m in done.messages if m.content.get("status") == "aborted"]
     assert [m.parent_header.get("subshell_id") for m in aborted] == [None]
+
+
+def test_a_subshells_cell_is_capped_as_a_cell_its_tail_said_under_it() -> None:
+    kernel = JupyterCodec(Builder("k", "me"), Signer(KEY), 1000)
+    subshell = subshell_of(kernel)
+    (command,) = ask(kernel, "execute_request", {"code": "flood()"}, "shell",
+                     {"subshell_id": subshell}).commands
+    assert isinstance(command, RunInSubshell)
+    outcomes = [kernel.output(Stream("stdout", f"{n:04}" + "x" * 95 + "\n", command.origin),
+                              0.0) for n in range(100)]
+    outcomes.append(kernel.tick(1e9))
+    outcomes.append(kernel.output(Reply({"origin": command.origin, "status": "ok"}, SUBSHELL),
+                                  1e9))
+    texts = "".join(m.content.get("text", "") for o in outcomes for _, m in o.messages
+                    if m.msg_type == "stream")
+    assert 1000 <= len(texts) < 2000  # the cap, the marker and the tail; not 10,000
+    assert "0000" in texts and "0099" in texts  # head and tail kept
+    streams = [m for o in outcomes for _, m in o.messages if m.msg_type == "stream"]
+    assert all(m.parent_header["subshell_id"] == subshell for m in streams)
