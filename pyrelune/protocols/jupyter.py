@@ -16,13 +16,13 @@ subshell) goes to the worker at once, where the subshell's thread runs it
 beside the main shell's cell; it is not a phase (the phases are the main
 shell's) but an entry of `_in_subshells`, ended by its Reply. Other
 requests naming a subshell take their turn in the one queue; one naming a
-subshell there is not is answered with an error, unrun. A shell request sent on control
-(the messaging spec allows every one there) is answered on control; one that
-needs the worker takes its turn in the shell queue, behind a running cell:
-the worker runs one thing at a time (ipykernel would run it in its control
-thread, next to the cell). Every request is
-wrapped in `status` busy and idle on IOPub, with the request as parent; a
-cell's output goes out under its execute_request, as does what a thread or a
+subshell there is not is answered with an error, unrun. A shell request
+sent on control (the messaging spec allows every one there) is answered on
+control; one that needs the worker takes its turn in the shell queue,
+behind a running cell: the worker runs one thing at a time (ipykernel would
+run it in its control thread, next to the cell). Every request is wrapped
+in `status` busy and idle on IOPub, with the request as parent; a cell's
+output goes out under its execute_request, as does what a thread or a
 task it started writes later, between cells or while another cell runs (the
 worker names the cell: `Stream.origin`, the request's header as JSON).
 
