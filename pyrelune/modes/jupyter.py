@@ -35,7 +35,17 @@ from pyrelune.protocols.jupyter import JupyterCodec, profile
 from pyrelune.settings import IPYTHON, PLAIN, snapshot_max
 from pyrelune.shaping import JUPYTER_MAX_DISPLAY
 from pyrelune.transports import prebound
-from pyrelune.wire.commands import INTERRUPT, Debug, Execute, Interrupt, Query, Shutdown
+from pyrelune.wire.commands import (
+    INTERRUPT,
+    Debug,
+    EndSubshell,
+    Execute,
+    Interrupt,
+    MakeSubshell,
+    Query,
+    RunInSubshell,
+    Shutdown,
+)
 from pyrelune.wire.events import Done
 
 TYPE_CHECKING = False
@@ -214,7 +224,8 @@ class JupyterServer:
 
             _line_buffered_c_stdout()
             self.kernel = Kernel(profile(self._cap, self._shell, snapshot_max()))
-            self._driver = LoopDriver(self.loop, self.kernel, self._on_event)
+            self._driver = LoopDriver(self.loop, self.kernel, self._on_event, lambda: self._apply(
+                self.codec.worker_lost(SUBSHELLS_LOST)))
             if self._full:
                 self._driver.hold()
         return self.kernel
@@ -258,6 +269,10 @@ class JupyterServer:
         if isinstance(command, (Execute, Query)):
             # Next turn: this may be the Done of the cell before, still being delivered.
             self.loop.call_soon(self._start, command)
+        elif isinstance(command, (RunInSubshell, MakeSubshell, EndSubshell)):
+            # Next turn too, in order: the subshells of a worker being replaced are made
+            # again in the fresh one (`JupyterCodec.worker_lost`).
+            self.loop.call_soon(self._to_subshell, command)
         elif isinstance(command, Interrupt):
             self._interrupt_soon()
         elif isinstance(command, Debug):
@@ -266,6 +281,10 @@ class JupyterServer:
             self.stopping = command
             self.loop.call_soon(self.loop.stop)
         else:
+            self._worker().apply(command)
+
+    def _to_subshell(self, command: RunInSubshell | MakeSubshell | EndSubshell) -> None:
+        if self.stopping is None and not self.terminated:
             self._worker().apply(command)
 
     def _debug_relay(self, command: Debug) -> None:
@@ -427,6 +446,11 @@ def _write_ports(path: str, ports: dict[str, int]) -> None:
     with open(descriptor, "w", encoding="utf-8") as file:
         json.dump(info, file, indent=1)
     os.replace(fresh, path)
+
+
+#: Why a subshell's cell failed when its worker went (see `JupyterCodec.worker_lost`).
+SUBSHELLS_LOST = ("the kernel's worker ended (a cell crashed it, or it was restarted), and "
+                  "every subshell's running cell with it; the subshells remain")
 
 
 def _line_buffered_c_stdout() -> None:

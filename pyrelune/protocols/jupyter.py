@@ -9,14 +9,20 @@ interrupt, answer `input()`, shut down).
 Shell requests are served one at a time, in order, as ipykernel serves them:
 one that needs the worker (execute, complete, inspect) holds the queue until
 the worker's answer is in. Control requests (interrupt, shutdown,
-kernel_info, history, comm_info, usage: the engine's to measure) are
-answered at once, even while a cell runs. A shell request sent on control
-(the messaging spec allows every one there) is answered on control; one that
-needs the worker takes its turn in the shell queue, behind a running cell:
-the worker runs one thing at a time (ipykernel would run it in its control
-thread, next to the cell). Every request is
-wrapped in `status` busy and idle on IOPub, with the request as parent; a
-cell's output goes out under its execute_request, as does what a thread or a
+kernel_info, history, comm_info, usage: the engine's to measure, and
+the subshells' create, list and delete) are answered at once, even while a
+cell runs. A subshell's execute_request (JEP 91: its header names the
+subshell) goes to the worker at once, where the subshell's thread runs it
+beside the main shell's cell; it is not a phase (the phases are the main
+shell's) but an entry of `_in_subshells`, ended by its Reply. Other
+requests naming a subshell take their turn in the one queue; one naming a
+subshell there is not is answered with an error, unrun. A shell request
+sent on control (the messaging spec allows every one there) is answered on
+control; one that needs the worker takes its turn in the shell queue,
+behind a running cell: the worker runs one thing at a time (ipykernel would
+run it in its control thread, next to the cell). Every request is wrapped
+in `status` busy and idle on IOPub, with the request as parent; a cell's
+output goes out under its execute_request, as does what a thread or a
 task it started writes later, between cells or while another cell runs (the
 worker names the cell: `Stream.origin`, the request's header as JSON).
 
@@ -49,11 +55,15 @@ from pyrelune.shaping.streaming import INTERVAL, Coalescer
 from pyrelune.wire import debugstart, events
 from pyrelune.wire.commands import (
     INTERRUPT,
+    SUBSHELL,
     Debug,
+    EndSubshell,
     Execute,
     InputReply,
+    MakeSubshell,
     Query,
     RefuseInput,
+    RunInSubshell,
     Shutdown,
 )
 from pyrelune.wire.events import (
@@ -162,7 +172,7 @@ def profile(cap: int, shell: str, snapshot_max: int = 0) -> HostProfile:
 class _Cell:
     """The execute_request being run, and what its reply needs."""
 
-    __slots__ = ("channel", "count", "error", "origin", "payload", "request", "silent",
+    __slots__ = ("cap", "channel", "count", "error", "origin", "payload", "request", "silent",
                  "stop_on_error", "user_expressions")
 
     def __init__(self, request: Message, count: int, channel: str) -> None:
@@ -177,6 +187,7 @@ class _Cell:
         self.user_expressions = expressions if isinstance(expressions, dict) else {}
         self.error: CellError | None = None
         self.payload: list[dict[str, Any]] = []  # pages (`obj?`) for the front end's pager
+        self.cap: StreamCap | None = None  # a subshell's cell's own (the main shell's: codec's)
 
 
 class JupyterCodec:
@@ -204,6 +215,8 @@ class JupyterCodec:
         self._debugger: DebugSession | None = None  # from the first debug_request on
         self._debug_parent: Message | None = None  # the last debug_request: its events' parent
         self._debug_asked: tuple[Message | None, dict[str, Any] | None] = (None, None)
+        self.subshells: list[str] = []  # the subshells' ids, oldest first (list_subshell)
+        self._in_subshells: dict[str, _Cell] = {}  # their cells sent to the worker, by origin
 
     @property
     def busy(self) -> bool:
@@ -250,6 +263,11 @@ class JupyterCodec:
             return outcome
         if channel == STDIN:
             self._on_stdin(message, outcome)
+        elif channel == SHELL and self._unknown_subshell(message, outcome):
+            pass
+        elif (channel == SHELL and message.msg_type == EXECUTE
+              and message.header.get("subshell_id") is not None):
+            self._run_in_subshell(message, outcome)  # at once: beside the main shell's cell
         elif channel == CONTROL and message.msg_type in _CONTROL:
             self._handle(CONTROL, message, outcome)
         elif self.busy or self._debug_holds():
@@ -257,6 +275,19 @@ class JupyterCodec:
         else:
             self._handle(channel, message, outcome)
         return outcome
+
+    def _unknown_subshell(self, request: Message, outcome: Outcome[Sent]) -> bool:
+        """Whether `request` names a subshell there is not (deleted, or never made): then it
+        is answered at once with an error, unrun, as ipykernel answers it (a message with
+        no reply, a comm's, gets only busy and idle, its client's sign that it is over)."""
+        subshell = request.header.get("subshell_id")
+        if subshell is None or subshell in self.subshells:
+            return False
+        self._status(outcome, "busy", request)
+        if request.msg_type.endswith("_request"):
+            self._reply(outcome, SHELL, request, _no_subshell(subshell))
+        self._status(outcome, "idle", request)
+        return True
 
     def _handle(self, channel: str, request: Message, outcome: Outcome[Sent]) -> None:
         """Serve `request`: busy, the reply (or the worker's command), idle once answered."""
@@ -288,28 +319,40 @@ class JupyterCodec:
         self._reply(outcome, channel, request, kernel_info())
         return True
 
-    def _on_execute(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+    def _counted(self, channel: str, request: Message,
+                 outcome: Outcome[Sent]) -> tuple[_Cell, str, bool] | None:
+        """A cell for `request`, numbered and kept in the history if it is to be, its input
+        published; with its filename and whether it is stored. None: it has no code (its
+        error reply is sent)."""
         content = request.content
         code = content.get("code")
         if not isinstance(code, str):
             self._reply(outcome, channel, request, _error_content(
                 "ValueError", "execute_request without code", self.execution_count))
-            return True
-        silent = bool(content.get("silent", False))
-        stored = bool(content.get("store_history", True)) and not silent
+            return None
+        stored = bool(content.get("store_history", True)) and not content.get("silent", False)
         if stored:
             self.execution_count += 1
             self.history.append((self.execution_count, code))
             filename = f"<In[{self.execution_count}]>"
         else:
             filename = f"<In[{self.execution_count}] silent>"
-        self.phase = step(self.phase, EXECUTE)
-        cell = self._cell = _Cell(request, self.execution_count, channel)
-        self._current = self._last_cell = request
-        self._current_channel = channel
-        if not silent:
+        cell = _Cell(request, self.execution_count, channel)
+        if not cell.silent:
             self._publish(outcome, "execute_input", {"code": code,
                                                      "execution_count": cell.count}, request)
+        return cell, filename, stored
+
+    def _on_execute(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
+        counted = self._counted(channel, request, outcome)
+        if counted is None:
+            return True
+        cell, filename, stored = counted
+        code, silent = request.content["code"], cell.silent
+        self.phase = step(self.phase, EXECUTE)
+        self._cell = cell
+        self._current = self._last_cell = request
+        self._current_channel = channel
         self._cap.begin()
         self._displays.begin()
         outcome.commands.append(Execute(code, filename, origin=cell.origin, count=cell.count,
@@ -405,6 +448,94 @@ class JupyterCodec:
         outcome.commands.append(Query("usage", {}))
         return False
 
+    def _run_in_subshell(self, request: Message, outcome: Outcome[Sent]) -> None:
+        """An execute_request naming a subshell: to that subshell's thread in the worker at
+        once, whatever the main shell runs; its Reply (`SUBSHELL`) ends it."""
+        self._status(outcome, "busy", request)
+        counted = self._counted(SHELL, request, outcome)
+        if counted is None:
+            self._status(outcome, "idle", request)
+            return
+        cell, filename, _ = counted
+        cell.cap = StreamCap(self._cap.limit)  # capped as the main shell's cells are
+        self._in_subshells[cell.origin] = cell
+        outcome.commands.append(RunInSubshell(
+            request.header["subshell_id"], request.content["code"], filename, cell.origin,
+            cell.silent, cell.stop_on_error))
+
+    def _subshell_done(self, outcome: Outcome[Sent], content: dict[str, Any]) -> None:
+        """A subshell's cell is over (`RunInSubshell`'s Reply): its result, its error, its
+        reply; its user_expressions are not evaluated (the reply has none)."""
+        cell = self._in_subshells.pop(content.get("origin"), None)  # type: ignore[arg-type]
+        if cell is None:
+            return  # not one of ours (a forged line, or told lost already)
+        if cell.cap is not None and (tail := cell.cap.release()):
+            for stream in tail:  # what was left out, said under the cell
+                stream.origin = cell.origin
+            self._streams(outcome, tail)
+        status = content.get("status")
+        if status == "aborted":
+            self._reply(outcome, SHELL, cell.request, {"status": "aborted",
+                                                       "execution_count": cell.count})
+        elif status == "ok":
+            result = content.get("result")
+            if isinstance(result, dict) and not cell.silent:
+                self._publish(outcome, "execute_result", {
+                    "data": _theirs(result.get("data") or {}),
+                    "metadata": _theirs(result.get("metadata") or {}),
+                    "execution_count": cell.count}, cell.request)
+            self._reply(outcome, SHELL, cell.request, {
+                "status": "ok", "execution_count": cell.count, "user_expressions": {},
+                "payload": []})
+        else:
+            ename, evalue = str(content.get("ename", "Error")), str(content.get("evalue", ""))
+            reply = _error_content(ename, evalue, cell.count, coloured(
+                str(content.get("traceback", "")), ename, evalue))
+            if not cell.silent and reply["traceback"]:
+                self._publish(outcome, "error", {k: reply[k] for k in (
+                    "ename", "evalue", "traceback")}, cell.request)
+            self._reply(outcome, SHELL, cell.request, reply)
+        self._status(outcome, "idle", cell.request)
+
+    def worker_lost(self, why: str) -> Outcome[Sent]:
+        """The worker is gone (`why`), and with it every subshell's thread: their running and
+        queued cells fail; the subshells stay, their threads made anew in the fresh worker."""
+        outcome: Outcome[Sent] = Outcome()
+        for origin in list(self._in_subshells):
+            self._subshell_done(outcome, {"origin": origin, "status": "error",
+                                          "ename": "WorkerDied", "evalue": why})
+        outcome.commands.extend(MakeSubshell(subshell) for subshell in self.subshells)
+        return outcome
+
+    def _on_create_subshell(self, channel: str, request: Message,
+                            outcome: Outcome[Sent]) -> bool:
+        """A subshell (JEP 91): an id that shell requests may name in their header."""
+        from uuid import uuid4
+
+        subshell = str(uuid4())
+        self.subshells.append(subshell)
+        outcome.commands.append(MakeSubshell(subshell))
+        self._reply(outcome, channel, request, {"status": "ok", "subshell_id": subshell})
+        return True
+
+    def _on_delete_subshell(self, channel: str, request: Message,
+                            outcome: Outcome[Sent]) -> bool:
+        subshell = request.content.get("subshell_id")
+        if subshell in self.subshells:
+            self.subshells.remove(subshell)
+            content: dict[str, Any] = {"status": "ok"}
+            outcome.commands.append(EndSubshell(subshell))
+        else:
+            content = _no_subshell(subshell)
+        self._reply(outcome, channel, request, content)
+        return True
+
+    def _on_list_subshell(self, channel: str, request: Message,
+                          outcome: Outcome[Sent]) -> bool:
+        self._reply(outcome, channel, request, {"status": "ok",
+                                                "subshell_id": list(self.subshells)})
+        return True
+
     def _on_debug(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
         """A DAP request for the debugger (`protocols.debugger`); idle follows its reply."""
         if self._debugger is None:
@@ -496,7 +627,12 @@ class JupyterCodec:
         parent = self._parent_of(item)
         aside = parent is not self._parent()  # another cell's: not counted in the running one's
         if isinstance(item, Stream):
-            sent = self._cap.add(item) if self._cell is not None and not aside else item
+            if not aside:
+                sent = self._cap.add(item) if self._cell is not None else item
+            elif (sub := self._in_subshells.get(item.origin or "")) and sub.cap is not None:
+                sent = sub.cap.add(item)
+            else:
+                sent = item
             if sent is not None:
                 self._streams(outcome, self._coalescer.add(sent, now))
             return outcome
@@ -518,6 +654,8 @@ class JupyterCodec:
         elif isinstance(item, Reply) and item.kind == debugstart.KIND:
             if self._debugger is not None:
                 self._moved(outcome, self._debugger.answered(None, item.content))
+        elif isinstance(item, Reply) and item.kind == SUBSHELL:
+            self._subshell_done(outcome, item.content)
         elif isinstance(item, Reply) and item.kind == "usage":
             channel, request = self._usage_asked.popleft()
             self._reply(outcome, channel, request, item.content)
@@ -690,18 +828,20 @@ class JupyterCodec:
             self._reply(outcome, cell.channel, cell.request, content)
         self._status(outcome, "idle", cell.request)
         if error is not None and cell.stop_on_error:
-            self._abort_queued(outcome)
+            self._abort_queued(outcome, cell.request.header.get("subshell_id"))
         self._next(outcome)
 
-    def _abort_queued(self, outcome: Outcome[Sent]) -> None:
-        """Every execute_request queued behind a failed cell is answered `aborted`, unrun.
+    def _abort_queued(self, outcome: Outcome[Sent], subshell: object) -> None:
+        """Every execute_request of the failed cell's `subshell` (None: the main shell's)
+        queued behind it is answered `aborted`, unrun.
 
-        As ipykernel does: a notebook's "run all" stops at the first error.
-        Requests of other kinds (completion, say) are still served.
+        As ipykernel does: a notebook's "run all" stops at the first error; another
+        subshell's cells, and requests of other kinds (completion, say), are still served.
         """
         kept: deque[tuple[str, Message]] = deque()
         for channel, request in self._queue:
-            if request.msg_type != "execute_request":
+            if (request.msg_type != "execute_request"
+                    or request.header.get("subshell_id") != subshell):
                 kept.append((channel, request))
                 continue
             self._status(outcome, "busy", request)
@@ -755,7 +895,7 @@ def kernel_info() -> dict[str, Any]:
                    "always ends the cell and whose worker is replaced if it dies\n"),
         "help_links": HELP_LINKS,
         "debugger": True,
-        "supported_features": ["debugger"],
+        "supported_features": ["debugger", "kernel subshells"],
     }
 
 
@@ -828,6 +968,12 @@ def _error_content(ename: str, evalue: str, count: int,
             "payload": []}
 
 
+def _no_subshell(subshell: object) -> dict[str, Any]:
+    """The error reply to a request naming a subshell there is not (ipykernel's words)."""
+    return {"status": "error", "ename": "UnknownSubshellError",
+            "evalue": f"Unknown subshell_id {subshell!r}", "traceback": []}
+
+
 #: Each request type's handler. Every one is served on control too (the messaging spec
 #: allows it), its reply on control: those of `_CONTROL` at once, even while a cell runs
 #: (they need no worker, or only the engine); the others in turn with shell's.
@@ -844,6 +990,11 @@ _HANDLERS: dict[str, Callable[[JupyterCodec, str, Message, Outcome[Sent]], bool]
     "shutdown_request": JupyterCodec._on_shutdown,
     "usage_request": JupyterCodec._on_usage,
     DEBUG: JupyterCodec._on_debug,
+    "create_subshell_request": JupyterCodec._on_create_subshell,
+    "delete_subshell_request": JupyterCodec._on_delete_subshell,
+    "list_subshell_request": JupyterCodec._on_list_subshell,
 }
 _CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request",
-                      "usage_request", DEBUG, "history_request", "comm_info_request"})
+                      "usage_request", DEBUG, "history_request", "comm_info_request",
+                      "create_subshell_request", "delete_subshell_request",
+                      "list_subshell_request"})

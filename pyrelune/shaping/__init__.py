@@ -152,9 +152,9 @@ class TailWindow:
 
 
 def split_stream(stream: Stream, room: int) -> tuple[Stream, Stream]:
-    """`stream` as the part that fits in `room` bytes and the rest."""
+    """`stream` as the part that fits in `room` bytes and the rest, both of its cell."""
     first, rest = _split(stream.text, room)
-    return Stream(stream.name, first), Stream(stream.name, rest)
+    return Stream(stream.name, first, stream.origin), Stream(stream.name, rest, stream.origin)
 
 
 class OutputBudget:

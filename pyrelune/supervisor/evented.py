@@ -48,11 +48,15 @@ class LoopDriver(Driver):
     driver what it started, interrupted or is replacing (see `Driver`).
     """
 
-    def __init__(self, loop: Loop, kernel: Kernel, on_event: Callable[[Event], None]) -> None:
+    def __init__(self, loop: Loop, kernel: Kernel, on_event: Callable[[Event], None],
+                 on_lost: Callable[[], None] | None = None) -> None:
+        """`on_lost`: called as a worker goes (dies, or is replaced), with whatever its
+        threads ran beside the cell (a Jupyter kernel's subshells)."""
         super().__init__()
         self.loop = loop
         self._kernel = kernel
         self._on_event = on_event
+        self._on_lost = on_lost
         self._watched: set[int] = set()
         self._paused: set[int] = set()  # capture pipes left to fill for a moment
         self._held = False  # no descriptor is read: see `hold`
@@ -78,6 +82,8 @@ class LoopDriver(Driver):
 
     def replacing(self) -> None:
         """Stop watching the worker about to go: its descriptor numbers will be reused."""
+        if self._on_lost is not None:
+            self._on_lost()
         for fd in self._watched:
             self.loop.remove_reader(fd)
         self._watched = set()

@@ -20,15 +20,19 @@ from pyrelune import PyreluneError
 from pyrelune.supervisor import blocking
 from pyrelune.supervisor.link import WorkerLink
 from pyrelune.supervisor.process import WorkerProcess, describe_exit
-from pyrelune.supervisor.session import PATIENCE
+from pyrelune.supervisor.session import FINISHED, PATIENCE, STARTING
 from pyrelune.wire.commands import (
+    SUBSHELL,
     CancelInput,
+    EndSubshell,
     Execute,
     InputReply,
     Interrupt,
+    MakeSubshell,
     Query,
     RefuseInput,
     Reset,
+    RunInSubshell,
     to_wire,
 )
 from pyrelune.wire.events import WORKER_DIED, CellError, Done, Reply, Stream
@@ -285,6 +289,8 @@ class Kernel:
             self.interrupt()
         elif isinstance(command, (InputReply, CancelInput, RefuseInput)):
             self._command(command)
+        elif isinstance(command, (RunInSubshell, MakeSubshell, EndSubshell)):
+            self._to_subshell(command)
         else:
             raise TypeError(f"{type(command).__name__} is the mode's to carry out, not a kernel's")
 
@@ -295,6 +301,20 @@ class Kernel:
             self._query(command)
         else:
             self._reset()
+
+    def _to_subshell(self, command: RunInSubshell | MakeSubshell | EndSubshell) -> None:
+        """To a subshell's thread in the worker, whatever the main shell runs (a worker that
+        died since is replaced first); a cell no worker can start for fails at once."""
+        try:
+            if self.link.closed or self.link.session.state in (STARTING, FINISHED):
+                self._revive()  # no cell of the main shell's runs: a dead worker is replaced
+        except NoWorker as exc:
+            if isinstance(command, RunInSubshell):
+                self.driver.tell(Reply({"origin": command.origin, "status": "error",
+                                        "ename": "WorkerDied", "evalue": str(exc),
+                                        "traceback": ""}, SUBSHELL))
+            return
+        self._command(command)
 
     def _answer(self, query: Query) -> None:
         """A query the engine answers itself, at once, whatever the worker is doing."""

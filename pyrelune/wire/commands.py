@@ -84,6 +84,50 @@ class Query:
         self.kind = kind
         self.args = args
         self.cell = cell
+class RunInSubshell:
+    """Run a cell on the thread of the worker's subshell `subshell` (JEP 91), beside the main
+    shell's cell, in the one namespace; answered by a Reply of kind `SUBSHELL` naming its
+    `origin` (the request's header, which its output names too: see `worker.origin`), not
+    by a Done, which is the main shell's. `stop_on_error`: a failure aborts the subshell's
+    cells queued behind it."""
+
+    __slots__ = ("filename", "origin", "silent", "source", "stop_on_error", "subshell")
+
+    def __init__(self, subshell: str, source: str, filename: str, origin: str,
+                 silent: bool = False, stop_on_error: bool = True) -> None:
+        self.subshell = subshell
+        self.source = source
+        self.filename = filename
+        self.origin = origin
+        self.silent = silent
+        self.stop_on_error = stop_on_error
+
+
+class MakeSubshell:
+    """A subshell was created: the worker makes its thread now, so that its first cell runs
+    at once even if the main shell's cell runs by then (see `worker.subshells`)."""
+
+    __slots__ = ("subshell",)
+
+    def __init__(self, subshell: str) -> None:
+        self.subshell = subshell
+
+
+class EndSubshell:
+    """The subshell was deleted: its thread ends once its running cell is over."""
+
+    __slots__ = ("subshell",)
+
+    def __init__(self, subshell: str) -> None:
+        self.subshell = subshell
+
+
+#: The Reply kind that answers a `RunInSubshell`.
+SUBSHELL = "subshell"
+#: How every subshell command's line begins (`to_wire`): the worker sets them aside unparsed.
+SUBSHELL_LINE = b'{"op": "subshell'
+
+
 class FreshRing:
     """Start the stdout ring afresh at the total `lap`: the session found it damaged
     (see `wire.ring`), or a reset follows. Sent between cells; nothing answers it."""
@@ -152,10 +196,12 @@ class Disconnect:
 if TYPE_CHECKING:
     #: What the control pipe carries.
     PipeCommand: TypeAlias = (Execute | Reset | InputReply | CancelInput | Continue | Query
-                              | RefuseInput | FreshRing)
+                              | RefuseInput | FreshRing | RunInSubshell | MakeSubshell
+                              | EndSubshell)
     #: What a codec may ask of the engine.
     Command: TypeAlias = (Execute | Query | InputReply | CancelInput | RefuseInput | Reset
-                          | Interrupt | Debug | Shutdown | Admit | Disconnect)
+                          | Interrupt | Debug | Shutdown | Admit | Disconnect | RunInSubshell
+                          | MakeSubshell | EndSubshell)
 
 _SIMPLE: dict[str, type[Reset | CancelInput | Continue | RefuseInput]] = {
     "reset": Reset, "cancel": CancelInput, "continue": Continue, "refuse": RefuseInput}
@@ -184,6 +230,14 @@ def to_wire(command: PipeCommand) -> bytes:
                    "cell": command.cell}
     elif isinstance(command, FreshRing):
         message = {"op": "ring", "lap": command.lap}
+    elif isinstance(command, RunInSubshell):
+        message = {"op": "subshell", "subshell": command.subshell, "source": command.source,
+                   "filename": command.filename, "origin": command.origin,
+                   "silent": command.silent, "stop_on_error": command.stop_on_error}
+    elif isinstance(command, MakeSubshell):
+        message = {"op": "subshell_make", "subshell": command.subshell}
+    elif isinstance(command, EndSubshell):
+        message = {"op": "subshell_end", "subshell": command.subshell}
     else:
         message = {"op": next(op for op, kind in _SIMPLE.items() if isinstance(command, kind))}
     return (fastjson.dumps(message) + "\n").encode()
@@ -203,4 +257,11 @@ def from_wire(line: bytes) -> PipeCommand:
         return Query(message["kind"], message["args"], message["cell"])
     if op == "ring":
         return FreshRing(message["lap"])
+    if op == "subshell":
+        return RunInSubshell(message["subshell"], message["source"], message["filename"],
+                             message["origin"], message["silent"], message["stop_on_error"])
+    if op == "subshell_make":
+        return MakeSubshell(message["subshell"])
+    if op == "subshell_end":
+        return EndSubshell(message["subshell"])
     return _SIMPLE[op]()

@@ -67,6 +67,9 @@ class Channel:
         #: The cell a display belongs to if not the running one (an interactive
         #: kernel's: see `worker.origin`).
         self.origin_of: Callable[[], str | None] | None = None
+        #: Takes a command line that is not the main thread's (a Jupyter worker's subshells:
+        #: see `worker.subshells`), answering whether it did.
+        self.aside: Callable[[bytes], bool] | None = None
         in_cell_child(self._forked)
 
     def _forked(self) -> None:
@@ -158,21 +161,28 @@ class Channel:
         return self.receive()
 
     def receive(self) -> PipeCommand:
-        """The next command from the session."""
-        while (line := self._commands.pop()) is None:
-            # Imported here, not at start-up: a oneshot worker seldom waits. As
-            # the runtime's own: spin imports `select`, which a cell's folder may shadow.
-            importhooks.import_own("pyrelune.spin").poll([self._control_fd])  # then read
-            chunk = os.read(self._control_fd, 1 << 16)
-            if not chunk:
-                os._exit(0)  # the session is gone: so is the reason to exist
-            self._commands.feed(chunk)
-        if self._from_wire is None:
-            # Loaded on the first wait, not at start-up: a oneshot cell seldom waits.
-            from pyrelune.wire.commands import from_wire
+        """The next command from the session (one `aside` takes is not: while idle, a
+        Continue stands for it, so that the idle loop goes on with the cells' tasks)."""
+        while True:
+            while (line := self._commands.pop()) is None:
+                # Imported here, not at start-up: a oneshot worker seldom waits. As
+                # the runtime's own: spin imports `select`, which a cell's folder may shadow.
+                importhooks.import_own("pyrelune.spin").poll([self._control_fd])  # then read
+                chunk = os.read(self._control_fd, 1 << 16)
+                if not chunk:
+                    os._exit(0)  # the session is gone: so is the reason to exist
+                self._commands.feed(chunk)
+            if self._from_wire is None:
+                # Loaded on the first wait, not at start-up: a oneshot cell seldom waits.
+                from pyrelune.wire.commands import from_wire
 
-            self._from_wire = from_wire
-        return self._from_wire(line)
+                self._from_wire = from_wire
+            if self.aside is None or not self.aside(line):
+                return self._from_wire(line)
+            if self._owner is None:  # idle (`lend`): nothing waits for an answer
+                from pyrelune.wire.commands import Continue
+
+                return Continue()
 
     def publish(self, event: Display | Clear) -> None:
         """Show a MIME bundle (a `display()` or the final expression), or clear, in its place.

@@ -306,6 +306,10 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
             namespace = ipython.user_ns
         else:
             namespace = fresh_namespace()
+        if host.comms:  # a Jupyter front end's subshells (JEP 91): see `worker.subshells`
+            from pyrelune.worker.subshells import Subshells
+
+            channel.aside = Subshells(channel, lambda: namespace, ipython).aside
         snapshots: Snapshots | None = None
         if fds.snapshots >= 0:  # the kernel keeps one of the namespace after each cell
             from pyrelune.worker.snapshot import Snapshots

@@ -81,3 +81,22 @@ def test_a_reply_says_what_it_answers() -> None:
     assert isinstance(back, Reply) and (back.kind, back.content) == ("complete", {"matches": []})
     with pytest.raises(ValueError):
         from_wire(to_wire(Reply({}, "x")) | {"kind": 1})  # a kind is a name
+
+
+def test_subshell_commands_travel_whole_and_say_so_first() -> None:
+    """The worker sets a subshell's lines aside by their start alone (`worker.subshells`)."""
+    from pyrelune.wire import commands
+
+    run = commands.RunInSubshell("s1", "x", "<In[2]>", '{"msg_id": "m"}', silent=True,
+                                 stop_on_error=False)
+    for command in (run, commands.MakeSubshell("s1"), commands.EndSubshell("s1")):
+        line = commands.to_wire(command)
+        assert line.startswith(commands.SUBSHELL_LINE)
+        back = commands.from_wire(line)
+        assert type(back) is type(command) and vars_of(back) == vars_of(command)
+    execute = commands.to_wire(commands.Execute('{"op": "subshell"}', "<In[1]>"))
+    assert not execute.startswith(commands.SUBSHELL_LINE)  # whatever a cell's source says
+
+
+def vars_of(command: object) -> dict[str, object]:
+    return {name: getattr(command, name) for name in command.__slots__}  # type: ignore[attr-defined]

@@ -21,7 +21,18 @@ from pyrelune.protocols.jupytermessages import (
 )
 from pyrelune.protocols.outcome import Outcome
 from pyrelune.shaping import JUPYTER_MAX_DISPLAYS
-from pyrelune.wire.commands import Execute, InputReply, Interrupt, Query, RefuseInput, Shutdown
+from pyrelune.wire.commands import (
+    SUBSHELL,
+    EndSubshell,
+    Execute,
+    InputReply,
+    Interrupt,
+    MakeSubshell,
+    Query,
+    RefuseInput,
+    RunInSubshell,
+    Shutdown,
+)
 from pyrelune.wire.events import (
     TRACEBACK_PARTS,
     WORKER_DIED,
@@ -528,3 +539,172 @@ def test_usage_is_the_engines_to_answer_even_while_a_cell_runs() -> None:
     assert sent(answered) == [("control", "usage_reply"), ("iopub", "status:idle")]
     assert answered.messages[0][1].content == figures
     assert kernel.busy  # the cell runs on: its own reply is still to come
+
+
+# -- subshells (JEP 91) -------------------------------------------------------------------
+
+
+def ask(kernel: JupyterCodec, msg_type: str, content: dict[str, Any],
+        channel: str = "control", header: dict[str, Any] | None = None) -> Outcome[Sent]:
+    session = client()
+    message = session.msg(msg_type, content, header={**session.msg_header(msg_type),
+                                                       **(header or {})})
+    return kernel.receive(channel, [b"front", *session.serialize(message)])
+
+
+def test_subshells_are_created_listed_and_deleted_on_control() -> None:
+    kernel = codec()
+    made = [ask(kernel, "create_subshell_request", {}) for _ in range(2)]
+    assert sent(made[0]) == [("iopub", "status:busy"), ("control", "create_subshell_reply"),
+                             ("iopub", "status:idle")]
+    first, second = (m.messages[1][1].content["subshell_id"] for m in made)
+    assert first != second and all(m.messages[1][1].content["status"] == "ok" for m in made)
+    listed = ask(kernel, "list_subshell_request", {}).messages[1][1].content
+    assert listed == {"status": "ok", "subshell_id": [first, second]}
+    deleted = ask(kernel, "delete_subshell_request", {"subshell_id": first})
+    assert deleted.messages[1][1].content == {"status": "ok"}
+    listed = ask(kernel, "list_subshell_request", {}).messages[1][1].content
+    assert listed["subshell_id"] == [second]
+
+
+@pytest.mark.parametrize("subshell", ["never-made", None, 7])
+def test_deleting_a_subshell_there_is_not_is_an_error(subshell: object) -> None:
+    kernel = codec()
+    reply = ask(kernel, "delete_subshell_request", {"subshell_id": subshell}).messages[1][1]
+    assert reply.msg_type == "delete_subshell_reply"
+    assert reply.content["status"] == "error"
+    assert reply.content["ename"] == "UnknownSubshellError"
+    assert repr(subshell) in reply.content["evalue"]
+
+
+def test_subshell_requests_are_answered_at_once_while_a_cell_runs() -> None:
+    kernel = codec()
+    execute(kernel, "while True: pass")
+    made = ask(kernel, "create_subshell_request", {})
+    assert sent(made)[1] == ("control", "create_subshell_reply")
+    assert kernel.busy  # the cell runs on
+
+
+def test_a_shell_request_naming_an_unknown_subshell_is_refused_unrun() -> None:
+    kernel = codec()
+    execute(kernel, "while True: pass")  # even while a cell runs: it does not wait
+    refused = ask(kernel, "execute_request", {"code": "x"}, "shell", {"subshell_id": "gone"})
+    assert not refused.commands
+    assert sent(refused) == [("iopub", "status:busy"), ("shell", "execute_reply"),
+                             ("iopub", "status:idle")]
+    assert refused.messages[1][1].content == {
+        "status": "error", "ename": "UnknownSubshellError",
+        "evalue": "Unknown subshell_id 'gone'", "traceback": []}
+    # A comm message has no reply: busy and idle tell its client it is over.
+    comm = ask(kernel, "comm_msg", {"comm_id": "c", "data": {}}, "shell", {"subshell_id": "gone"})
+    assert sent(comm) == [("iopub", "status:busy"), ("iopub", "status:idle")]
+
+
+def subshell_of(kernel: JupyterCodec) -> str:
+    made = ask(kernel, "create_subshell_request", {})
+    command = made.commands[0]
+    assert isinstance(command, MakeSubshell)  # its thread, made before a cell runs
+    subshell: str = made.messages[1][1].content["subshell_id"]
+    assert command.subshell == subshell
+    return subshell
+
+
+def test_a_subshells_cell_runs_at_once_beside_the_main_shells() -> None:
+    kernel = codec()
+    subshell = subshell_of(kernel)
+    execute(kernel, "while True: pass")
+    ran = ask(kernel, "execute_request", {"code": "x", "silent": False}, "shell",
+              {"subshell_id": subshell})
+    (command,) = ran.commands
+    assert isinstance(command, RunInSubshell) and command.source == "x"
+    assert command.subshell == subshell and '"subshell_id"' in command.origin
+    assert sent(ran) == [("iopub", "status:busy"), ("iopub", "execute_input")]
+    assert ran.messages[1][1].content["execution_count"] == 2  # one count for all shells
+    result = {"data": {"text/plain": "42"}, "metadata": {}}
+    done = kernel.output(Reply({"origin": command.origin, "status": "ok", "result": result},
+                               SUBSHELL), 0.0)
+    assert sent(done) == [("iopub", "execute_result"), ("shell", "execute_reply"),
+                          ("iopub", "status:idle")]
+    assert all(m.parent_header["subshell_id"] == subshell for _, m in done.messages)
+    assert done.messages[0][1].content == {**result, "execution_count": 2}
+    assert done.messages[1][1].content["status"] == "ok"
+    assert kernel.busy  # the main shell's cell runs on
+
+
+def test_a_subshells_failed_cell_is_an_error_reply_and_an_error_on_iopub() -> None:
+    kernel = codec()
+    subshell = subshell_of(kernel)
+    (command,) = ask(kernel, "execute_request", {"code": "1/0"}, "shell",
+                     {"subshell_id": subshell}).commands
+    assert isinstance(command, RunInSubshell)
+    done = kernel.output(Reply({"origin": command.origin, "status": "error",
+                                "ename": "ZeroDivisionError", "evalue": "division by zero",
+                                "traceback": "Traceback ...\nZeroDivisionError\n"},
+                               SUBSHELL), 0.0)
+    assert sent(done) == [("iopub", "error"), ("shell", "execute_reply"), ("iopub", "status:idle")]
+    assert done.messages[1][1].content["ename"] == "ZeroDivisionError"
+    again = kernel.output(Reply({"origin": command.origin, "status": "ok"}, SUBSHELL), 0.0)
+    assert again.messages == []  # answered once: a second word on it is not one of ours
+
+
+def test_a_lost_worker_fails_every_running_subshell_cell_and_keeps_the_subshells() -> None:
+    kernel = codec()
+    subshells = [subshell_of(kernel) for _ in range(2)]
+    for subshell in subshells:
+        ask(kernel, "execute_request", {"code": "import time; time.sleep(9)"}, "shell",
+            {"subshell_id": subshell})
+    lost = kernel.worker_lost("the worker ended")
+    replies = [m for channel, m in lost.messages if channel == "shell"]
+    assert [m.content["ename"] for m in replies] == ["WorkerDied", "WorkerDied"]
+    assert {m.parent_header["subshell_id"] for m in replies} == set(subshells)
+    again = kernel.worker_lost("again")
+    assert again.messages == []
+    assert [c.subshell for c in again.commands if isinstance(c, MakeSubshell)] == subshells
+    listed = ask(kernel, "list_subshell_request", {}).messages[1][1].content
+    assert listed["subshell_id"] == subshells
+
+
+def test_deleting_a_subshell_ends_its_thread_in_the_worker() -> None:
+    kernel = codec()
+    subshell = subshell_of(kernel)
+    (command,) = ask(kernel, "delete_subshell_request", {"subshell_id": subshell}).commands
+    assert isinstance(command, EndSubshell) and command.subshell == subshell
+
+
+def test_kernel_info_offers_subshells() -> None:
+    from pyrelune.protocols.jupyter import kernel_info
+
+    assert "kernel subshells" in kernel_info()["supported_features"]
+
+
+def test_a_failed_cell_aborts_the_main_shells_queued_cells_not_a_subshells() -> None:
+    """As ipykernel: the main shell's "run all" stops at its error; a subshell's cell, sent
+    to its own thread at once, runs (its thread aborts its own queue after its failures)."""
+    kernel = codec()
+    subshell = subshell_of(kernel)
+    execute(kernel, "1/0")
+    ask(kernel, "execute_request", {"code": "main()"}, "shell")
+    sub = ask(kernel, "execute_request", {"code": "sub()"}, "shell", {"subshell_id": subshell})
+    assert [type(c) for c in sub.commands] == [RunInSubshell]
+    done = kernel.output(Done(CellError("python_runtime_error", "E", "e")), 0.0)
+    aborted = [m for _, m in done.messages if m.content.get("status") == "aborted"]
+    assert [m.parent_header.get("subshell_id") for m in aborted] == [None]
+
+
+def test_a_subshells_cell_is_capped_as_a_cell_its_tail_said_under_it() -> None:
+    kernel = JupyterCodec(Builder("k", "me"), Signer(KEY), 1000)
+    subshell = subshell_of(kernel)
+    (command,) = ask(kernel, "execute_request", {"code": "flood()"}, "shell",
+                     {"subshell_id": subshell}).commands
+    assert isinstance(command, RunInSubshell)
+    outcomes = [kernel.output(Stream("stdout", f"{n:04}" + "x" * 95 + "\n", command.origin),
+                              0.0) for n in range(100)]
+    outcomes.append(kernel.tick(1e9))
+    outcomes.append(kernel.output(Reply({"origin": command.origin, "status": "ok"}, SUBSHELL),
+                                  1e9))
+    texts = "".join(m.content.get("text", "") for o in outcomes for _, m in o.messages
+                    if m.msg_type == "stream")
+    assert 1000 <= len(texts) < 2000  # the cap, the marker and the tail; not 10,000
+    assert "0000" in texts and "0099" in texts  # head and tail kept
+    streams = [m for o in outcomes for _, m in o.messages if m.msg_type == "stream"]
+    assert all(m.parent_header["subshell_id"] == subshell for m in streams)
