@@ -21,12 +21,12 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 from support import jupyter_host
-from support.jupyter_host import TIMEOUT, collect, execute
+from support.jupyter_host import TIMEOUT, Run, collect, execute, send_comm
 from support.lines_host import Host as LinesHost
 from support.lines_host import default_env, wait_for
 from support.processes import gone_soon, kept, running
 
-from pyrelune.supervisor.snapshots import RESUMED
+from pyrelune.wire.events import RESUMED
 
 SETUP = "a = list(range(10**6)); b = 5"
 CHECK = "print(sum(a), b)"
@@ -265,6 +265,39 @@ def test_jupyter_an_interrupt_that_kills_keeps_the_namespace(kernel: Kernel,
     assert "its worker was killed" in run.content["evalue"], run.content
     assert RESUMED in run.content["evalue"]
     assert execute(client, CHECK).stdout() == SEEN
+
+
+def _slider(run: Run) -> str:
+    """The comm id of the one IntSlider `run` made."""
+    (comm_id,) = [c["comm_id"] for c in run.of("comm_open")
+                  if c["data"]["state"].get("_model_name") == "IntSliderModel"]
+    return str(comm_id)
+
+
+def _move(client: BlockingKernelClient, comm_id: str, value: int) -> Run:
+    """The front end moves the slider `comm_id` to `value`."""
+    return send_comm(client, "comm_msg", {"comm_id": comm_id, "data": {
+        "method": "update", "state": {"value": value}, "buffer_paths": []}})
+
+
+def test_jupyter_widgets_after_a_restore(kernel: Kernel, client: BlockingKernelClient) -> None:
+    """A widget the snapshot holds works on, both ways; one made after it is closed, at the
+    front end's first message to it, instead of talking to nothing."""
+    pytest.importorskip("ipywidgets")
+    held = _slider(kept(jupyter_host.pid(kernel[0]), lambda: execute(
+        client, "import ipywidgets\nslider = ipywidgets.IntSlider(value=3)\nslider")))
+    lost = execute(client, f"late = ipywidgets.IntSlider(value=4)\nlate\n{SEGFAULT}")
+    assert RESUMED in lost.content["evalue"], lost.content
+    late = _slider(lost)
+    info = collect(client, client.comm_info("jupyter.widget")).content["comms"]
+    assert held in info
+    assert _move(client, held, 7).of("comm_close") == []
+    assert execute(client, "print(slider.value)").stdout() == "7\n"
+    updates = [c["data"]["state"] for c in execute(client, "slider.value = 42").of("comm_msg")
+               if c["comm_id"] == held]
+    assert {"value": 42} in updates, updates
+    assert [c["comm_id"] for c in _move(client, late, 9).of("comm_close")] == [late]
+    assert late not in collect(client, client.comm_info()).content["comms"]
 
 
 def test_jupyter_snapshots_off_behaves_as_before(tmp_path: Path) -> None:
