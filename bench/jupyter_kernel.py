@@ -111,13 +111,13 @@ class Kernel:
                     if message["parent_header"].get("msg_id") == msg_id:
                         if not (message["msg_type"] == "status"
                                 and message["content"]["execution_state"] == "idle"):
-                            self._until_idle(msg_id)
+                            self.until_idle(msg_id)
                         return
             except Empty:
                 continue
         raise TimeoutError("IOPub never carried a message")
 
-    def _until_idle(self, msg_id: str) -> int:
+    def until_idle(self, msg_id: str) -> int:
         """Read IOPub up to the idle status of `msg_id`; the stream characters seen on the way."""
         chars = 0
         while True:
@@ -137,7 +137,7 @@ class Kernel:
         while self.client.get_shell_msg(timeout=TIMEOUT)["parent_header"].get(
                 "msg_id") != msg_id:
             pass
-        chars = self._until_idle(msg_id)
+        chars = self.until_idle(msg_id)
         return time.perf_counter() - begin, chars
 
     def restart(self) -> float:
@@ -151,7 +151,7 @@ class Kernel:
     def pss_kib(self) -> int:
         """The PSS of the kernel's process and all its descendants."""
         process = self.manager.provisioner.process  # type: ignore[union-attr]
-        return sum(_pss(pid) for pid in _tree(process.pid))
+        return tree_pss_kib(process.pid)
 
     def close(self) -> None:
         self.client.stop_channels()
@@ -169,6 +169,11 @@ def start_new(name: str) -> float:
     client.stop_channels()
     manager.shutdown_kernel(now=True)
     return took
+
+
+def tree_pss_kib(root: int) -> int:
+    """The PSS of the process `root` and all its descendants, in KiB."""
+    return sum(_pss(pid) for pid in _tree(root))
 
 
 def _tree(root: int) -> list[int]:

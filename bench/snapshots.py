@@ -10,7 +10,12 @@ between the two, so this machine's drifting speed hits both alike; medians are r
 - a cell of 50 ms (`time.sleep(0.05)`) (target <= 1.05x);
 - crash to answer: a cell that segfaults, then `1+1`, from the first request to the
   second's answer (with snapshots, the worker resumes from one; without, a fresh one
-  starts).
+  starts);
+- the kernel's total PSS (all its processes, snapshots among them) after a 400 MB
+  bytearray is made, every page written (target <= 1.2x: the snapshot shares the pages
+  copy-on-write); while a cell that wrote one byte in each of its pages still runs (the
+  snapshot of the cell before keeps the old pages: about 2x, until...); and once idle after
+  it (...the next snapshot replaces that one).
 """
 
 from __future__ import annotations
@@ -26,10 +31,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from jupyter_kernel import Kernel, defaults_env, kernelspecs
+from jupyter_kernel import Kernel, defaults_env, kernelspecs, tree_pss_kib
 
 SETUP = "a = list(range(10**6)); b = 5"
 CRASH = "import ctypes; ctypes.string_at(0)"
+BIG = "a = bytearray(b'\\1') * (400 << 20); b = None"  # every page written
+#: One byte written in each of the array's pages, then a pause to measure in.
+REWRITE = "a[::4096] = b'\\2' * len(range(0, len(a), 4096)); import time; time.sleep({pause})"
+#: Long past the idle time after which a kernel forks its snapshot, and its memory settles.
+SETTLE = 1.0
+_MIB = 1024  # KiB
 
 
 class Lines:
@@ -38,13 +49,24 @@ class Lines:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
 
     def run(self, code: str) -> float:
-        assert self.proc.stdin and self.proc.stdout
         begin = time.perf_counter()
+        self.send(code)
+        self.wait()
+        return time.perf_counter() - begin
+
+    def send(self, code: str) -> None:
+        assert self.proc.stdin
         self.proc.stdin.write(json.dumps({"id": "b", "type": "execute", "code": code}).encode()
                               + b"\n")
         self.proc.stdin.flush()
+
+    def wait(self) -> None:
+        """Until the cell sent last has answered."""
+        assert self.proc.stdout
         self.proc.stdout.readline()
-        return time.perf_counter() - begin
+
+    def pss_kib(self) -> int:
+        return tree_pss_kib(self.proc.pid)
 
     def close(self) -> None:
         assert self.proc.stdin
@@ -62,9 +84,23 @@ class Jupyter:
         finally:
             os.environ.clear()
             os.environ.update(saved)
+        self._sent = ""  # the msg_id of the cell sent last
 
     def run(self, code: str) -> float:
         return self.kernel.run(code)[0]
+
+    def send(self, code: str) -> None:
+        self._sent = self.kernel.client.execute(code)
+
+    def wait(self) -> None:
+        """Until the cell sent last has answered, and its kernel is idle."""
+        while self.kernel.client.get_shell_msg(timeout=60)["parent_header"].get(
+                "msg_id") != self._sent:
+            pass
+        self.kernel.until_idle(self._sent)
+
+    def pss_kib(self) -> int:
+        return self.kernel.pss_kib()
 
     def close(self) -> None:
         self.kernel.close()
@@ -75,6 +111,8 @@ def measure(host: type[Lines] | type[Jupyter], trips: int, losses: int) -> None:
                                                         "PYRELUNE_SNAPSHOTS": "0"})}
     rows: dict[str, dict[str, list[float]]] = {row: {"on": [], "off": []}
                                                for row in ("1+1", "50 ms cell", "crash to answer")}
+    memory: dict[str, dict[str, float]] = {row: {} for row in (
+        "PSS 400 MB array", "PSS rewriting it", "PSS rewritten")}
     try:
         for kernel in kernels.values():
             kernel.run(SETUP)
@@ -90,6 +128,17 @@ def measure(host: type[Lines] | type[Jupyter], trips: int, losses: int) -> None:
             for side, kernel in kernels.items():
                 kernel.run(SETUP)
                 rows["crash to answer"][side].append(kernel.run(CRASH) + kernel.run("1+1"))
+        for side, kernel in kernels.items():
+            kernel.run(BIG)
+            time.sleep(SETTLE)
+            memory["PSS 400 MB array"][side] = kernel.pss_kib() / _MIB
+            kernel.send(REWRITE.format(pause=2 * SETTLE))
+            time.sleep(SETTLE)
+            memory["PSS rewriting it"][side] = kernel.pss_kib() / _MIB
+            kernel.wait()
+            time.sleep(SETTLE)
+            memory["PSS rewritten"][side] = kernel.pss_kib() / _MIB
+            kernel.run("del a")
     finally:
         for kernel in kernels.values():
             kernel.close()
@@ -97,6 +146,9 @@ def measure(host: type[Lines] | type[Jupyter], trips: int, losses: int) -> None:
         on, off = statistics.median(sides["on"]), statistics.median(sides["off"])
         print(f"{host.__name__:8} {row:16} on {on * 1000:8.2f} ms  off {off * 1000:8.2f} ms  "
               f"{on / off:5.2f}x")
+    for row, mib in memory.items():
+        print(f"{host.__name__:8} {row:16} on {mib['on']:8.0f} MiB off {mib['off']:8.0f} MiB "
+              f"{mib['on'] / mib['off']:5.2f}x")
 
 
 def main() -> int:

@@ -95,9 +95,8 @@ def root(
     ] = None,
     no_snapshots: Annotated[
         bool,
-        typer.Option("--no-snapshots", help="The lines or Jupyter kernel keeps no snapshot of the "
-                     "namespace, and a lost worker costs it (as PYRELUNE_SNAPSHOTS=0; the rpc "
-                     "kernel keeps none yet; see docs/limits.md)."),
+        typer.Option("--no-snapshots", help="The kernel keeps no snapshot of the namespace, "
+                     "and a lost worker costs it (as PYRELUNE_SNAPSHOTS=0; see docs/limits.md)."),
     ] = False,
 ) -> None:
     if ctx.invoked_subcommand is not None:

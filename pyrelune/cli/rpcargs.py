@@ -178,7 +178,7 @@ def settings(values: dict[str, Any]) -> Settings:
             rules.seconds("--drain-timeout", drain_timeout, minimum=0.1))
         max_output = rules.max_output(None)
         shell = rules.shell(rules.PLAIN, values.get("shell"))
-        rules.snapshot_max()  # checked; the rpc kernel keeps no snapshots yet (docs/limits.md)
+        snapshot_max = rules.snapshot_max()
     except ConfigError as exc:
         raise Usage(str(exc), "--listen") from None
     except rules.SettingError as exc:
@@ -189,7 +189,7 @@ def settings(values: dict[str, Any]) -> Settings:
         listen=address, token=token, allow_origins=tuple(values["allow_origin"] or ()),
         certfile=str(certfile) if certfile else None, keyfile=str(keyfile) if keyfile else None,
         max_message=max_message, max_output=max_output, auth_timeout=wait,
-        drain_timeout=drain, shell=shell,
+        drain_timeout=drain, shell=shell, snapshot_max=snapshot_max,
     )
 
 

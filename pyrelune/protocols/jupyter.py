@@ -774,8 +774,10 @@ class JupyterCodec:
         """The worker's end of what it was doing: the request's reply, and idle."""
         before, request, cell = self.phase, self._current, self._cell
         dead = done.error is not None and done.error.code == events.WORKER_DIED
-        if dead:
+        if done.error is not None and dead and events.RESUMED not in done.error.evalue:
             self.comms.clear()  # they died with it: the front end's views are left unlinked
+        # Resumed: the comms live on in the snapshot's namespace, but those opened after it
+        # (the worker closes each when the front end next uses it: see `worker.comms`).
         if before in (RUNNING, WAITING_INPUT) and cell is not None:  # the cell itself is over
             cell.error = done.error
             if done.error is None and cell.user_expressions:

@@ -32,6 +32,7 @@ import time
 from collections import deque
 
 from pyrelune import fastjson
+from pyrelune.wire.events import RESUMED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
     from pyrelune.wire.interrupts import Interrupts
     from pyrelune.wire.ring import OutputRing
 
-#: How the failed cell's error begins to say that a snapshot took the lost worker's place.
-RESUMED = "the kernel resumed from its snapshot"
 #: How long a snapshot that is still setting itself up may take to say it is ready.
 READY_WAIT = 2.0
 #: How many superseded snapshots the session keeps the pids of (see `Snapshots.wake`).

@@ -31,6 +31,9 @@ PYTHON_EXIT = "python_exit"  # the cell raised SystemExit
 INTERRUPTED = "interrupted"  # KeyboardInterrupt ended the cell (the host interrupted it)
 TIMEOUT = "timeout"  # the cell ran past its deadline and was killed
 WORKER_DIED = "worker_died"  # the worker process ended, or broke the pipe protocol
+#: How a `WORKER_DIED` error's words say that the kernel's snapshot took the lost worker's
+#: place (see `supervisor.snapshots`): the namespace, and the comms in it, are the snapshot's.
+RESUMED = "the kernel resumed from its snapshot"
 
 # Why a request was refused before anything ran: `Rejected.code`. Vix Note
 # gets it as is, rpc as its JSON-RPC number; lines has only the message.

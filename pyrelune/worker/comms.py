@@ -78,7 +78,7 @@ def receive(query: Query, channel: Channel) -> None:
     try:
         interrupt_guard.start(query.cell)
         try:
-            _dispatch(query.args)
+            _dispatch(query.args, channel)
         finally:
             interrupt_guard.running = False
     except (Exception, KeyboardInterrupt):
@@ -90,7 +90,7 @@ def receive(query: Query, channel: Channel) -> None:
     channel.send(Done())
 
 
-def _dispatch(args: dict[str, Any]) -> None:
+def _dispatch(args: dict[str, Any], channel: Channel) -> None:
     from base64 import b64decode
 
     if _manager is None:
@@ -100,4 +100,12 @@ def _dispatch(args: dict[str, Any]) -> None:
                "msg_type": msg_type, "content": args["content"],
                "metadata": args.get("metadata", {}),
                "buffers": [memoryview(b64decode(b)) for b in args.get("buffers", [])]}
+    comm_id = args["content"].get("comm_id")
+    if msg_type != "comm_open" and comm_id not in _manager.comms:
+        # Not in this worker: the one that had it was lost, and the snapshot that took its
+        # place was taken before it opened (a fresh worker has none). The front end is told
+        # that it is closed, instead of talking to nothing.
+        if msg_type == "comm_msg":
+            channel.notify(Comm("comm_close", {"comm_id": comm_id, "data": {}}, {}, []))
+        return
     getattr(_manager, msg_type)(None, None, message)

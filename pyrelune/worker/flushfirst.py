@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 
+from pyrelune.wire.forks import before_cell_fork
 from pyrelune.worker.importhooks import after_import
 
 TYPE_CHECKING = False
@@ -51,7 +52,7 @@ def flush_first(flush: Callable[[], None]) -> None:
             original = getattr(module, name, None)
             if original is not None:
                 setattr(module, name, wrap(original, flush))
-    os.register_at_fork(before=flush)
+    before_cell_fork(flush)
     after_import("subprocess", lambda module: _flush_before_spawn(module, flush))
 
 

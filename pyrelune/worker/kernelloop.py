@@ -238,6 +238,13 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
             _thread.start_new_thread(_watch_lifeline, (fds.lifeline,))
         channel = Channel(fds.events, fds.control, host.cap, fds.key)
         interrupt_guard.interrupts = fds.interrupts
+        snapshots: Snapshots | None = None
+        if fds.snapshots >= 0:  # the kernel keeps one of the namespace after each cell
+            # Imported before `flush_first` wraps os.kill and os._exit: the snapshots' are the
+            # runtime's own, which never wait for the session (that would take a command).
+            from pyrelune.worker.snapshot import Snapshots
+
+            snapshots = Snapshots(fds, std, channel, host.snapshot_max)
         if host.shown is not None:
             host_shows(host.shown)
         _current_directory_first()
@@ -310,11 +317,6 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
             from pyrelune.worker.subshells import Subshells
 
             channel.aside = Subshells(channel, lambda: namespace, ipython).aside
-        snapshots: Snapshots | None = None
-        if fds.snapshots >= 0:  # the kernel keeps one of the namespace after each cell
-            from pyrelune.worker.snapshot import Snapshots
-
-            snapshots = Snapshots(fds, std, channel, host.snapshot_max)
         while True:
             if origins is not None:
                 origins.end()  # what a cell's thread or task writes while idle is its own

@@ -34,6 +34,7 @@ import warnings
 
 from pyrelune import fastjson
 from pyrelune.wire import forks
+from pyrelune.worker.channel import flush_output
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -149,6 +150,7 @@ class Snapshots:
 
     def _fork(self, filename: str, threads: list[str]) -> bool:
         """Fork the snapshot of the cell `filename`; True in the snapshot, once woken."""
+        flush_output()  # what the streams hold goes out now, and never again from the snapshot
         _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)  # until it has its own group
         try:
             with warnings.catch_warnings():  # "use of fork() may lead to deadlocks" (3.12+)

@@ -10,6 +10,7 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 from support import jupyter_host
 from support.jupyter_host import TIMEOUT, Run, collect, execute, until_idle
+from support.jupyter_host import send_comm as send
 
 pytest.importorskip("ipywidgets", reason="the widgets a notebook shows are the test")
 
@@ -17,13 +18,6 @@ Kernel = tuple[KernelManager, BlockingKernelClient]
 
 
 kernel, client = jupyter_host.module_kernel("message")
-
-
-def send(client: BlockingKernelClient, msg_type: str, content: dict[str, Any]) -> Run:
-    """A comm message from the front end on shell, and what IOPub says under it until idle."""
-    message = client.session.msg(msg_type, content)
-    client.shell_channel.send(message)
-    return Run({}, until_idle(client, message["header"]["msg_id"]))
 
 
 def comm_contents(run: Run) -> list[dict[str, Any]]:

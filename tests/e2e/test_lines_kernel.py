@@ -25,7 +25,7 @@ from support.lines_host import (
 from support.processes import kept, running
 
 from pyrelune.protocols.lines import EXAMPLE
-from pyrelune.supervisor.snapshots import RESUMED
+from pyrelune.wire.events import RESUMED
 
 INTERRUPTED = "KeyboardInterrupt: Execution interrupted"
 

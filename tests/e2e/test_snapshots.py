@@ -21,12 +21,13 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 from support import jupyter_host
-from support.jupyter_host import TIMEOUT, collect, execute
+from support.jupyter_host import TIMEOUT, Run, collect, execute, send_comm
 from support.lines_host import Host as LinesHost
 from support.lines_host import default_env, wait_for
 from support.processes import gone_soon, kept, running
+from support.rpc_host import Listener, PipeHost, WebSocketHost, stdout_of
 
-from pyrelune.supervisor.snapshots import RESUMED
+from pyrelune.wire.events import RESUMED
 
 SETUP = "a = list(range(10**6)); b = 5"
 CHECK = "print(sum(a), b)"
@@ -222,6 +223,93 @@ def test_lines_no_snapshot_outlives_a_killed_kernel() -> None:
     assert gone_soon(snapshot)
 
 
+# -- the rpc kernel --------------------------------------------------------------
+
+
+@pytest.fixture
+def rpc_kernel() -> Iterator[PipeHost]:
+    kernel = PipeHost()
+    kernel.wait_event("kernel.ready")
+    try:
+        yield kernel
+    finally:
+        kernel.close()
+
+
+def _rpc_error(events: list[dict[str, Any]]) -> str:
+    done = events[-1]["data"]
+    assert done["status"] == "error", events
+    return str(done["error"])
+
+
+@pytest.mark.parametrize("loss", list(LOSSES))
+def test_rpc_a_lost_worker_keeps_the_namespace(rpc_kernel: PipeHost, loss: str) -> None:
+    code, said = LOSSES[loss]
+    kept(rpc_kernel.process.pid, lambda: rpc_kernel.run(SETUP, cell_id="setup"))
+    error = _rpc_error(rpc_kernel.run(code))
+    assert said in error and RESUMED in error and "the one cell setup left" in error, error
+    assert stdout_of(rpc_kernel.run(CHECK)) == SEEN
+
+
+def test_rpc_an_interrupt_that_kills_keeps_the_namespace(rpc_kernel: PipeHost) -> None:
+    kept(rpc_kernel.process.pid, lambda: rpc_kernel.run(SETUP))
+    rpc_kernel.call("execute.cell", {"cell_id": "stubborn", "source": (
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "print('go', flush=True)\nwhile True:\n    pass")})
+    rpc_kernel.wait_event("stream")
+    rpc_kernel.call("execute.interrupt", {})
+    error = _rpc_error(rpc_kernel.until_done())
+    assert "its worker was killed" in error and RESUMED in error, error
+    assert stdout_of(rpc_kernel.run(CHECK)) == SEEN
+
+
+def test_rpc_losses_one_after_another_each_resume(rpc_kernel: PipeHost) -> None:
+    """Cells back to back, a loss, the next cell: each time the woken worker answers it, in
+    the namespace of a finished cell, its output read from the ring it shares with the dead
+    one."""
+    for round_ in range(10):
+        for value in range(5):
+            rpc_kernel.run(f"x = {round_ * 5 + value}")
+        kept(rpc_kernel.process.pid, lambda: rpc_kernel.run("print('kept', flush=True)"))
+        assert RESUMED in _rpc_error(rpc_kernel.run("import os\nos._exit(1)"))
+        assert stdout_of(rpc_kernel.run("print(x)")) == f"{round_ * 5 + 4}\n"
+    kernel = rpc_kernel.process.pid
+    assert [pid for pid in _children(kernel) if not running(pid)] == []
+
+
+def test_rpc_the_last_finished_cell_is_what_comes_back(rpc_kernel: PipeHost) -> None:
+    kept(rpc_kernel.process.pid, lambda: rpc_kernel.run("b = 6"))
+    assert RESUMED in _rpc_error(rpc_kernel.run(f"b = 7\nprint('seven')\n{SEGFAULT}"))
+    assert stdout_of(rpc_kernel.run("print(b)")) == "6\n"
+
+
+def test_rpc_snapshots_off_behaves_as_before() -> None:
+    kernel = PipeHost(env={"PYRELUNE_SNAPSHOTS": "0"})
+    try:
+        kernel.wait_event("kernel.ready")
+        kernel.run(SETUP)
+        time.sleep(IDLE_ENOUGH)
+        assert _children(_children(kernel.process.pid)[0]) == []  # no snapshot
+        assert "namespace was lost" in _rpc_error(kernel.run(SEGFAULT))
+        assert kernel.run(CHECK)[-1]["data"]["ename"] == "NameError"
+    finally:
+        kernel.close()
+
+
+def test_rpc_over_websocket_a_lost_worker_keeps_the_namespace() -> None:
+    server = Listener(env={"PYRELUNE_TOKEN": "t"})
+    host = WebSocketHost(server.url)
+    try:
+        host.wait_event("kernel.ready")
+        assert host.call("kernel.auth", {"token": "t"})["result"]["ok"] is True
+        kept(server.process.pid, lambda: host.run(SETUP))
+        assert RESUMED in _rpc_error(host.run(SEGFAULT))
+        assert stdout_of(host.run(CHECK)) == SEEN
+    finally:
+        host.close()
+        server.close()
+
+
 # -- the Jupyter kernel ---------------------------------------------------------
 
 Kernel = tuple[KernelManager, BlockingKernelClient]
@@ -265,6 +353,39 @@ def test_jupyter_an_interrupt_that_kills_keeps_the_namespace(kernel: Kernel,
     assert "its worker was killed" in run.content["evalue"], run.content
     assert RESUMED in run.content["evalue"]
     assert execute(client, CHECK).stdout() == SEEN
+
+
+def _slider(run: Run) -> str:
+    """The comm id of the one IntSlider `run` made."""
+    (comm_id,) = [c["comm_id"] for c in run.of("comm_open")
+                  if c["data"]["state"].get("_model_name") == "IntSliderModel"]
+    return str(comm_id)
+
+
+def _move(client: BlockingKernelClient, comm_id: str, value: int) -> Run:
+    """The front end moves the slider `comm_id` to `value`."""
+    return send_comm(client, "comm_msg", {"comm_id": comm_id, "data": {
+        "method": "update", "state": {"value": value}, "buffer_paths": []}})
+
+
+def test_jupyter_widgets_after_a_restore(kernel: Kernel, client: BlockingKernelClient) -> None:
+    """A widget the snapshot holds works on, both ways; one made after it is closed, at the
+    front end's first message to it, instead of talking to nothing."""
+    pytest.importorskip("ipywidgets")
+    held = _slider(kept(jupyter_host.pid(kernel[0]), lambda: execute(
+        client, "import ipywidgets\nslider = ipywidgets.IntSlider(value=3)\nslider")))
+    lost = execute(client, f"late = ipywidgets.IntSlider(value=4)\nlate\n{SEGFAULT}")
+    assert RESUMED in lost.content["evalue"], lost.content
+    late = _slider(lost)
+    info = collect(client, client.comm_info("jupyter.widget")).content["comms"]
+    assert held in info
+    assert _move(client, held, 7).of("comm_close") == []
+    assert execute(client, "print(slider.value)").stdout() == "7\n"
+    updates = [c["data"]["state"] for c in execute(client, "slider.value = 42").of("comm_msg")
+               if c["comm_id"] == held]
+    assert {"value": 42} in updates, updates
+    assert [c["comm_id"] for c in _move(client, late, 9).of("comm_close")] == [late]
+    assert late not in collect(client, client.comm_info()).content["comms"]
 
 
 def test_jupyter_snapshots_off_behaves_as_before(tmp_path: Path) -> None:

@@ -109,6 +109,13 @@ def until_idle(client: BlockingKernelClient, msg_id: str,
             return iopub
 
 
+def send_comm(client: BlockingKernelClient, msg_type: str, content: dict[str, Any]) -> Run:
+    """A comm message from the front end on shell, and what IOPub says under it until idle."""
+    message = client.session.msg(msg_type, content)
+    client.shell_channel.send(message)
+    return Run({}, until_idle(client, message["header"]["msg_id"]))
+
+
 def execute(client: BlockingKernelClient, code: str, timeout: float = TIMEOUT,
             **options: Any) -> Run:
     """Run `code` and collect what it produced (stdin requests are not answered)."""
