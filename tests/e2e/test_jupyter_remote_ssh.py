@@ -45,8 +45,8 @@ pytest.importorskip("cryptography", reason="needs cryptography (pyrelune's remot
 pytest.importorskip("jupyter_server", reason="needs jupyter_server (test extras)")
 pytest.importorskip("websockets", reason="needs websockets (test extras)")
 
-from websockets.sync.client import ClientConnection  # noqa: E402
 from websockets.sync.client import connect as ws_connect  # noqa: E402
+from websockets.sync.connection import Connection  # noqa: E402
 
 WAIT = 120.0  # a start, a reply or an ending on a busy 2-core machine
 BUSY = "while True:\n    pass\n"
@@ -177,7 +177,7 @@ def _status(server: Server) -> bool:
 class Channels:
     """The kernel's WebSocket (jupyter_server's JSON messages), with deadlines."""
 
-    def __init__(self, ws: ClientConnection) -> None:
+    def __init__(self, ws: Connection) -> None:
         self.ws = ws
         self.session = uuid.uuid4().hex
 
