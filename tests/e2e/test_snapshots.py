@@ -401,10 +401,12 @@ def test_jupyter_snapshots_off_behaves_as_before(tmp_path: Path) -> None:
 def test_lines_a_snapshot_of_a_broken_worker_gives_way_to_a_fresh_one(
         lines_kernel: LinesHost) -> None:
     """A cell that broke the worker's machinery broke its snapshot's too: once woken, it dies
-    before its first cell, and a fresh worker runs that cell."""
+    before its first cell, and a fresh worker runs that cell. (Whether the worker forked a
+    snapshot before its broken read ended it depends on which came first; either way the
+    next cell runs, in a fresh worker.)"""
     (worker,) = _children(lines_kernel.proc.pid)
     lines_kernel.execute("kept = 1\nimport os\nos.read = None")
     assert gone_soon(worker)  # idle, it forked its snapshot, then could not read a command
     answer = lines_kernel.execute("print(6 * 7)")
     assert (answer["stdout"], answer["error"]) == ("42\n", None), answer
-    assert RESUMED in answer["stderr"] and "namespace was lost" in answer["stderr"], answer
+    assert "namespace was lost" in answer["stderr"], answer

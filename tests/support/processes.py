@@ -73,4 +73,15 @@ def kept(kernel: int, cell: Callable[[], T]) -> T:
     before = snapshots(kernel)
     given = cell()
     assert wait_until(lambda: bool(snapshots(kernel) - before)), "no snapshot was taken"
+    # The one seen may be of the cell before (forked while idle just as `cell` was sent):
+    # the worker forks `cell`'s own once idle a few milliseconds, replacing it. Wait until
+    # the kernel's snapshots stay as they are for a while: the newest is then `cell`'s.
+    seen = [snapshots(kernel)]
+
+    def settled() -> bool:
+        now = snapshots(kernel)
+        same, seen[0] = now == seen[0], now
+        return same
+
+    wait_until(settled, interval=0.1)
     return given
