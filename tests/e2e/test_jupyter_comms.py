@@ -7,14 +7,12 @@ from typing import Any
 
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager
 from support import jupyter_host
 from support.jupyter_host import TIMEOUT, Run, collect, execute, until_idle
 from support.jupyter_host import send_comm as send
 
 pytest.importorskip("ipywidgets", reason="the widgets a notebook shows are the test")
 
-Kernel = tuple[KernelManager, BlockingKernelClient]
 
 
 kernel, client = jupyter_host.module_kernel("message")

@@ -16,11 +16,9 @@ from typing import Any
 
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager
 from support import jupyter_host
-from support.jupyter_host import TIMEOUT, collect, execute
+from support.jupyter_host import TIMEOUT, Kernel, collect, execute
 
-Kernel = tuple[KernelManager, BlockingKernelClient]
 #: What JupyterLab's debugger sends as `initialize`'s arguments.
 INITIALIZE = {"clientID": "test-client", "clientName": "testClient", "adapterID": "",
               "pathFormat": "path", "linesStartAt1": True, "columnsStartAt1": True,

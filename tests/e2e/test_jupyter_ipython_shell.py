@@ -21,13 +21,9 @@ from pathlib import Path
 
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager
 from support import jupyter_host
 from support.jupyter_host import TIMEOUT, Run, collect, execute, until_idle
 from support.launch import runtime
-
-Kernel = tuple[KernelManager, BlockingKernelClient]
-
 
 kernel, client = jupyter_host.module_kernel("message")
 

@@ -18,28 +18,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from support import jupyter_host, warmhost
-from support.jupyter_host import TIMEOUT, collect, execute
+from support.jupyter_host import TIMEOUT, Kernel, collect, execute
 from support.launch import SCRIPT
 from support.poll import wait_until
 
-Kernel = tuple[KernelManager, BlockingKernelClient]
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    with jupyter_host.started(tmp_path_factory.mktemp("jupyter")) as started:
-        yield started
-
-
-@pytest.fixture
-def client(kernel: Kernel) -> BlockingKernelClient:
-    jupyter_host.drain_iopub(kernel[1])
-    return kernel[1]
+kernel, client = jupyter_host.module_kernel()
 
 
 def test_kernel_info_is_ipykernels_language_info_with_pyrelune_as_implementation(

@@ -9,25 +9,15 @@ still stop the cell it followed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager
 from jupyter_client.session import Session
 from support import jupyter_host
-from support.jupyter_host import TIMEOUT
+from support.jupyter_host import TIMEOUT, Kernel
 
-Kernel = tuple[KernelManager, BlockingKernelClient]
 #: Rounds of the race: a fresh shell connection each, which the interrupt overtakes.
 ROUNDS = 8
 
 
-@pytest.fixture(scope="module", params=["message", "signal"])
-def kernel(request: pytest.FixtureRequest,
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    with jupyter_host.started(tmp_path_factory.mktemp("jupyter"), request.param) as started:
-        yield started
+kernel, client = jupyter_host.module_kernel("message", "signal")
 
 
 def test_an_interrupt_stops_the_cell_it_followed_even_when_it_arrives_first(

@@ -8,26 +8,20 @@ busy cell: that is when a user looks at them.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager
 from support import jupyter_host
-from support.jupyter_host import TIMEOUT, until_idle
+from support.jupyter_host import TIMEOUT, Kernel, until_idle
 
 pytest.importorskip("psutil")  # the figures beyond the host's name are psutil's, as ipykernel's
 
-Kernel = tuple[KernelManager, BlockingKernelClient]
 MIB = 1 << 20
 
 
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    with jupyter_host.started(tmp_path_factory.mktemp("jupyter")) as started:
-        yield started
+kernel, client = jupyter_host.module_kernel()
 
 
 def usage(client: BlockingKernelClient) -> tuple[dict[str, Any], list[str]]:

@@ -31,6 +31,8 @@ from support.launch import runtime
 
 TIMEOUT = 60.0  # generous: a noisy 2-core machine
 KERNEL_NAME = "pyrelune-test"
+#: A started kernel: its manager and a client whose channels are open.
+Kernel = tuple[KernelManager, BlockingKernelClient]
 
 
 def kernelspec(data_dir: Path, interrupt_mode: str = "signal", name: str = KERNEL_NAME,
@@ -122,21 +124,22 @@ def execute(client: BlockingKernelClient, code: str, timeout: float = TIMEOUT,
     return collect(client, client.execute(code, **options), timeout=timeout)
 
 
-def module_kernel(interrupt_mode: str = "signal") -> tuple[Any, Any]:
-    """A test module's `kernel` fixture (one kernel for the module, started as `started` does)
-    and its `client` fixture (that kernel's client, IOPub drained of earlier tests' messages).
+def module_kernel(*interrupt_modes: str) -> tuple[Any, Any]:
+    """A test module's `kernel` fixture (one kernel for the module, started as `started` does;
+    one per interrupt mode given, "signal" when none is) and its `client` fixture (that
+    kernel's client, IOPub drained of earlier tests' messages).
 
     In the module: `kernel, client = jupyter_host.module_kernel("message")`.
     """
 
-    @pytest.fixture(scope="module")
-    def kernel(tmp_path_factory: pytest.TempPathFactory
-               ) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
-        with started(tmp_path_factory.mktemp("jupyter"), interrupt_mode=interrupt_mode) as pair:
+    @pytest.fixture(scope="module", params=list(interrupt_modes or ("signal",)))
+    def kernel(request: pytest.FixtureRequest,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
+        with started(tmp_path_factory.mktemp("jupyter"), interrupt_mode=request.param) as pair:
             yield pair
 
     @pytest.fixture
-    def client(kernel: tuple[KernelManager, BlockingKernelClient]) -> BlockingKernelClient:
+    def client(kernel: Kernel) -> BlockingKernelClient:
         drain_iopub(kernel[1])
         return kernel[1]
 
