@@ -42,7 +42,7 @@ from pyrelune.wire.ring import OutputRing
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from typing import NoReturn
+    from typing import Any, ClassVar, NoReturn
 
     from pyrelune.supervisor.snapshots import Snapshots
     from pyrelune.supervisor.usage import Usage
@@ -94,11 +94,6 @@ def _serve(fds: WorkerFds, host: HostProfile) -> NoReturn:
     serve(fds, host, buffers_stdout(host.interactive))
 
 
-#: The queries the engine answers itself, as the worker may be busy: `usage`, the kernel's
-#: processes' CPU and memory (see `usage`).
-ENGINE_QUERIES = frozenset({"usage"})
-
-
 class Driver:
     """What an I/O layer is told of the engine's changes, so that it watches the right worker.
 
@@ -118,7 +113,7 @@ class Driver:
 
     def tell(self, event: Event) -> None:
         """An event the engine gives itself, no worker asked: its own answer to a query
-        (`ENGINE_QUERIES`, no Done follows), or the Done of a request no worker could
+        (`Kernel.ENGINE_ANSWERS`, no Done follows), or the Done of a request no worker could
         start (`NoWorker`)."""
         self.told.append(event)
 
@@ -276,8 +271,8 @@ class Kernel:
         A request no worker can start for (`NoWorker`) ends at once, its Done
         saying why; the kernel lives on, and the next request tries again.
         """
-        if isinstance(command, Query) and command.kind in ENGINE_QUERIES:
-            self._answer(command)
+        if isinstance(command, Query) and (own := self.ENGINE_ANSWERS.get(command.kind)):
+            self.driver.tell(Reply(own(self), command.kind))
         elif isinstance(command, (Execute, Query, Reset)):
             try:
                 self._begin(command)
@@ -316,13 +311,19 @@ class Kernel:
             return
         self._command(command)
 
-    def _answer(self, query: Query) -> None:
-        """A query the engine answers itself, at once, whatever the worker is doing."""
+    def _usage_figures(self) -> dict[str, Any]:
+        """`usage`: the CPU and memory of the kernel's processes (see `usage`)."""
         if self._usage is None:
             from pyrelune.supervisor.usage import Usage
 
             self._usage = Usage()
-        self.driver.tell(Reply(self._usage.measure(), query.kind))
+        return self._usage.measure()
+
+    #: Who answers a query: the engine itself, at once, for the kinds here (the worker may be
+    #: busy); the worker (`worker.introspect`) for every other kind, once its cell is over.
+    ENGINE_ANSWERS: ClassVar[dict[str, Callable[[Kernel], dict[str, Any]]]] = {
+        "usage": _usage_figures,
+    }
 
     def _query(self, query: Query) -> None:
         """Ask the idle worker about its namespace (see `worker.introspect`): a Reply and a

@@ -194,7 +194,7 @@ class Reply:
     """The answer to a `commands.Query` of `kind`: a JSON object.
 
     The worker's (completions, an object's help) is followed by a Done, as a
-    cell is; the engine's own (`supervisor.kernel.ENGINE_QUERIES`: the
+    cell is; the engine's own (`supervisor.kernel.Kernel.ENGINE_ANSWERS`: the
     kernel's use of the machine) is not, as no worker was asked.
     """
 
