@@ -157,6 +157,8 @@ class ZMQInteractiveShell(InteractiveShell):
         for the caller to report (see `runtime.report`)."""
         self.kernel.serve(header(command.origin))
         if command.count is not None:
+            if command.history:
+                self._stand_in_for_lost_inputs(command.count)
             self.execution_count = command.count
         self.shown = None
         error: CellError | None
@@ -175,6 +177,15 @@ class ZMQInteractiveShell(InteractiveShell):
             self.channel.send(Payload(payload))
         self._payloads.clear_payload()
         return error
+
+    def _stand_in_for_lost_inputs(self, count: int) -> None:
+        """Cells up to `count` that this shell never saw (a lost worker ran them after the
+        snapshot this one resumed from) get empty inputs, so `In[n]` stays cell n's."""
+        history = self.history_manager
+        missing = count - len(history.input_hist_parsed)
+        if missing > 0:
+            history.input_hist_parsed.extend([""] * missing)
+            history.input_hist_raw.extend([""] * missing)
 
     def _showtraceback(self, etype: type[BaseException], evalue: BaseException,
                        stb: Any) -> None:
