@@ -182,10 +182,11 @@ class ZMQInteractiveShell(InteractiveShell):
         """Cells up to `count` that this shell never saw (a lost worker ran them after the
         snapshot this one resumed from) get empty inputs, so `In[n]` stays cell n's."""
         history = self.history_manager
+        if history is None:
+            return
         missing = count - len(history.input_hist_parsed)
-        if missing > 0:
-            history.input_hist_parsed.extend([""] * missing)
-            history.input_hist_raw.extend([""] * missing)
+        history.input_hist_parsed.extend([""] * missing)  # nothing when none is missing
+        history.input_hist_raw.extend([""] * missing)
 
     def _showtraceback(self, etype: type[BaseException], evalue: BaseException,
                        stb: Any) -> None:
