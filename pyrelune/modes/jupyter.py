@@ -35,7 +35,7 @@ from pyrelune.protocols.jupyter import IOPUB, JupyterCodec, profile
 from pyrelune.settings import IOPUB_STALL, IPYTHON, PLAIN, snapshot_max
 from pyrelune.shaping import JUPYTER_MAX_DISPLAY
 from pyrelune.transports import prebound
-from pyrelune.transports.iopubflow import HELD, STALLED, IopubFlow
+from pyrelune.transports.iopubflow import HELD, OPEN, STALLED, IopubFlow
 from pyrelune.wire.commands import (
     INTERRUPT,
     Debug,
@@ -184,6 +184,7 @@ class JupyterServer:
         from pyrelune.transports.zmqsockets import IOPUB_BUDGET, TRACKED
 
         self._flow = IopubFlow(IOPUB_BUDGET, stall, TRACKED)  # HELD: the worker is not read
+        self._watching = False  # a look at IOPub is due (`_watch_iopub`)
         self._debug: DebugRelay | None = None  # from the first debug session on
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
@@ -243,6 +244,8 @@ class JupyterServer:
             self.loop.call_soon(self._pump)
 
     def _apply(self, outcome: Outcome[Sent]) -> None:
+        if outcome.messages and self._flow.state == STALLED:
+            self._look_at_iopub()  # drained since the last look: this goes out whole
         for channel, message in outcome.messages:
             frames = jupytermessages.serialize(message, self.signer)
             if channel != IOPUB or self._flow.admit(sum(map(len, frames))):
@@ -264,27 +267,33 @@ class JupyterServer:
         (`transports.iopubflow`)."""
         if self._driver is not None:
             self._driver.hold()
-        self.loop.call_later(DRAIN_POLL, self._look_at_iopub)
+        if not self._watching:
+            self._watching = True
+            self.loop.call_later(DRAIN_POLL, self._watch_iopub)
 
-    def _look_at_iopub(self) -> None:
+    def _watch_iopub(self) -> None:
+        """Look at IOPub until it is open again: often while the worker waits, less while
+        a subscriber has stalled (the worker goes on)."""
+        self._watching = False
+        if (state := self._look_at_iopub()) != OPEN:
+            self._watching = True
+            self.loop.call_later(DRAIN_POLL if state == HELD else STALL_POLL, self._watch_iopub)
+
+    def _look_at_iopub(self) -> str:
+        """IOPub's state now (see `IopubFlow.look`), and what its change calls for."""
         before = self._flow.state
         now = self._flow.look(self.sockets.backlog(), self.sockets.written, time.monotonic())
-        if now == HELD:
-            self.loop.call_later(DRAIN_POLL, self._look_at_iopub)
-            return
-        if before == HELD and self._driver is not None:
+        if before == HELD and now != HELD and self._driver is not None:
             self._driver.release()
-        if now == STALLED:
-            if before == HELD:
-                sys.stderr.write(
-                    f"pyrelune: an IOPub subscriber has read nothing for {self._flow.stall:g} "
-                    "s: the cells go on without it, and large outputs are not sent until it "
-                    "reads or disconnects\n")
-            self.loop.call_later(STALL_POLL, self._look_at_iopub)
-            return
-        if before == STALLED:
+        if before == HELD and now == STALLED:
+            sys.stderr.write(
+                f"pyrelune: an IOPub subscriber has read nothing for {self._flow.stall:g} s: "
+                "the cells go on without it, and large outputs are not sent until it reads "
+                "or disconnects\n")
+        elif before == STALLED and now == OPEN:
             sys.stderr.write("pyrelune: IOPub has drained: every output is sent again\n")
-        self._say_unsent()
+            self._say_unsent()
+        return now
 
     def _say_unsent(self) -> None:
         """Tell the front ends what they were not sent (see `IopubFlow.note`), if anything."""
