@@ -1,7 +1,7 @@
 """The runtime's settings, one rule each, whichever mode or option gives them.
 
 `PYRELUNE_TIMEOUT` and `--timeout`, `PYRELUNE_MAX_OUTPUT`, `PYRELUNE_MIME_ORDER`,
-`PYRELUNE_TOKEN`, `PYRELUNE_WARM_IDLE`, and the rpc kernel's
+`PYRELUNE_TOKEN`, `PYRELUNE_WARM_IDLE`, `PYRELUNE_IOPUB_STALL`, and the rpc kernel's
 `--max-message-size`, `--auth-timeout` and `--drain-timeout` are read here,
 so that a value means the same everywhere and a bad one is refused for the
 same reason. What start-up reads before it imports this module has its rule
@@ -113,6 +113,20 @@ def warm_idle() -> float:
     setting = os.environ.get("PYRELUNE_WARM_IDLE", "")
     return (seconds("PYRELUNE_WARM_IDLE", setting, zero="never idles out") if setting.strip()
             else WARM_IDLE)
+
+
+#: How long the Jupyter kernel waits on an IOPub subscriber that reads nothing before it
+#: goes on without it (see `transports.iopubflow`), in seconds.
+IOPUB_STALL = 5.0
+
+
+def iopub_stall() -> float:
+    """$PYRELUNE_IOPUB_STALL: seconds a cell may wait on IOPub with nothing written before the
+    kernel takes a subscriber to have stalled (0: never: it waits for ever), `IOPUB_STALL`
+    when unset or empty."""
+    setting = os.environ.get("PYRELUNE_IOPUB_STALL", "")
+    return (seconds("PYRELUNE_IOPUB_STALL", setting, zero="wait for ever") if setting.strip()
+            else IOPUB_STALL)
 
 
 def max_output(default: Default) -> int | Default:

@@ -31,10 +31,11 @@ from pyrelune.loop.reactor import Reactor
 from pyrelune.loop.ticker import Ticker
 from pyrelune.modes import ConfigError
 from pyrelune.protocols import jupytermessages
-from pyrelune.protocols.jupyter import JupyterCodec, profile
-from pyrelune.settings import IPYTHON, PLAIN, snapshot_max
+from pyrelune.protocols.jupyter import IOPUB, JupyterCodec, profile
+from pyrelune.settings import IOPUB_STALL, IPYTHON, PLAIN, snapshot_max
 from pyrelune.shaping import JUPYTER_MAX_DISPLAY
 from pyrelune.transports import prebound
+from pyrelune.transports.iopubflow import HELD, OPEN, STALLED, IopubFlow
 from pyrelune.wire.commands import (
     INTERRUPT,
     Debug,
@@ -63,8 +64,10 @@ if TYPE_CHECKING:
 
 #: Seconds between looks at whether the process that started the kernel is still there.
 PARENT_POLL = 1.0
-#: Seconds between looks at IOPub's backlog while the worker is not read (see `_full`).
+#: Seconds between looks at IOPub's backlog while the worker is not read (see `_hold`).
 DRAIN_POLL = 0.02
+#: Seconds between looks at it while a subscriber has stalled (the worker is read).
+STALL_POLL = 0.25
 #: Signals a kernel has no use for, each of which would end it (a cell's
 #: `os.kill(os.getppid(), ...)`, a terminal's hang-up): noted on stderr and ignored. The
 #: worker has their default actions back (see `worker.runtime`), for the cells' own use.
@@ -165,9 +168,10 @@ class JupyterServer:
 
     def __init__(self, connection: Connection, sockets: ZmqSockets, loop: Reactor,
                  cap: int | None = None, parent: int | None = None,
-                 shell: str = IPYTHON) -> None:
+                 shell: str = IPYTHON, stall: float = IOPUB_STALL) -> None:
         """`parent`: the process that started the kernel (see `_watch_parent`), None for none
-        to watch; `shell`, what runs its cells (see `settings.shell`)."""
+        to watch; `shell`, what runs its cells (see `settings.shell`); `stall`, how long a cell
+        waits on IOPub with nothing written (see `transports.iopubflow`)."""
         self.loop = loop
         self._shell = shell
         self.sockets = sockets
@@ -177,7 +181,10 @@ class JupyterServer:
         self._cap = JUPYTER_MAX_DISPLAY if cap is None else cap  # PYRELUNE_MAX_OUTPUT
         self.kernel: Kernel | None = None  # until the first request is answered
         self._driver: LoopDriver | None = None  # its loop layer
-        self._full = False  # IOPub's backlog is over its budget: the worker is not read
+        from pyrelune.transports.zmqsockets import IOPUB_BUDGET, TRACKED
+
+        self._flow = IopubFlow(IOPUB_BUDGET, stall, TRACKED)  # HELD: the worker is not read
+        self._watching = False  # a look at IOPub is due (`_watch_iopub`)
         self._debug: DebugRelay | None = None  # from the first debug session on
         self._pump_due = False
         self._ticker = Ticker(loop, self._flush)  # the codec's coalesced stream text
@@ -226,7 +233,7 @@ class JupyterServer:
             self.kernel = Kernel(profile(self._cap, self._shell, snapshot_max()))
             self._driver = LoopDriver(self.loop, self.kernel, self._on_event, lambda: self._apply(
                 self.codec.worker_lost(SUBSHELLS_LOST)))
-            if self._full:
+            if self._flow.state == HELD:
                 self._driver.hold()
         return self.kernel
 
@@ -237,9 +244,14 @@ class JupyterServer:
             self.loop.call_soon(self._pump)
 
     def _apply(self, outcome: Outcome[Sent]) -> None:
+        if outcome.messages and self._flow.state == STALLED:
+            self._look_at_iopub()  # drained since the last look: this goes out whole
         for channel, message in outcome.messages:
-            self.sockets.send(channel, jupytermessages.serialize(message, self.signer))
-        if outcome.messages and not self._full and self.sockets.backlogged():
+            frames = jupytermessages.serialize(message, self.signer)
+            if channel != IOPUB or self._flow.admit(sum(map(len, frames))):
+                self.sockets.send(channel, frames)
+        if outcome.messages and self._flow.sent(self.sockets.backlog(), self.sockets.written,
+                                                time.monotonic()):
             self._hold()
         for problem in outcome.problems:
             sys.stderr.write(f"pyrelune: {problem}\n")
@@ -249,21 +261,44 @@ class JupyterServer:
         self._look_again()
 
     def _hold(self) -> None:
-        """IOPub has more unwritten than its budget (a subscriber stopped reading): read
-        nothing more from the worker, whose cell then waits on its own output, until
-        IOPub has drained (`ZmqSockets.drained`). Nothing is dropped, for any subscriber."""
-        self._full = True
+        """IOPub has more unwritten than its budget (a subscriber is slow, or stopped
+        reading): read nothing more from the worker, whose cell then waits on its own
+        output, until IOPub has drained, or has written nothing for the stall limit
+        (`transports.iopubflow`)."""
         if self._driver is not None:
             self._driver.hold()
-        self.loop.call_later(DRAIN_POLL, self._drained)
+        if not self._watching:
+            self._watching = True
+            self.loop.call_later(DRAIN_POLL, self._watch_iopub)
 
-    def _drained(self) -> None:
-        if not self.sockets.drained():
-            self.loop.call_later(DRAIN_POLL, self._drained)
-            return
-        self._full = False
-        if self._driver is not None:
+    def _watch_iopub(self) -> None:
+        """Look at IOPub until it is open again: often while the worker waits, less while
+        a subscriber has stalled (the worker goes on)."""
+        self._watching = False
+        if (state := self._look_at_iopub()) != OPEN:
+            self._watching = True
+            self.loop.call_later(DRAIN_POLL if state == HELD else STALL_POLL, self._watch_iopub)
+
+    def _look_at_iopub(self) -> str:
+        """IOPub's state now (see `IopubFlow.look`), and what its change calls for."""
+        before = self._flow.state
+        now = self._flow.look(self.sockets.backlog(), self.sockets.written, time.monotonic())
+        if before == HELD and now != HELD and self._driver is not None:
             self._driver.release()
+        if before == HELD and now == STALLED:
+            sys.stderr.write(
+                f"pyrelune: an IOPub subscriber has read nothing for {self._flow.stall:g} s: "
+                "the cells go on without it, and large outputs are not sent until it reads "
+                "or disconnects\n")
+        elif before == STALLED and now == OPEN:
+            sys.stderr.write("pyrelune: IOPub has drained: every output is sent again\n")
+            self._say_unsent()
+        return now
+
+    def _say_unsent(self) -> None:
+        """Tell the front ends what they were not sent (see `IopubFlow.note`), if anything."""
+        if (note := self._flow.note()) is not None:
+            self._apply(self.codec.said(note))
 
     def _carry_out(self, command: Command) -> None:
         if isinstance(command, (Execute, Query)):
@@ -322,6 +357,7 @@ class JupyterServer:
     def _on_event(self, event: Event) -> None:
         if isinstance(event, Done):
             self._pump()  # what was sent meanwhile is queued first: a failure may abort it
+            self._say_unsent()  # before the reply: the cell's outputs that did not go out
         self._apply(self.codec.output(event, time.monotonic()))
         if self.terminated and isinstance(event, Done):
             self.loop.stop()  # its reply is out
@@ -374,9 +410,11 @@ def _username() -> str:
         return "pyrelune"
 
 
-def serve(connection: Connection, cap: int | None = None, shell: str = IPYTHON) -> None:
+def serve(connection: Connection, cap: int | None = None, shell: str = IPYTHON,
+          stall: float = IOPUB_STALL) -> None:
     """Bind the sockets and serve until a shutdown_request, SIGTERM, or the end of the
-    process that started the kernel. `shell`: what runs the cells (see `settings.shell`)."""
+    process that started the kernel. `shell`: what runs the cells (see `settings.shell`);
+    `stall`: see `settings.iopub_stall`."""
     parent = watched_parent()  # before the connection file says the kernel is there
     from pyrelune.transports.zmqsockets import ZmqSockets
 
@@ -395,7 +433,7 @@ def serve(connection: Connection, cap: int | None = None, shell: str = IPYTHON) 
     try:
         if sockets.ports != connection.ports:
             _write_ports(connection.path, sockets.ports)
-        server = JupyterServer(connection, sockets, reactor, cap, parent, shell)
+        server = JupyterServer(connection, sockets, reactor, cap, parent, shell, stall)
         reactor.add_signal_handler(_signal.SIGTERM, server.terminate)
         for name in IGNORED_SIGNALS:
             if (signum := getattr(_signal, name, None)) is not None:
@@ -502,6 +540,7 @@ def _run(connection_file: str, shell: str | None) -> int:
         connection = read_connection(connection_file)
         cap = settings.max_output(None)
         chosen = settings.shell(IPYTHON, shell)
+        stall = settings.iopub_stall()
         settings.snapshot_max()  # a bad one refuses to start; the kernel reads it again
     except (ConfigError, settings.SettingError) as exc:
         return _refuse(str(exc), 2)
@@ -510,7 +549,7 @@ def _run(connection_file: str, shell: str | None) -> int:
                        f"{zmq.zmq_version()}) was built without CurveZMQ: install a pyzmq "
                        "whose libzmq has it (the wheels on PyPI do)", 1)
     try:
-        serve(connection, cap, _shell(chosen))
+        serve(connection, cap, _shell(chosen), stall)
     except (OSError, zmq.ZMQError) as exc:  # a port another process took, ...
         return _refuse(str(exc), 1)
     return 0

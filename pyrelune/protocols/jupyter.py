@@ -689,6 +689,14 @@ class JupyterCodec:
             self._moved(outcome, self._debugger.tick(now))
         return outcome
 
+    def said(self, text: str) -> Outcome[Sent]:
+        """A note of the kernel's own on stderr, after the text that waits, under what output
+        goes under (no cap counts it: it says what the front ends missed)."""
+        outcome: Outcome[Sent] = Outcome()
+        self._flush(outcome)
+        self._publish(outcome, "stream", {"name": "stderr", "text": text}, self._parent())
+        return outcome
+
     def _parent(self) -> Message | None:
         """What output belongs to: the running cell, the comm message being handled, or
         (between cells: a thread's, a task's) the last cell."""

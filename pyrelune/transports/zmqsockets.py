@@ -19,9 +19,11 @@ IOPub is bounded in bytes too, not only in messages (its high-water mark):
 ZeroMQ keeps what a subscriber has not read, and says nothing of how much.
 So each IOPub message of `TRACKED` bytes or more is handed over zero-copy
 with a tracker, which says when ZeroMQ has written it out to every
-subscriber; `backlog` is the bytes handed over and not yet written. The
-driver stops reading the worker while it is over a budget (`IOPUB_BUDGET`):
-nothing is dropped, and the cell waits on its own output until IOPub drains.
+subscriber (or let go of it: a subscriber that disconnects frees what its
+pipe held); `backlog` is the bytes handed over and not yet written. The
+driver stops reading the worker while it is over a budget (`IOPUB_BUDGET`),
+so the cell waits on its own output until IOPub drains, for a while: see
+`transports.iopubflow` for a subscriber that never reads again.
 
 A socket's `FD` is edge-triggered: it says "look" once, and a send on the
 socket may consume that. So `receive` reads until nothing is left, and the
@@ -91,6 +93,7 @@ class ZmqSockets:
         self.ports: dict[str, int] = {}
         self._unwritten: deque[tuple[zmq.MessageTracker, int]] = deque()  # IOPub's, in order
         self._backlog = 0  # their bytes
+        self.written = 0  # the bytes of those written out, so far (as `backlog` last saw)
         try:
             for channel, kind in ((SHELL, zmq.ROUTER), (CONTROL, zmq.ROUTER),
                                   (STDIN, zmq.ROUTER), (IOPUB, zmq.XPUB)):
@@ -154,16 +157,10 @@ class ZmqSockets:
         """The bytes of IOPub messages handed to ZeroMQ that it has not yet written out to
         every subscriber (one that stops reading keeps them all)."""
         while self._unwritten and self._unwritten[0][0].done:
-            self._backlog -= self._unwritten.popleft()[1]
+            size = self._unwritten.popleft()[1]
+            self._backlog -= size
+            self.written += size
         return self._backlog
-
-    def backlogged(self) -> bool:
-        """Whether IOPub's backlog is over `IOPUB_BUDGET`: the worker should wait."""
-        return self.backlog() > IOPUB_BUDGET
-
-    def drained(self) -> bool:
-        """Whether IOPub's backlog is down to half its budget again: the worker may go on."""
-        return self.backlog() <= IOPUB_BUDGET // 2
 
     def close(self) -> None:
         """Close every socket, letting queued messages leave for up to `LINGER` ms."""

@@ -55,11 +55,10 @@ class FakeSockets:
     def subscriptions(self) -> list[bytes]:
         return []
 
-    def backlogged(self) -> bool:
-        return False
+    written = 0  # IOPub's bytes written out: none are followed
 
-    def drained(self) -> bool:
-        return True
+    def backlog(self) -> int:
+        return 0
 
     def receive(self, channel: str) -> list[bytes] | None:
         try:

@@ -102,3 +102,15 @@ def test_the_shell_is_ipython_or_plain(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(settings.SettingError, match="--shell must be 'ipython' or 'plain'"):
         settings.shell(settings.PLAIN, "bash")
 
+
+
+def test_the_iopub_stall_limit_is_seconds_0_waits_for_ever(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYRELUNE_IOPUB_STALL", raising=False)
+    assert settings.iopub_stall() == settings.IOPUB_STALL
+    for value, expected in (("0", 0.0), (" 2.5 ", 2.5)):
+        monkeypatch.setenv("PYRELUNE_IOPUB_STALL", value)
+        assert settings.iopub_stall() == expected
+    monkeypatch.setenv("PYRELUNE_IOPUB_STALL", "-1")
+    with pytest.raises(settings.SettingError, match=r"^PYRELUNE_IOPUB_STALL must be seconds, "
+                                                    r"from 0 to 604800 \(0: wait for ever\)"):
+        settings.iopub_stall()
