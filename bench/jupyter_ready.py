@@ -19,9 +19,10 @@ Target: <= 0.5x of ipykernel on every row. Turns alternate between the kernels, 
 this machine's drifting speed hits all alike; medians are reported, after one
 round of each that is not counted (the first start writes IPython's profile).
 Python's defaults: PYTHONUNBUFFERED and PYTHONDONTWRITEBYTECODE are unset for the
-kernels and servers. Nothing is written outside a temporary folder: HOME is one,
-where both `--user` kernelspecs are installed, and JUPYTER_PATH names another,
-holding the `--sys-prefix` kernelspec.
+kernels and servers. The kernelspecs, IPython's profile and the servers' files go
+into a temporary folder, never the user's own: HOME is one, where both `--user`
+kernelspecs are installed, and JUPYTER_PATH names another, holding the
+`--sys-prefix` kernelspec.
 
 Public tools only: jupyter_client, jupyter_server, websockets, the standard library.
 """
