@@ -11,9 +11,6 @@ machine's drifting speed hits both alike; medians are reported.
 - start: `start_kernel()` to the first `kernel_info_reply` (target <= 0.25x), with
   the kernelspec `pyrelune jupyter install --sys-prefix` writes (it names pyrelune's
   provisioner); and, informational, with the one `--user` writes (it does not);
-- start_new_kernel: jupyter_client's `start_new_kernel()` until it returns (its
-  `wait_for_ready`: a kernel_info answered, and a message seen on IOPub, else it
-  asks again a second later), the path nbclient and papermill take (target <= 0.5x);
 - to first `1+1`: `start_kernel()` until the first cell's reply and idle status,
   the cell sent as soon as kernel_info is answered: what a user waits for before
   anything runs, the worker ready and IPython's shell imported and made (target
@@ -26,6 +23,9 @@ machine's drifting speed hits both alike; medians are reported.
 - idle memory: the proportional set size (PSS, /proc/PID/smaps_rollup) of the
   whole kernel, its process and every process under it, once idle after a
   few cells (target <= 1.0x); and again after the flood (informational).
+
+Start to ready through jupyter_client's `start_new_kernel()` and through
+jupyter_server's WebSocket, as nbclient and JupyterLab meet it: bench/jupyter_ready.py.
 
 Public tools only: jupyter_client, ipykernel, the standard library.
 """
@@ -48,7 +48,7 @@ from pyrelune.jupyter import kernelspec
 
 TIMEOUT = 120.0
 KERNELS = ("pyrelune", "ipykernel")
-TARGETS = {"start": 0.25, "start_new_kernel": 0.5, "to first 1+1": 0.5, "1+1": 0.5,
+TARGETS = {"start": 0.25, "to first 1+1": 0.5, "1+1": 0.5,
            "restart": 0.5, "flood": 0.5, "idle PSS": 1.0}
 
 
@@ -158,19 +158,6 @@ class Kernel:
         self.manager.shutdown_kernel(now=True)
 
 
-def start_new(name: str) -> float:
-    """Seconds jupyter_client's `start_new_kernel()` takes to hand over a ready client."""
-    from jupyter_client.manager import start_new_kernel
-
-    begin = time.perf_counter()
-    manager, client = start_new_kernel(startup_timeout=TIMEOUT, kernel_name=f"bench-{name}",
-                                       env=defaults_env())
-    took = time.perf_counter() - begin
-    client.stop_channels()
-    manager.shutdown_kernel(now=True)
-    return took
-
-
 def tree_pss_kib(root: int) -> int:
     """The PSS of the process `root` and all its descendants, in KiB."""
     return sum(_pss(pid) for pid in _tree(root))
@@ -219,7 +206,6 @@ def main() -> int:
             order = list(KERNELS) if turn % 2 == 0 else list(reversed(KERNELS))
             for name in order:
                 rows = samples[name]
-                rows.setdefault("start_new_kernel", []).append(start_new(name))
                 kernel = Kernel(name)
                 try:
                     rows.setdefault("start", []).append(kernel.started)
@@ -243,7 +229,7 @@ def main() -> int:
             samples["pyrelune"].setdefault("start, user spec", []).append(user.started)
     samples["ipykernel"]["start, user spec"] = samples["ipykernel"]["start"]
     print(f"{'':18}{'pyrelune':>14}{'ipykernel':>14}{'ratio':>9}  target")
-    for row in ("start", "start, user spec", "start_new_kernel", "to first 1+1", "first 1+1",
+    for row in ("start", "start, user spec", "to first 1+1", "first 1+1",
                 "1+1", "restart", "flood", "idle PSS", "PSS after flood", "flood chars"):
         ours, theirs = (statistics.median(samples[n][row]) for n in KERNELS)
         unit = _unit(row)

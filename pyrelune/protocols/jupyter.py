@@ -241,7 +241,12 @@ class JupyterCodec:
     def welcome(self, subscription: bytes) -> Outcome[Sent]:
         """`iopub_welcome` for a subscriber that just subscribed to `subscription` (JEP 65):
         under its own topic, so that it gets it; one that is not UTF-8 gets none, as from
-        ipykernel."""
+        ipykernel. Then the kernel's state, as a status of no request's: a subscriber that
+        came after the kernel's last status learns it. jupyter_server needs that: its own
+        IOPub subscriber, connected as the kernel starts, holds a WebSocket's opening until
+        it has seen a status other than `starting` (asking kernel_info again only every
+        half second), and the kernel may have answered its first requests before that
+        subscriber's connection, refused while the kernel was starting, was made again."""
         outcome: Outcome[Sent] = Outcome()
         try:
             topic = subscription.decode("utf-8")
@@ -249,6 +254,7 @@ class JupyterCodec:
             return outcome
         outcome.messages.append((IOPUB, self.builder.publish(
             "iopub_welcome", {"subscription": topic}, None, topic=subscription)))
+        self._status(outcome, "busy" if self.busy else "idle", None)
         return outcome
 
     # -- requests ----------------------------------------------------------------------

@@ -92,7 +92,8 @@ def test_a_peer_with_the_front_ends_identity_takes_none_of_its_replies(tmp_path:
 
 def test_each_iopub_subscriber_is_welcomed(tmp_path: Path) -> None:
     """`iopub_welcome` (JEP 65) to every subscriber that connects, under the topic it chose:
-    a front end knows IOPub is connected without waiting for a status it may have missed."""
+    a front end knows IOPub is connected without waiting for a status it may have missed.
+    Then the kernel's state, for one (jupyter_server's) that waits for a status."""
     context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
     with jupyter_host.started(tmp_path) as (manager, client):
         for topic in (b"", b"kernel."):  # a second subscriber of "" too: XPUB_VERBOSE
@@ -100,11 +101,16 @@ def test_each_iopub_subscriber_is_welcomed(tmp_path: Path) -> None:
                 socket = context.socket(zmq.SUB)
                 socket.subscribe(topic)
                 socket.connect(f"tcp://127.0.0.1:{manager.iopub_port}")
+                received = []
                 try:
-                    assert socket.poll(int(TIMEOUT * 1000))
-                    _, frames = client.session.feed_identities(socket.recv_multipart())
-                    welcome = client.session.deserialize(frames)
+                    for _ in range(2):
+                        assert socket.poll(int(TIMEOUT * 1000))
+                        _, frames = client.session.feed_identities(socket.recv_multipart())
+                        received.append(client.session.deserialize(frames))
                 finally:
                     socket.close(linger=0)
+                welcome, status = received
                 assert welcome["msg_type"] == "iopub_welcome"
                 assert welcome["content"] == {"subscription": topic.decode()}
+                assert status["msg_type"] == "status" and not status["parent_header"]
+                assert status["content"] == {"execution_state": "idle"}

@@ -174,6 +174,17 @@ def test_an_execute_request_is_busy_input_then_a_cell_to_run() -> None:
     assert not kernel.busy
 
 
+def test_a_new_subscriber_is_welcomed_then_told_the_kernels_state() -> None:
+    kernel = codec()
+    welcomed = kernel.welcome(b"kernel.")
+    assert sent(welcomed) == [("iopub", "iopub_welcome"), ("iopub", "status:idle")]
+    assert welcomed.messages[0][1].identities == [b"kernel."]
+    assert welcomed.messages[1][1].parent_header == {}
+    execute(kernel, "1")
+    assert sent(kernel.welcome(b"")) == [("iopub", "iopub_welcome"), ("iopub", "status:busy")]
+    assert kernel.welcome(b"\xff").messages == []  # not UTF-8: no welcome, as from ipykernel
+
+
 def test_the_result_is_an_execute_result_with_the_count() -> None:
     kernel = codec()
     execute(kernel, "1")
