@@ -9,15 +9,17 @@ length, which grows with the worker's memory (about 0.3 ms for 50 MB, page
 tables copied; the copy-on-write faults after it are a tenth of that), and a
 command that comes meanwhile waits for it. So the worker forks:
 
-- at once, even with a command waiting, when the cells run since the last
-  snapshot took at least `WORTH` times what this fork should cost (the last
-  one's, measured here, scaled by the worker's resident memory now against
-  then): the fork is then at most 4% of the work it keeps. Cells queued back
-  to back ("Run All") that take long get their snapshots, and a crash an hour
-  in loses one cell, not the hour;
+- at once, even with a command waiting, when the cell ran at least `WORTH`
+  times what this fork should cost (the last one's, measured here, scaled by
+  the worker's resident memory now against then): the fork is then at most
+  4% of the cell. Cells queued back to back ("Run All") that take long get
+  their snapshots, and a crash an hour in loses one cell, not the hour;
 - otherwise once idle for `IDLE` with no command waiting: quick cells back to
-  back skip their snapshots (the older one stays, naming its own cell), until
-  their time adds up to the rule above.
+  back skip their snapshots (the older one stays, naming its own cell). Their
+  time is not added up: a fork's full cost is more than the worker's stall
+  it is timed by (the copy-on-write faults after it, the snapshot's own
+  start on a shared CPU), and a fork every few dozen quick cells slowed
+  their round trips by a third.
 
 When the worker is lost, the session wakes the newest snapshot with the ends
 of fresh pipes, and it goes on as the worker, returning into the command
@@ -73,8 +75,8 @@ IDLE = 0.005
 WORTH = 25
 #: What the first fork is taken to cost, before one is measured, in seconds.
 FIRST_FORK = 0.002
-#: What no fork costs less than, in seconds: until the cells since the last snapshot ran
-#: `WORTH` times this, the worker does not look at its memory to reckon the next fork's cost.
+#: What no fork costs less than, in seconds: a cell shorter than `WORTH` times this has its
+#: snapshot forked once idle, without a look at the worker's memory.
 LEAST_FORK = 0.0002
 #: The most of a snapshot's process name that Linux keeps (/proc/<pid>/comm), in bytes.
 NAME_BYTES = 15
@@ -172,7 +174,7 @@ class Snapshots:
         self._ended: list[int] = []  # snapshots killed, not reaped yet
         self._skipped = False
         self._due: str | None = None  # the finished cell whose snapshot is not taken yet
-        self._work = 0.0  # the seconds cells ran since the last snapshot
+        self._ran = 0.0  # the seconds the cell whose snapshot is due ran
         self._cost = FIRST_FORK  # the seconds the last fork stalled the worker
         self._resident = 0  # the worker's resident pages then (0: no fork measured)
         self._name = b""  # the worker's own process name, in a snapshot
@@ -186,14 +188,13 @@ class Snapshots:
     def due(self, filename: str, ran: float) -> None:
         """The cell named `filename` has finished (its Done sent), after `ran` seconds: its
         snapshot is due."""
-        self._due = filename
-        self._work += ran
+        self._due, self._ran = filename, ran
 
     def when_idle(self) -> None:
-        """Before the worker waits for a command: the due snapshot, at once if the cells since
-        the last one ran `WORTH` times its cost, else once nothing has come for `IDLE`. A
-        command that came first skips it; it stays due past a question (which leaves the
-        namespace be), not past the next cell (which makes another due)."""
+        """Before the worker waits for a command: the due snapshot, at once if its cell ran
+        `WORTH` times the fork's cost, else once nothing has come for `IDLE`. A command that
+        came first skips it; it stays due past a question (which leaves the namespace be),
+        not past the next cell (which makes another due)."""
         if self._due is None:
             return
         if not self._worth_it() and (
@@ -204,15 +205,15 @@ class Snapshots:
         self.take(filename)
 
     def _worth_it(self) -> bool:
-        """Whether the cells since the last snapshot ran `WORTH` times what the next fork
-        should cost: the last one's, scaled by the worker's memory now against then (a cell
-        that freed a big array makes the next fork cheaper, one that made one dearer)."""
-        if self._work < WORTH * LEAST_FORK:
+        """Whether the due snapshot's cell ran `WORTH` times what the fork should cost: the
+        last one's, scaled by the worker's memory now against then (a cell that freed a big
+        array makes the next fork cheaper, one that made one dearer)."""
+        if self._ran < WORTH * LEAST_FORK:
             return False
         cost = self._cost
         if self._resident and (now := _resident()):
             cost *= now / self._resident
-        return self._work >= WORTH * cost
+        return self._ran >= WORTH * cost
 
     def take(self, filename: str) -> None:
         """A snapshot of the namespace that the cell named `filename` left, now, in place of
@@ -260,7 +261,7 @@ class Snapshots:
 
     def drop(self) -> None:
         """End the newest snapshot (a reset, or a newer one), and reap those ended before."""
-        self._due, self._work = None, 0.0
+        self._due = None
         if self._child is not None:
             try:
                 _kill(self._child, _signal.SIGKILL)
