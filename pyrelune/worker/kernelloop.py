@@ -18,6 +18,7 @@ import builtins
 import io
 import os
 import sys
+import time
 
 from pyrelune import PyreluneError
 from pyrelune.settings import IPYTHON
@@ -337,6 +338,7 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
                     snapshots.drop()
                 channel.send(Done())
             elif isinstance(command, Execute):
+                began = time.perf_counter()
                 std.restore()
                 if origins is not None:  # interactive
                     between.before_cell()
@@ -347,7 +349,7 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
                 else:
                     run(Cell(command.source, command.filename, command.cell), namespace, channel)
                 if snapshots is not None:  # its Done is out
-                    snapshots.due(command.filename)
+                    snapshots.due(command.filename, time.perf_counter() - began)
             elif isinstance(command, Query):
                 if origins is not None:
                     origins.begin(None)  # what it writes goes under the question

@@ -1,16 +1,35 @@
 """The kernel's snapshots, the worker's side: after each cell, a frozen fork holding the namespace.
 
-Once a cell's Done has gone out and the worker has been idle for `IDLE`
-(no command waiting), it forks (`Snapshots.when_idle`): the child is a
-snapshot of the namespace as that cell left it, copy-on-write, and waits on
-its socket to the session (see `supervisor.snapshots`). A new snapshot
-replaces the last one. A fork costs the worker time in proportion to its
-memory (about 0.3 ms for 50 MB, page tables copied; the copy-on-write faults
-after it are a tenth of that), so a command that comes sooner is not made to
-wait for one: cells back to back skip their snapshots, and the older one
-stays, naming its own cell. When the worker is lost, the session wakes
-the newest one with the ends of fresh pipes, and it goes on as the worker,
-returning into the command loop where the worker forked it.
+Once a cell's Done has gone out, its snapshot is due (`Snapshots.when_idle`):
+the child is a snapshot of the namespace as that cell left it,
+copy-on-write, and waits on its socket to the session (see
+`supervisor.snapshots`). A new snapshot replaces the last one. The fork is
+off the cell's path (after its reply), but it stalls the worker for its
+length, which grows with the worker's memory (about 0.3 ms for 50 MB, page
+tables copied; the copy-on-write faults after it are a tenth of that), and a
+command that comes meanwhile waits for it. So the worker forks:
+
+- at once, even with a command waiting, when the cell ran at least `WORTH`
+  times what this fork should cost (the last one's, measured here, scaled by
+  the worker's resident memory now against then): the fork is then at most
+  4% of the cell. Cells queued back to back ("Run All") that take long get
+  their snapshots, and a crash an hour in loses one cell, not the hour;
+- otherwise once idle for `IDLE` with no command waiting: quick cells back to
+  back skip their snapshots (the older one stays, naming its own cell). Their
+  time is not added up: a fork's full cost is more than the worker's stall
+  it is timed by (the copy-on-write faults after it, the snapshot's own
+  start on a shared CPU), and a fork every few dozen quick cells slowed
+  their round trips by a third.
+
+When the worker is lost, the session wakes the newest snapshot with the ends
+of fresh pipes, and it goes on as the worker, returning into the command
+loop where the worker forked it.
+
+A snapshot is named for the cell it holds, for hosts and tests to see: its
+process name (/proc/<pid>/comm, `ps`) is `snap ` and the cell's file name
+without its angle brackets (`snap In[12]`, `snap cell 3`), cut to the 15
+bytes Linux keeps, set as soon as it is in its own process group, right after
+the fork; woken, it takes back the worker's name.
 
 What a fork cannot carry is not pretended: threads other than the main one
 do not exist in a snapshot; every descriptor it inherited but its socket (and
@@ -30,6 +49,7 @@ import os
 import select
 import socket
 import sys
+import time
 import warnings
 
 from pyrelune import fastjson
@@ -50,6 +70,16 @@ WATCH_EVERY = 0.5
 #: How long the worker waits, idle after a cell, before it forks that cell's snapshot, in
 #: seconds: a command that comes sooner is not kept waiting for a fork.
 IDLE = 0.005
+#: How many times a fork's cost the cells since the last snapshot must have run for the next
+#: one to be forked at once, a command waiting or not.
+WORTH = 25
+#: What the first fork is taken to cost, before one is measured, in seconds.
+FIRST_FORK = 0.002
+#: What no fork costs less than, in seconds: a cell shorter than `WORTH` times this has its
+#: snapshot forked once idle, without a look at the worker's memory.
+LEAST_FORK = 0.0002
+#: The most of a snapshot's process name that Linux keeps (/proc/<pid>/comm), in bytes.
+NAME_BYTES = 15
 _kill, _waitpid, _setpgid, _exit = os.kill, os.waitpid, os.setpgid, os._exit  # a cell's own
 _SIGINT = {_signal.SIGINT}
 
@@ -67,6 +97,40 @@ def gpu_in_use(modules: Mapping[str, object]) -> str | None:
         if modules.get(name) is not None:
             return f"{name} is imported, and a CUDA context does not survive a fork"
     return None
+
+
+def process_name(filename: str) -> bytes:
+    """A snapshot's process name, from the file name its cell ran under: `<In[12]>` gives
+    `snap In[12]`, cut to `NAME_BYTES`."""
+    name = filename[1:-1] if filename.startswith("<") and filename.endswith(">") else filename
+    return f"snap {name}".encode(errors="replace")[:NAME_BYTES]
+
+
+def _rename(name: bytes) -> None:
+    """This process's name (what PR_SET_NAME sets), if this system lets it be written."""
+    try:
+        with open("/proc/self/comm", "wb") as file:
+            file.write(name)
+    except OSError:
+        pass  # not Linux, or no /proc: the snapshot goes unnamed
+
+
+def _name() -> bytes:
+    """This process's name, to take back when a snapshot is woken as the worker."""
+    try:
+        with open("/proc/self/comm", "rb") as file:
+            return file.read().rstrip(b"\n")
+    except OSError:
+        return b""
+
+
+def _resident() -> int:
+    """This process's resident pages (/proc/self/statm); 0 where unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as file:
+            return int(file.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def private_memory(smaps_rollup: str) -> int:
@@ -110,6 +174,10 @@ class Snapshots:
         self._ended: list[int] = []  # snapshots killed, not reaped yet
         self._skipped = False
         self._due: str | None = None  # the finished cell whose snapshot is not taken yet
+        self._ran = 0.0  # the seconds the cell whose snapshot is due ran
+        self._cost = FIRST_FORK  # the seconds the last fork stalled the worker
+        self._resident = 0  # the worker's resident pages then (0: no fork measured)
+        self._name = b""  # the worker's own process name, in a snapshot
 
     def _say(self, **news: object) -> None:
         try:
@@ -117,20 +185,35 @@ class Snapshots:
         except OSError:
             pass  # the session is gone, or not reading: the worker goes on without
 
-    def due(self, filename: str) -> None:
-        """The cell named `filename` has finished (its Done sent): its snapshot is due."""
-        self._due = filename
+    def due(self, filename: str, ran: float) -> None:
+        """The cell named `filename` has finished (its Done sent), after `ran` seconds: its
+        snapshot is due."""
+        self._due, self._ran = filename, ran
 
     def when_idle(self) -> None:
-        """Before the worker waits for a command: the due snapshot, once nothing has come for
-        `IDLE`. A command that came first skips it; it stays due past a question (which
-        leaves the namespace be), not past the next cell (which makes another due)."""
-        if self._due is None or self._channel.pending():
+        """Before the worker waits for a command: the due snapshot, at once if its cell ran
+        `WORTH` times the fork's cost, else once nothing has come for `IDLE`. A command that
+        came first skips it; it stays due past a question (which leaves the namespace be),
+        not past the next cell (which makes another due)."""
+        if self._due is None:
             return
-        if select.select([self._channel.control_fd], [], [], IDLE)[0]:
+        if not self._worth_it() and (
+                self._channel.pending()
+                or select.select([self._channel.control_fd], [], [], IDLE)[0]):
             return
         filename, self._due = self._due, None
         self.take(filename)
+
+    def _worth_it(self) -> bool:
+        """Whether the due snapshot's cell ran `WORTH` times what the fork should cost: the
+        last one's, scaled by the worker's memory now against then (a cell that freed a big
+        array makes the next fork cheaper, one that made one dearer)."""
+        if self._ran < WORTH * LEAST_FORK:
+            return False
+        cost = self._cost
+        if self._resident and (now := _resident()):
+            cost *= now / self._resident
+        return self._ran >= WORTH * cost
 
     def take(self, filename: str) -> None:
         """A snapshot of the namespace that the cell named `filename` left, now, in place of
@@ -151,6 +234,7 @@ class Snapshots:
     def _fork(self, filename: str, threads: list[str]) -> bool:
         """Fork the snapshot of the cell `filename`; True in the snapshot, once woken."""
         flush_output()  # what the streams hold goes out now, and never again from the snapshot
+        began = time.perf_counter()
         _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)  # until it has its own group
         try:
             with warnings.catch_warnings():  # "use of fork() may lead to deadlocks" (3.12+)
@@ -159,7 +243,7 @@ class Snapshots:
         except OSError:
             pid = -1  # no process left: the last snapshot stays the newest
         if pid == 0:
-            self._wait()
+            self._wait(filename)
             return True
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
         if pid < 0:
@@ -171,6 +255,8 @@ class Snapshots:
         self._say(t="taken", pid=pid, name=filename, threads=threads)
         self.drop()
         self._child = pid
+        self._cost = time.perf_counter() - began
+        self._resident = _resident()
         return False
 
     def drop(self) -> None:
@@ -193,10 +279,12 @@ class Snapshots:
 
     # -- in the snapshot ---------------------------------------------------------
 
-    def _wait(self) -> None:
+    def _wait(self, filename: str) -> None:
         """Frozen until the session wakes this snapshot (then it returns, as the worker) or
         is gone, or its memory passes the budget (then it ends)."""
         _setpgid(0, 0)
+        self._name = _name()
+        _rename(process_name(filename))
         self._release()
         ready = False
         while True:
@@ -242,6 +330,7 @@ class Snapshots:
 
     def _become_worker(self, received: list[int]) -> None:
         """Take the worker's place: its descriptors' numbers get the fresh pipes' ends."""
+        _rename(self._name)
         fds, std = self._fds, self._std
         null = os.open(os.devnull, os.O_RDONLY)
         for new, number in zip([*received, null],

@@ -70,7 +70,8 @@ def test_an_interrupt_ends_a_sleeping_cell_and_keeps_the_namespace(kernel: Kerne
 def test_an_interrupt_ends_a_cell_that_ignores_sigint(kernel: Kernel) -> None:
     manager, client = kernel
     pid = jupyter_host.pid(manager)
-    kept(pid, lambda: execute(client, "before = 1"))  # the namespace the kill leaves
+    # The namespace the kill leaves.
+    kept(pid, lambda: execute(client, "before = 1"), jupyter_host.held)
     code = ("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
             "print('started', flush=True)\nwhile True:\n    pass")
     run = _interrupted(kernel, code)
@@ -101,7 +102,7 @@ def test_a_worker_that_dies_fails_its_cell_and_the_next_resumes_from_its_snapsho
         kernel: Kernel, code: str, said: str) -> None:
     manager, client = kernel
     pid = jupyter_host.pid(manager)
-    kept(pid, lambda: execute(client, "before = 1"))
+    kept(pid, lambda: execute(client, "before = 1"), jupyter_host.held)
     run = execute(client, f"print('partial', flush=True)\n{code}")
     assert run.content["status"] == "error"
     assert run.stdout() == "partial\n"  # what it printed before it died is kept

@@ -204,7 +204,7 @@ def test_sigint_while_idle_does_nothing(kernel: Host) -> None:
 
 
 def test_os_exit_does_not_end_the_kernel(kernel: Host) -> None:
-    kept(kernel.proc.pid, lambda: kernel.execute("gone = 1"))
+    kept(kernel.proc.pid, lambda: kernel.execute("gone = 1"), "cell 1")
     response = kernel.execute("print('bye')\nimport os; os._exit(3)")
     assert response["stdout"] == "bye\n"
     assert "worker exited with status 3" in response["error"]
@@ -299,7 +299,7 @@ def test_interrupt_reaches_os_system_children(kernel: Host, tmp_path: Path) -> N
 def test_cell_that_does_not_stop_is_killed_and_kernel_continues(
     kernel: Host, tmp_path: Path, setup: str, stuck: str
 ) -> None:
-    kept(kernel.proc.pid, lambda: kernel.execute("lost = 1"))
+    kept(kernel.proc.pid, lambda: kernel.execute("lost = 1"), "cell 1")
     marker = tmp_path / "started"
     code = f"{setup}\nopen({str(marker)!r}, 'w').close()\n{stuck}"
     response = kernel.interrupt_when(marker, kernel.send("execute", code))
@@ -374,7 +374,7 @@ def test_what_a_cell_does_to_its_streams_ends_with_it(kernel: Host, breaker: str
     ("import os; os.abort()", "SIGABRT"),
 ])
 def test_crash_recovery(kernel: Host, code: str, named: str) -> None:
-    kept(kernel.proc.pid, lambda: kernel.execute("before = 1"))
+    kept(kernel.proc.pid, lambda: kernel.execute("before = 1"), "cell 1")
     response = kernel.execute(code)
     assert named in response["error"] and RESUMED in response["error"]
     assert kernel.execute("before")["stdout"] == "1\n"
@@ -382,7 +382,7 @@ def test_crash_recovery(kernel: Host, code: str, named: str) -> None:
 
 
 def test_a_line_forged_into_the_event_pipe_replaces_the_worker(kernel: Host) -> None:
-    kept(kernel.proc.pid, lambda: kernel.execute("before = 1"))
+    kept(kernel.proc.pid, lambda: kernel.execute("before = 1"), "cell 1")
     response = kernel.execute(
         "import gc, os\n"
         "channel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"

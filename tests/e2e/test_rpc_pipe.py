@@ -227,7 +227,7 @@ def test_reset_while_idle(kernel: PipeHost) -> None:
 
 
 def test_a_dead_worker_is_replaced(kernel: PipeHost) -> None:
-    kept(kernel.process.pid, lambda: kernel.run("x = 1"))
+    kept(kernel.process.pid, lambda: kernel.run("x = 1", cell_id="x"), "cell x")
     done = kernel.run("import os\nos._exit(3)")[-1]
     assert done["data"]["status"] == "error"
     assert RESUMED in done["data"]["error"]
@@ -236,7 +236,7 @@ def test_a_dead_worker_is_replaced(kernel: PipeHost) -> None:
 
 
 def test_a_line_forged_into_the_event_pipe_replaces_the_worker(kernel: PipeHost) -> None:
-    kept(kernel.process.pid, lambda: kernel.run("x = 1"))
+    kept(kernel.process.pid, lambda: kernel.run("x = 1", cell_id="x"), "cell x")
     done = kernel.run(
         "import gc, os\n"
         "channel = next(o for o in gc.get_objects() if type(o).__name__ == 'Channel')\n"

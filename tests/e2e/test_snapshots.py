@@ -1,7 +1,8 @@
 """A lost worker costs its cell, not the namespace: the kernel resumes from its snapshot.
 
-The kernel forks a cell's snapshot once idle after it (`kept` waits for that): a cell sent
-back to back with the one before finds the older snapshot.
+The kernel forks a cell's snapshot once idle after it, or at once after a cell that ran long
+(`kept` waits for the snapshot named for that cell): a quick cell sent back to back with the
+one before finds the older snapshot; a long one queued after another finds its own.
 
 Through the real lines and Jupyter kernels: after `a = list(range(10**6)); b = 5`, each way
 of losing a worker (a segfault, `os._exit`, the SIGKILL the out-of-memory killer sends, the
@@ -14,6 +15,7 @@ import os
 import socket
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from support import jupyter_host
 from support.jupyter_host import TIMEOUT, Run, collect, execute, send_comm
 from support.lines_host import Host as LinesHost
 from support.lines_host import default_env, wait_for
-from support.processes import gone_soon, kept, running
+from support.processes import gone_soon, kept, process_name, running
 from support.rpc_host import Listener, PipeHost, WebSocketHost, stdout_of
 
 from pyrelune.wire.events import RESUMED
@@ -42,6 +44,8 @@ LOSSES = {
 SEGFAULT = LOSSES["segfault"][0]
 #: Long past the idle time after which a kernel with snapshots on forks one.
 IDLE_ENOUGH = 0.3
+#: A cell long past what a fork costs (its snapshot is forked at once, a cell queued or not).
+LONG = "x = {value}\nimport time\ntime.sleep(0.5)"
 IGNORES_SIGINT = ("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                   "open({marker!r}, 'w').close()\nwhile True:\n    pass")
 
@@ -61,9 +65,10 @@ def lines_kernel() -> Iterator[LinesHost]:
         kernel.close()
 
 
-def _kept(kernel: LinesHost, code: str) -> dict[str, Any]:
-    """`code`'s response, once the kernel has its snapshot."""
-    return kept(kernel.proc.pid, lambda: kernel.execute(code))
+def _kept(kernel: LinesHost, code: str, number: int = 1) -> dict[str, Any]:
+    """`code`'s response, once the kernel has the snapshot of `cell {number}` (the lines
+    kernel numbers the different codes it is sent, from 1)."""
+    return kept(kernel.proc.pid, lambda: kernel.execute(code), f"cell {number}")
 
 
 def _children(pid: int) -> list[int]:
@@ -123,12 +128,27 @@ def test_lines_losses_leave_no_zombie(lines_kernel: LinesHost) -> None:
     """The snapshots a lost worker superseded (killed, not reaped yet) are the kernel's
     children once it dies: the kernel reaps them."""
     for value in range(10):
-        _kept(lines_kernel, f"x = {value}")
+        _kept(lines_kernel, f"x = {value}", 2 * value + 1)
         # The woken worker forks a snapshot of itself at once, which `_kept` waits for.
-        assert RESUMED in _kept(lines_kernel, LOSSES["os._exit"][0])["error"]
+        lost = _kept(lines_kernel, f"{LOSSES['os._exit'][0]}  # {value}", 2 * value + 1)
+        assert RESUMED in lost["error"]
     assert lines_kernel.execute("print(x)")["stdout"] == "9\n"
     kernel = lines_kernel.proc.pid
     assert [pid for pid in _children(kernel) if not running(pid)] == []
+    # The woken worker took back a worker's name.
+    assert [pid for pid in _children(kernel) if process_name(pid).startswith(b"snap")] == []
+
+
+def test_lines_long_cells_queued_back_to_back_each_get_their_snapshot(
+        lines_kernel: LinesHost) -> None:
+    """"Run All": the next cell waits while a long cell's snapshot is forked, so a loss
+    costs only the lost cell."""
+    sent = [lines_kernel.send("execute", code)
+            for code in (LONG.format(value=1), LONG.format(value=2), SEGFAULT)]
+    assert [lines_kernel.read(request)["error"] for request in sent[:2]] == [None, None]
+    lost = lines_kernel.read(sent[2])
+    assert RESUMED in lost["error"] and "the one cell 2 left" in lost["error"], lost
+    assert lines_kernel.execute("print(x)")["stdout"] == "2\n"
 
 
 def test_lines_threads_are_said_not_restored(lines_kernel: LinesHost) -> None:
@@ -245,14 +265,14 @@ def _rpc_error(events: list[dict[str, Any]]) -> str:
 @pytest.mark.parametrize("loss", list(LOSSES))
 def test_rpc_a_lost_worker_keeps_the_namespace(rpc_kernel: PipeHost, loss: str) -> None:
     code, said = LOSSES[loss]
-    kept(rpc_kernel.process.pid, lambda: rpc_kernel.run(SETUP, cell_id="setup"))
+    kept(rpc_kernel.process.pid, lambda: rpc_kernel.run(SETUP, cell_id="setup"), "cell setup")
     error = _rpc_error(rpc_kernel.run(code))
     assert said in error and RESUMED in error and "the one cell setup left" in error, error
     assert stdout_of(rpc_kernel.run(CHECK)) == SEEN
 
 
 def test_rpc_an_interrupt_that_kills_keeps_the_namespace(rpc_kernel: PipeHost) -> None:
-    kept(rpc_kernel.process.pid, lambda: rpc_kernel.run(SETUP))
+    kept(rpc_kernel.process.pid, lambda: rpc_kernel.run(SETUP, cell_id="setup"), "cell setup")
     rpc_kernel.call("execute.cell", {"cell_id": "stubborn", "source": (
         "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
         "print('go', flush=True)\nwhile True:\n    pass")})
@@ -270,7 +290,9 @@ def test_rpc_losses_one_after_another_each_resume(rpc_kernel: PipeHost) -> None:
     for round_ in range(10):
         for value in range(5):
             rpc_kernel.run(f"x = {round_ * 5 + value}")
-        kept(rpc_kernel.process.pid, lambda: rpc_kernel.run("print('kept', flush=True)"))
+        name = f"kept{round_}"
+        kept(rpc_kernel.process.pid,
+             partial(rpc_kernel.run, "print('kept', flush=True)", cell_id=name), f"cell {name}")
         assert RESUMED in _rpc_error(rpc_kernel.run("import os\nos._exit(1)"))
         assert stdout_of(rpc_kernel.run("print(x)")) == f"{round_ * 5 + 4}\n"
     kernel = rpc_kernel.process.pid
@@ -278,7 +300,7 @@ def test_rpc_losses_one_after_another_each_resume(rpc_kernel: PipeHost) -> None:
 
 
 def test_rpc_the_last_finished_cell_is_what_comes_back(rpc_kernel: PipeHost) -> None:
-    kept(rpc_kernel.process.pid, lambda: rpc_kernel.run("b = 6"))
+    kept(rpc_kernel.process.pid, lambda: rpc_kernel.run("b = 6", cell_id="six"), "cell six")
     assert RESUMED in _rpc_error(rpc_kernel.run(f"b = 7\nprint('seven')\n{SEGFAULT}"))
     assert stdout_of(rpc_kernel.run("print(b)")) == "6\n"
 
@@ -302,7 +324,7 @@ def test_rpc_over_websocket_a_lost_worker_keeps_the_namespace() -> None:
     try:
         host.wait_event("kernel.ready")
         assert host.call("kernel.auth", {"token": "t"})["result"]["ok"] is True
-        kept(server.process.pid, lambda: host.run(SETUP))
+        kept(server.process.pid, lambda: host.run(SETUP, cell_id="setup"), "cell setup")
         assert RESUMED in _rpc_error(host.run(SEGFAULT))
         assert stdout_of(host.run(CHECK)) == SEEN
     finally:
@@ -331,7 +353,7 @@ def client(kernel: Kernel) -> BlockingKernelClient:
 def test_jupyter_a_lost_worker_keeps_the_namespace(kernel: Kernel, client: BlockingKernelClient,
                                                    loss: str) -> None:
     code, said = LOSSES[loss]
-    setup = kept(jupyter_host.pid(kernel[0]), lambda: execute(client, SETUP))
+    setup = kept(jupyter_host.pid(kernel[0]), lambda: execute(client, SETUP), jupyter_host.held)
     run = execute(client, code)
     assert run.content["status"] == "error" and run.content["ename"] == "WorkerDied"
     evalue = run.content["evalue"]
@@ -344,7 +366,7 @@ def test_jupyter_an_interrupt_that_kills_keeps_the_namespace(kernel: Kernel,
                                                              tmp_path: Path) -> None:
     manager, client = kernel
     jupyter_host.drain_iopub(client)
-    kept(jupyter_host.pid(manager), lambda: execute(client, SETUP))
+    kept(jupyter_host.pid(manager), lambda: execute(client, SETUP), jupyter_host.held)
     marker = tmp_path / "started"
     msg_id = str(client.execute(IGNORES_SIGINT.format(marker=str(marker))))
     wait_for(marker.exists, "the cell to start")
@@ -353,6 +375,17 @@ def test_jupyter_an_interrupt_that_kills_keeps_the_namespace(kernel: Kernel,
     assert "its worker was killed" in run.content["evalue"], run.content
     assert RESUMED in run.content["evalue"]
     assert execute(client, CHECK).stdout() == SEEN
+
+
+def test_jupyter_long_cells_queued_back_to_back_each_get_their_snapshot(
+        kernel: Kernel, client: BlockingKernelClient) -> None:
+    sent = [str(client.execute(code))
+            for code in (LONG.format(value=1), LONG.format(value=2), SEGFAULT)]
+    runs = [collect(client, msg_id) for msg_id in sent]
+    assert [run.content["status"] for run in runs] == ["ok", "ok", "error"]
+    evalue = runs[2].content["evalue"]
+    assert f"the one In [{runs[1].content['execution_count']}] left" in evalue, evalue
+    assert execute(client, "print(x)").stdout() == "2\n"
 
 
 def _slider(run: Run) -> str:
@@ -373,7 +406,8 @@ def test_jupyter_widgets_after_a_restore(kernel: Kernel, client: BlockingKernelC
     front end's first message to it, instead of talking to nothing."""
     pytest.importorskip("ipywidgets")
     held = _slider(kept(jupyter_host.pid(kernel[0]), lambda: execute(
-        client, "import ipywidgets\nslider = ipywidgets.IntSlider(value=3)\nslider")))
+        client, "import ipywidgets\nslider = ipywidgets.IntSlider(value=3)\nslider"),
+        jupyter_host.held))
     lost = execute(client, f"late = ipywidgets.IntSlider(value=4)\nlate\n{SEGFAULT}")
     assert RESUMED in lost.content["evalue"], lost.content
     late = _slider(lost)

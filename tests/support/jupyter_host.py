@@ -179,6 +179,11 @@ def pid(manager: KernelManager) -> int:
     return manager.provisioner.process.pid  # type: ignore[union-attr, no-any-return]
 
 
+def held(run: Run) -> str:
+    """The name of the cell `run` was, as its snapshot is named for it: `In[3]`."""
+    return f"In[{run.content['execution_count']}]"
+
+
 @contextlib.contextmanager
 def ready(start: Callable[[IO[bytes]], tuple[KernelManager, BlockingKernelClient]],
           logs: Path, timeout: float,

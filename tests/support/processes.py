@@ -37,51 +37,38 @@ def children(pid: int) -> list[int]:
     return found
 
 
-#: Every snapshot `snapshots` has seen: a worker among them was woken from one.
-_SEEN: set[int] = set()
-
-
 def snapshots(kernel: int) -> set[int]:
     """The pids of the kernel `kernel`'s snapshots of its namespace: its workers' children in
     process groups of their own (some may have ended: superseded, or over their budget)."""
     found: set[int] = set()
     for worker in children(kernel):
-        found |= _own_snapshots(worker)
-    _SEEN.update(found)
+        for pid in children(worker):
+            try:
+                if os.getpgid(pid) == pid:
+                    found.add(pid)
+            except ProcessLookupError:
+                continue
     return found
 
 
-def _own_snapshots(worker: int) -> set[int]:
-    found = set()
-    for pid in children(worker):
-        try:
-            if os.getpgid(pid) == pid:
-                found.add(pid)
-        except ProcessLookupError:
-            continue
-    return found
+def process_name(pid: int) -> bytes:
+    """What /proc/<pid>/comm says (b"" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_bytes().rstrip(b"\n")
+    except (FileNotFoundError, ProcessLookupError):
+        return b""
 
 
-def kept(kernel: int, cell: Callable[[], T]) -> T:
+def kept(kernel: int, cell: Callable[[], T], holds: str | Callable[[T], str]) -> T:
     """What `cell()` (a cell run to its end in the kernel `kernel`) gives, once the kernel has
-    forked that cell's snapshot, which it does when idle after it."""
-    snapshots(kernel)
-    for worker in [w for w in children(kernel) if w in _SEEN]:
-        # A worker woken from a snapshot forks one of itself at once: let it come before
-        # `before` is read, or it would pass for the snapshot of `cell`.
-        wait_until(lambda worker=worker: bool(_own_snapshots(worker)))  # type: ignore[misc]
+    forked the snapshot of the namespace it left: a new snapshot named for the cell it holds,
+    `holds` (given, or made of what `cell()` gave): its file name without angle brackets,
+    such as `In[3]` or `cell 2` (see docs/limits.md, Snapshots)."""
     before = snapshots(kernel)
     given = cell()
-    assert wait_until(lambda: bool(snapshots(kernel) - before)), "no snapshot was taken"
-    # The one seen may be of the cell before (forked while idle just as `cell` was sent):
-    # the worker forks `cell`'s own once idle a few milliseconds, replacing it. Wait until
-    # the kernel's snapshots stay as they are for a while: the newest is then `cell`'s.
-    seen = [snapshots(kernel)]
-
-    def settled() -> bool:
-        now = snapshots(kernel)
-        same, seen[0] = now == seen[0], now
-        return same
-
-    wait_until(settled, interval=0.1)
+    name = holds if isinstance(holds, str) else holds(given)
+    wanted = f"snap {name}".encode()[:15]
+    assert wait_until(lambda: any(process_name(pid) == wanted
+                                  for pid in snapshots(kernel) - before)), (
+        f"no snapshot of {name} was taken")
     return given

@@ -6,7 +6,7 @@ import pytest
 
 from pyrelune import settings
 from pyrelune.supervisor.snapshots import cell_name, dropped, resumed
-from pyrelune.worker.snapshot import gpu_in_use, private_memory
+from pyrelune.worker.snapshot import gpu_in_use, private_memory, process_name
 
 
 def test_snapshots_are_on_with_a_quarter_of_memory_by_default(
@@ -81,3 +81,14 @@ def test_a_gpu_context_stops_snapshots() -> None:
     assert gpu_in_use({"torch": _Torch(False), "numpy": object()}) is None
     assert "torch has initialised CUDA" in (gpu_in_use({"torch": _Torch(True)}) or "")
     assert "cupy" in (gpu_in_use({"cupy": object()}) or "")
+
+
+@pytest.mark.parametrize(("filename", "name"), [
+    ("<In[12]>", b"snap In[12]"),
+    ("<cell 3>", b"snap cell 3"),
+    ("<cell setup>", b"snap cell setup"),
+    ("<cell a-much-longer-id>", b"snap cell a-muc"),  # Linux keeps 15 bytes
+    ("plain", b"snap plain"),
+])
+def test_a_snapshot_is_named_for_its_cell(filename: str, name: bytes) -> None:
+    assert process_name(filename) == name
