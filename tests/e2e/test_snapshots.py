@@ -21,9 +21,8 @@ from typing import Any
 
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager
 from support import jupyter_host
-from support.jupyter_host import TIMEOUT, Run, collect, execute, send_comm
+from support.jupyter_host import TIMEOUT, Kernel, Run, collect, execute, send_comm
 from support.lines_host import Host as LinesHost
 from support.lines_host import default_env, wait_for
 from support.processes import gone_soon, kept, process_name, running
@@ -334,19 +333,7 @@ def test_rpc_over_websocket_a_lost_worker_keeps_the_namespace() -> None:
 
 # -- the Jupyter kernel ---------------------------------------------------------
 
-Kernel = tuple[KernelManager, BlockingKernelClient]
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    with jupyter_host.started(tmp_path_factory.mktemp("jupyter")) as started:
-        yield started
-
-
-@pytest.fixture
-def client(kernel: Kernel) -> BlockingKernelClient:
-    jupyter_host.drain_iopub(kernel[1])
-    return kernel[1]
+kernel, client = jupyter_host.module_kernel()
 
 
 @pytest.mark.parametrize("loss", list(LOSSES))
@@ -386,6 +373,23 @@ def test_jupyter_long_cells_queued_back_to_back_each_get_their_snapshot(
     evalue = runs[2].content["evalue"]
     assert f"the one In [{runs[1].content['execution_count']}] left" in evalue, evalue
     assert execute(client, "print(x)").stdout() == "2\n"
+
+
+def test_jupyter_the_shell_comes_back_as_its_namespace_left_it(
+        kernel: Kernel, client: BlockingKernelClient) -> None:
+    """Out, `_`, the cells' asyncio loop and In are the restored namespace's; the counts go
+    on from the front end's, and In[n] is still cell n's (the lost cells' inputs empty)."""
+    held = kept(jupyter_host.pid(kernel[0]), lambda: execute(
+        client, "import asyncio\nasync def seven(): return 7\nawait seven() * 6"),
+        jupyter_host.held)
+    count = held.content["execution_count"]
+    lost = execute(client, f"kept_out = {count}\n{SEGFAULT}")
+    assert RESUMED in lost.content["evalue"], lost.content
+    check = ("print(Out[{held}], _, 'kept_out' in dir(), await asyncio.sleep(0, 'loop'))\n"
+             "print(repr(In[{lost}]), In[{now}][:5], get_ipython().execution_count)")
+    run = execute(client, check.format(held=count, lost=count + 1, now=count + 2))
+    assert run.content["execution_count"] == count + 2, run.content
+    assert run.stdout() == f"42 42 False loop\n'' print {count + 3}\n", run.stdout()
 
 
 def _slider(run: Run) -> str:
