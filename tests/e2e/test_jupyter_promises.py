@@ -11,31 +11,16 @@ import ast
 import contextlib
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager
 from support import jupyter_host
-from support.jupyter_host import TIMEOUT, collect, execute
+from support.jupyter_host import TIMEOUT, Kernel, collect, execute
 from support.processes import kept
 
-Kernel = tuple[KernelManager, BlockingKernelClient]
-
-
-@pytest.fixture(scope="module", params=["signal", "message"])
-def kernel(request: pytest.FixtureRequest,
-           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    """A kernel per interrupt_mode: SIGINT to the kernel process, or interrupt_request."""
-    with jupyter_host.started(tmp_path_factory.mktemp("jupyter"), request.param) as started:
-        yield started
-
-
-@pytest.fixture
-def client(kernel: Kernel) -> BlockingKernelClient:
-    jupyter_host.drain_iopub(kernel[1])
-    return kernel[1]
+#: A kernel per interrupt_mode: SIGINT to the kernel process, or interrupt_request.
+kernel, client = jupyter_host.module_kernel("signal", "message")
 
 
 def _started(client: BlockingKernelClient, code: str, marker: str = "started") -> str:
