@@ -34,11 +34,13 @@ import warnings
 
 from pyrelune import fastjson
 from pyrelune.wire import forks
+from pyrelune.worker import pools
 from pyrelune.worker.channel import flush_output
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from threading import Thread
     from typing import NoReturn
 
     from pyrelune.wire import WorkerFds
@@ -50,6 +52,8 @@ WATCH_EVERY = 0.5
 #: How long the worker waits, idle after a cell, before it forks that cell's snapshot, in
 #: seconds: a command that comes sooner is not kept waiting for a fork.
 IDLE = 0.005
+#: The most released descriptors a snapshot names, and the longest a path is said.
+RELEASED_NAMED, RELEASED_LENGTH = 16, 120
 _kill, _waitpid, _setpgid, _exit = os.kill, os.waitpid, os.setpgid, os._exit  # a cell's own
 _SIGINT = {_signal.SIGINT}
 
@@ -86,14 +90,41 @@ def _own_private_memory() -> int:
         return 0
 
 
-def _other_threads() -> list[str]:
-    """The names of the threads alive besides this one, which a fork does not copy."""
+def _other_threads() -> list[Thread]:
+    """The threads alive besides this one, which a fork does not copy."""
     threading = sys.modules.get("threading")
     if threading is None:
         return []
     main = threading.main_thread()
-    return [thread.name for thread in threading.enumerate()
+    return [thread for thread in threading.enumerate()
             if thread is not main and thread.is_alive()]
+
+
+def _open_fds() -> set[int]:
+    return {int(name) for name in os.listdir("/proc/self/fd")}
+
+
+def _link(fd: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None  # closed since it was listed
+
+
+def _loop_fds() -> list[int]:
+    eventloop = sys.modules.get("pyrelune.worker.eventloop")
+    return [] if eventloop is None else list(eventloop.wakeup_fds())
+
+
+def released_name(link: str) -> str | None:
+    """What a released descriptor was, from its /proc/self/fd link, as the host is told it:
+    a file's path, "socket" or "pipe"; None for what a cell did not open itself (the
+    kernel's "/" of an earlier release, an epoll or eventfd of a loop)."""
+    if link == "/" or link.startswith("anon_inode:"):
+        return None
+    if link.startswith(("socket:", "pipe:")):
+        return link.partition(":")[0]
+    return link if len(link) <= RELEASED_LENGTH else "..." + link[-RELEASED_LENGTH + 3:]
 
 
 class Snapshots:
@@ -110,6 +141,9 @@ class Snapshots:
         self._ended: list[int] = []  # snapshots killed, not reaped yet
         self._skipped = False
         self._due: str | None = None  # the finished cell whose snapshot is not taken yet
+        # The kernel's own descriptors (its pipes, the cells' standard streams), open before
+        # any cell: a snapshot releases them too, but never names them.
+        self._own_fds = {fd: _link(fd) for fd in _open_fds()}
 
     def _say(self, **news: object) -> None:
         try:
@@ -148,7 +182,7 @@ class Snapshots:
             # before the next cell ends finds one too. Its threads were the last's.
             threads = []
 
-    def _fork(self, filename: str, threads: list[str]) -> bool:
+    def _fork(self, filename: str, threads: list[Thread]) -> bool:
         """Fork the snapshot of the cell `filename`; True in the snapshot, once woken."""
         flush_output()  # what the streams hold goes out now, and never again from the snapshot
         _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)  # until it has its own group
@@ -168,7 +202,8 @@ class Snapshots:
             _setpgid(pid, pid)  # also done by the child: the kill of this group must spare it
         except OSError:
             pass
-        self._say(t="taken", pid=pid, name=filename, threads=threads)
+        self._say(t="taken", pid=pid, name=filename, threads=[t.name for t in threads],
+                  pools=pools.pool_kinds(threads))
         self.drop()
         self._child = pid
         return False
@@ -197,7 +232,7 @@ class Snapshots:
         """Frozen until the session wakes this snapshot (then it returns, as the worker) or
         is gone, or its memory passes the budget (then it ends)."""
         _setpgid(0, 0)
-        self._release()
+        released = self._release()
         ready = False
         while True:
             private = _own_private_memory()
@@ -205,7 +240,8 @@ class Snapshots:
                 self._say(t="dropped", pid=os.getpid(), private=private, budget=self._budget)
                 _exit(0)
             if not ready:
-                self._say(t="ready", pid=os.getpid())
+                self._say(t="ready", pid=os.getpid(), released=released[:RELEASED_NAMED],
+                          more=max(0, len(released) - RELEASED_NAMED))
                 ready = True
             if not select.select([self._socket], [], [], WATCH_EVERY)[0]:
                 continue
@@ -224,21 +260,29 @@ class Snapshots:
     def _end(self) -> NoReturn:
         _exit(0)
 
-    def _release(self) -> None:
-        """Every inherited descriptor but the socket and the ring's doorbell points at nothing."""
+    def _release(self) -> list[str]:
+        """Every inherited descriptor but the socket and the ring's doorbell points at nothing;
+        what those the cells opened were (`released_name`), for the host to be told."""
         keep = {self._socket.fileno()}
         if self._fds.ring is not None:
             keep.add(self._fds.ring.doorbell)
         nothing = os.open("/", os.O_PATH | os.O_CLOEXEC)
         keep.add(nothing)
-        for name in os.listdir("/proc/self/fd"):
-            fd = int(name)
-            if fd not in keep:
-                try:
-                    os.dup2(nothing, fd, inheritable=False)
-                except OSError:
-                    pass  # the listing's own, closed by now
+        keep.update(_loop_fds())
+        released: list[str] = []
+        for fd in _open_fds():
+            if fd in keep:
+                continue
+            link = _link(fd)
+            try:
+                os.dup2(nothing, fd, inheritable=False)
+            except OSError:
+                continue  # the listing's own, closed by now
+            if link is not None and link != self._own_fds.get(fd) and (
+                    name := released_name(link)) is not None:
+                released.append(name)
         os.close(nothing)
+        return released
 
     def _become_worker(self, received: list[int]) -> None:
         """Take the worker's place: its descriptors' numbers get the fresh pipes' ends."""
@@ -264,4 +308,5 @@ class Snapshots:
         self._channel.forget_commands()
         if (eventloop := sys.modules.get("pyrelune.worker.eventloop")) is not None:
             eventloop.abandon()
+        pools.mend()
         self._child, self._ended = None, []
