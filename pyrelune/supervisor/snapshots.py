@@ -77,6 +77,8 @@ POOLS = {
     "ProcessPoolExecutor": "a ProcessPoolExecutor is broken (its processes died with the "
                            "worker): its submit raises BrokenProcessPool",
     "joblib": "joblib starts new worker processes (loky) at its next parallel call",
+    "multiprocessing": "a multiprocessing Pool is closed (its processes died with the "
+                       "worker): its apply and map raise ValueError",
 }
 #: The most paths of released descriptors the words name.
 PATHS_NAMED = 5

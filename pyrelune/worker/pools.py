@@ -11,13 +11,16 @@ pipes the snapshot released. What is done depends on what the pool is made of:
   runs the pool's initializer): with none left, it is a pool that has not started
   any yet, a state it knows. It is repaired, not broken: its next `submit` starts
   new threads and the tasks waiting in its queue run. Breaking it would fail code
-  that can work, and nothing of its state is lost but the threads;
+  that can work, and nothing of its state is lost but the threads (and the tasks
+  they were running, below);
 - a process pool (the standard library's, joblib's loky) has lost its processes,
   its queues' pipes and the thread that ran them: nothing is left to repair in
   place. It is marked broken, saying why, so that `submit` raises
   BrokenProcessPool at once (its `shutdown` still works); joblib's reusable
   executor is also forgotten, so that joblib's next parallel call starts a new
-  one, as it does after any broken pool;
+  one, as it does after any broken pool; a multiprocessing Pool is closed (its
+  apply and map raise ValueError: "Pool not running"), and a result it owed
+  then never comes (`get` without a timeout waits for ever: that is not mended);
 - a task that was running in a thread or process when the snapshot was taken
   never finishes: its future fails, saying so, instead of never being done.
 
@@ -34,13 +37,16 @@ from pyrelune.wire.events import RESUMED
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
     from threading import Thread
 
 #: What is said of each kind of pool (see `supervisor.snapshots.resumed`).
 THREAD_POOL = "ThreadPoolExecutor"
 PROCESS_POOL = "ProcessPoolExecutor"
 LOKY = "joblib"
+MULTIPROCESSING = "multiprocessing"
+#: The pools whose threads run a function of theirs, by its module.
+_TARGETS = {"concurrent.futures.thread": THREAD_POOL, "multiprocessing.pool": MULTIPROCESSING}
 #: Modules of the process pools, whose ProcessPoolExecutor is broken at a wake.
 _PROCESS_MODULES = ("concurrent.futures.process", "joblib.externals.loky.process_executor",
                     "loky.process_executor")
@@ -57,12 +63,13 @@ BROKEN_POOL = (f"{RESUMED}: this pool's worker processes were children of the lo
 
 
 def pool_kinds(threads: Iterable[Thread]) -> list[str]:
-    """The kinds of pool (THREAD_POOL, PROCESS_POOL, LOKY) whose threads these are."""
+    """The kinds of pool (THREAD_POOL, PROCESS_POOL, LOKY, MULTIPROCESSING) whose threads
+    these are."""
     kinds: set[str] = set()
     for thread in threads:
         module = getattr(getattr(thread, "_target", None), "__module__", None)
-        if module == "concurrent.futures.thread":
-            kinds.add(THREAD_POOL)
+        if module in _TARGETS:
+            kinds.add(_TARGETS[module])
             continue
         module = type(thread).__module__
         if "loky" in module:
@@ -72,13 +79,16 @@ def pool_kinds(threads: Iterable[Thread]) -> list[str]:
     return sorted(kinds)
 
 
-def mend() -> None:
+def mend(kinds: list[str]) -> None:
     """In a woken snapshot, before its first cell: repair the thread pools, break the
-    process pools and fail the tasks that were running (see the module's words)."""
+    process pools and fail the tasks that were running (see the module's words). `kinds`:
+    the pools whose threads ran at the fork (`pool_kinds`); with none, no pool had a
+    worker to lose, and the objects are not walked (which takes a while in a big
+    namespace: 0.3 s for 2 million)."""
     modules = sys.modules
-    base = modules.get("concurrent.futures._base")
-    if base is None:
-        return  # no pool, no future: nothing was made that needs mending
+    _restart_trackers(modules)
+    if not kinds:
+        return
     import gc
 
     threads = modules.get("concurrent.futures.thread")
@@ -86,13 +96,18 @@ def mend() -> None:
     process_pools = tuple(pool for name in _PROCESS_MODULES
                           if isinstance(pool := getattr(modules.get(name),
                                                         "ProcessPoolExecutor", None), type))
-    running = base.RUNNING
+    pool_module = modules.get("multiprocessing.pool")
+    mp_pool: type = getattr(pool_module, "Pool", type(None))
+    base = modules.get("concurrent.futures._base")
+    future: type = getattr(base, "Future", type(None))
     for found in gc.get_objects():
         if isinstance(found, thread_pool):
             _restart(found)
         elif isinstance(found, process_pools):
             _break(found)
-        elif isinstance(found, base.Future) and found._state == running:
+        elif isinstance(found, mp_pool):
+            _close(found)
+        elif isinstance(found, future) and getattr(found, "_state", None) == "RUNNING":
             _fail(found)
     if threads is not None:
         threads._threads_queues.clear()  # its threads, which exit joins: none is left
@@ -102,11 +117,15 @@ def mend() -> None:
     for name in _REUSABLE_MODULES:
         if (module := modules.get(name)) is not None:
             vars(module).update(_executor=None, _executor_kwargs=None)
+
+
+def _restart_trackers(modules: Mapping[str, object]) -> None:
+    """The resource trackers' processes were the lost worker's children: the next pool (or
+    shared memory) starts another, without warning that one "died unexpectedly" (what it
+    tracked for the lost worker, a semaphore or a folder of joblib's, is left behind)."""
     for name in _TRACKER_MODULES:
         tracker = getattr(modules.get(name), "_resource_tracker", None)
-        if getattr(tracker, "_fd", None) is not None:
-            # Its process was the lost worker's child: the next pool starts another, without
-            # warning that it "died unexpectedly" (what it tracked for the lost worker leaks).
+        if tracker is not None and getattr(tracker, "_fd", None) is not None:
             tracker._fd = tracker._pid = None
 
 
@@ -145,6 +164,12 @@ def _break(pool: object) -> None:
     pool._executor_manager_thread_wakeup = None  # type: ignore[attr-defined]
     for item in list(getattr(pool, "_pending_work_items", {}).values()):
         _fail(item.future)  # queued for processes that are gone
+
+
+def _close(pool: object) -> None:
+    """A multiprocessing Pool whose processes are gone: its calls raise "Pool not running"."""
+    if getattr(pool, "_state", None) == "RUN":
+        pool._state = "CLOSE"  # type: ignore[attr-defined]
 
 
 def _fail(future: object) -> None:

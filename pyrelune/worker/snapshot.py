@@ -184,6 +184,7 @@ class Snapshots:
 
     def _fork(self, filename: str, threads: list[Thread]) -> bool:
         """Fork the snapshot of the cell `filename`; True in the snapshot, once woken."""
+        kinds = pools.pool_kinds(threads)
         flush_output()  # what the streams hold goes out now, and never again from the snapshot
         _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)  # until it has its own group
         try:
@@ -194,6 +195,7 @@ class Snapshots:
             pid = -1  # no process left: the last snapshot stays the newest
         if pid == 0:
             self._wait()
+            pools.mend(kinds)
             return True
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
         if pid < 0:
@@ -203,7 +205,7 @@ class Snapshots:
         except OSError:
             pass
         self._say(t="taken", pid=pid, name=filename, threads=[t.name for t in threads],
-                  pools=pools.pool_kinds(threads))
+                  pools=kinds)
         self.drop()
         self._child = pid
         return False
@@ -308,5 +310,4 @@ class Snapshots:
         self._channel.forget_commands()
         if (eventloop := sys.modules.get("pyrelune.worker.eventloop")) is not None:
             eventloop.abandon()
-        pools.mend()
         self._child, self._ended = None, []
