@@ -13,10 +13,13 @@ the newest one with the ends of fresh pipes, and it goes on as the worker,
 returning into the command loop where the worker forked it.
 
 What a fork cannot carry is not pretended: threads other than the main one
-do not exist in a snapshot; every descriptor it inherited but its socket (and
-the stdout ring's doorbell) is released at once, its number left pointing
-at nothing (O_PATH on "/": a read or write fails with EBADF, as if closed,
-and no later open takes the number that an object still holds); the cells'
+do not exist in a snapshot (the session is told their names, and the pools
+they were of, which a woken snapshot mends: see `pools`); every descriptor it
+inherited but its socket (and the stdout ring's doorbell) is released at
+once, its number left pointing at nothing (O_PATH on "/": a read or write
+fails with EBADF, as if closed, and no later open takes the number that an
+object still holds), and the session is told what those the cells opened
+were (read from /proc/self/fd by the snapshot, not the worker); the cells'
 asyncio loop, whose descriptors those were, is dropped with its tasks. A
 process whose GPU context a fork would break takes no snapshots. The
 snapshot watches its own private memory, which grows as the worker rewrites
