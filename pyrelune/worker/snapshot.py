@@ -299,6 +299,8 @@ class Snapshots:
             os.dup2(new, number, inheritable=False)
             os.close(new)
         std.renew()
+        # Fresh pipes behind the kernel's own numbers: still its own, never named as released.
+        self._own_fds = {fd: _link(fd) for fd in self._own_fds}
         # A SIGINT meant for the dead worker's group before this one left it is not for
         # the next cell: ignoring it discards it.
         _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
