@@ -15,8 +15,8 @@ using it fails at once with an error, never waits: every check cell is bounded (
   task one was running fails instead of never finishing;
 - ProcessPoolExecutor and multiprocessing's Pool: their processes died with the worker:
   the pool is broken (or closed) and says so at once, and a new pool works;
-- scikit-learn and joblib (long): a fit and a cross-validation on loky's worker processes,
-  which died with the worker: joblib starts new ones;
+- joblib, and scikit-learn (long): parallel calls, a fit and a cross-validation on loky's
+  worker processes, which died with the worker: joblib starts new ones;
 - matplotlib (Jupyter): a figure kept open draws and displays again in the inline backend.
 """
 
@@ -105,6 +105,13 @@ LIBRARIES = {
         "    print(fresh.apply_async(pow, (2, 5)).get(30))",
         "Pool not running\nPool not running\n32\n",
         ("a multiprocessing Pool is closed",)),
+    "joblib": Library(
+        "import joblib\nsquares = joblib.Parallel(n_jobs=2)(joblib.delayed(pow)(n, 2) "
+        "for n in range(4))",
+        "print(joblib.Parallel(n_jobs=2)(joblib.delayed(pow)(n, 3) for n in range(4)), "
+        "squares)",
+        "[0, 1, 8, 27] [0, 1, 4, 9]\n",
+        ("joblib starts new worker processes (loky) at its next parallel call",)),
 }
 #: Its fit and cross-validation start loky's processes: seconds each, for the full run.
 SKLEARN = Library(
