@@ -73,12 +73,15 @@ def cell_name(filename: str) -> str:
 
 #: What is said of the pools whose threads a snapshot did not keep (see `worker.pools`).
 POOLS = {
-    "ThreadPoolExecutor": "a ThreadPoolExecutor starts new threads at its next submit",
+    "ThreadPoolExecutor": "a ThreadPoolExecutor starts new threads at its next submit (a "
+                          "task one was running then fails)",
     "ProcessPoolExecutor": "a ProcessPoolExecutor is broken (its processes died with the "
-                           "worker): its submit raises BrokenProcessPool",
+                           "worker): its submit raises BrokenProcessPool, and a task it had "
+                           "then fails",
     "joblib": "joblib starts new worker processes (loky) at its next parallel call",
     "multiprocessing": "a multiprocessing Pool is closed (its processes died with the "
-                       "worker): its apply and map raise ValueError",
+                       "worker): its apply and map raise ValueError, and a result it owed "
+                       "then never comes",
 }
 #: The most paths of released descriptors the words name.
 PATHS_NAMED = 5
@@ -96,7 +99,7 @@ def resumed(name: str, threads: list[str], pools: list[str] | None = None,
                   f"{', '.join(threads[:5])}{', ...' if len(threads) > 5 else ''})")
         mended = [POOLS[kind] for kind in pools or () if kind in POOLS]
         if mended:
-            words += f": {'; '.join(mended)}; a task one was running then fails"
+            words += f": {'; '.join(mended)}"
     if released or more:
         words += f"; descriptors were released, as if closed: {_released(released or [], more)}"
     return words

@@ -85,8 +85,8 @@ LIBRARIES = {
         "except RuntimeError as error:\n    print('lost:', str(error).startswith("
         f"{RESUMED!r}))",
         "1024 [9] [0, 1, 4, 9]\nlost: True\n",
-        ("threads are not restored", "ThreadPoolExecutor starts new threads at its next submit",
-         "a task one was running then fails")),
+        ("threads are not restored", "a ThreadPoolExecutor starts new threads at its next "
+         "submit (a task one was running then fails)")),
     "ProcessPoolExecutor": Library(
         "from concurrent.futures import ProcessPoolExecutor\n"
         "processes = ProcessPoolExecutor(2)\nprint(processes.submit(pow, 2, 3).result())",

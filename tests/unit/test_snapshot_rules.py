@@ -91,9 +91,9 @@ def test_the_words_say_which_pools_start_anew_and_what_was_released() -> None:
     words = resumed("cell 2", ["ThreadPoolExecutor-0_0"], ["ThreadPoolExecutor", "joblib"],
                     ["/tmp/a.db", "socket", "/tmp/a.db", "pipe", "socket"], 0)
     assert ("threads are not restored (1 ran then: ThreadPoolExecutor-0_0): a "
-            "ThreadPoolExecutor starts new threads at its next submit; joblib starts new "
-            "worker processes (loky) at its next parallel call; a task one was running then "
-            "fails") in words
+            "ThreadPoolExecutor starts new threads at its next submit (a task one was running "
+            "then fails); joblib starts new worker processes (loky) at its next parallel "
+            "call;") in words
     assert words.endswith("; descriptors were released, as if closed: /tmp/a.db, 2 sockets, "
                           "a pipe")
 
