@@ -243,7 +243,8 @@ class Kernel:
                 self.link.session.cell = old.session.cell  # its cells' numbers go on
                 self.link.fresh_ring(always=True)  # where the dead worker's writes ended
                 self._woken_after = old.session.cell
-                return resumed(snapshots.name, snapshots.threads)
+                return resumed(snapshots.name, snapshots.threads, snapshots.pools,
+                               snapshots.released, snapshots.more_released)
             self._hear_snapshots()  # it was dropped meanwhile: say why
             for shared in (interrupts, ring):
                 if shared is not None:

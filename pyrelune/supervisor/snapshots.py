@@ -17,7 +17,8 @@ first) when it died: the session ends and reaps those it heard of.
 
 The worker and its snapshot tell the session their news on the socket, one
 JSON object a packet: `taken` (a snapshot was forked: its pid, the cell it
-holds, the threads it could not keep), `ready` (it is set up and waits),
+holds, the threads it could not keep and the pools they were of), `ready` (it is
+set up and waits; what the descriptors it released were),
 `dropped` (it ended: its private memory passed the budget) and `skipped`
 (no snapshot can be taken: a GPU library holds a context a fork breaks).
 """
@@ -70,13 +71,51 @@ def cell_name(filename: str) -> str:
     return name or "the last cell"
 
 
-def resumed(name: str, threads: list[str]) -> str:
-    """What the failed cell's error adds when a snapshot took the lost worker's place."""
+#: What is said of the pools whose threads a snapshot did not keep (see `worker.pools`).
+POOLS = {
+    "ThreadPoolExecutor": "a ThreadPoolExecutor starts new threads at its next submit (a "
+                          "task one was running then fails)",
+    "ProcessPoolExecutor": "a ProcessPoolExecutor is broken (its processes died with the "
+                           "worker): its submit raises BrokenProcessPool, and a task it had "
+                           "then fails",
+    "joblib": "joblib starts new worker processes (loky) at its next parallel call",
+    "multiprocessing": "a multiprocessing Pool is closed (its processes died with the "
+                       "worker): its apply and map raise ValueError, and a result it owed "
+                       "then never comes",
+}
+#: The most paths of released descriptors the words name.
+PATHS_NAMED = 5
+
+
+def resumed(name: str, threads: list[str], pools: list[str] | None = None,
+            released: list[str] | None = None, more: int = 0) -> str:
+    """What the failed cell's error adds when a snapshot took the lost worker's place:
+    the cell it holds, the `threads` it did not keep and the `pools` among them (mended:
+    `worker.pools`), the descriptors it `released` (paths, "socket", "pipe"; `more`
+    not named)."""
     words = f"{RESUMED}: the namespace is the one {name} left (its last finished cell)"
     if threads:
         words += (f"; threads are not restored ({len(threads)} ran then: "
                   f"{', '.join(threads[:5])}{', ...' if len(threads) > 5 else ''})")
+        mended = [POOLS[kind] for kind in pools or () if kind in POOLS]
+        if mended:
+            words += f": {'; '.join(mended)}"
+    if released or more:
+        words += f"; descriptors were released, as if closed: {_released(released or [], more)}"
     return words
+
+
+def _released(released: list[str], more: int) -> str:
+    """`/tmp/a.db, 2 sockets, a pipe and 3 more`: each path once, at most PATHS_NAMED."""
+    paths = [name for name in dict.fromkeys(released) if name not in ("socket", "pipe")]
+    parts = paths[:PATHS_NAMED]
+    more += len(paths) - len(parts)
+    for kind in ("socket", "pipe"):
+        count = released.count(kind)
+        if count:
+            parts.append(f"a {kind}" if count == 1 else f"{count} {kind}s")
+    said = ", ".join(parts) if parts else "descriptors"
+    return f"{said} and {more} more" if more else said
 
 
 def dropped(name: str, private: int, budget: int) -> str:
@@ -100,6 +139,9 @@ class Snapshots:
         self.pid: int | None = None  # the newest snapshot's
         self.name = ""  # the cell it holds the namespace of
         self.threads: list[str] = []  # those it did not keep
+        self.pools: list[str] = []  # the kinds of pool those were (`worker.pools`)
+        self.released: list[str] = []  # what the descriptors it released were
+        self.more_released = 0  # how many more it released, not named
         self.ready = False
         self.notes: list[str] = []  # for the host, ahead of the next cell's output
         self._dropped_said = False
@@ -145,6 +187,8 @@ class Snapshots:
             self.pid, self.ready = pid, False
             self.name = cell_name(str(message.get("name", "")))
             self.threads = [str(name) for name in message.get("threads", [])]
+            self.pools = [str(kind) for kind in message.get("pools", [])]
+            self.released, self.more_released = [], 0
             early, self._early = self._early.get(pid), {}
             if early is not None:
                 self._news(early)
@@ -152,6 +196,8 @@ class Snapshots:
             self._early[pid] = message  # a snapshot may speak before its worker says it forked
         elif kind == "ready":
             self.ready = True
+            self.released = [str(name) for name in message.get("released", [])]
+            self.more_released = int(message.get("more", 0))
             self._dropped_said = False
         elif kind == "dropped":
             self.pid = None

@@ -62,6 +62,12 @@ def make_current() -> asyncio.AbstractEventLoop:
     return _loop
 
 
+def wakeup_fds() -> list[int]:
+    """The descriptors of the cells' loop's own wake-up socket pair, which no cell opened."""
+    pair = (getattr(_loop, "_ssock", None), getattr(_loop, "_csock", None))
+    return [end.fileno() for end in pair if end is not None]
+
+
 def _adopted() -> asyncio.AbstractEventLoop | None:
     """The loop a plain cell's `asyncio.get_event_loop()` made before any cell awaited."""
     with warnings.catch_warnings():

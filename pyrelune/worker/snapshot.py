@@ -32,10 +32,13 @@ bytes Linux keeps, set as soon as it is in its own process group, right after
 the fork; woken, it takes back the worker's name.
 
 What a fork cannot carry is not pretended: threads other than the main one
-do not exist in a snapshot; every descriptor it inherited but its socket (and
-the stdout ring's doorbell) is released at once, its number left pointing
-at nothing (O_PATH on "/": a read or write fails with EBADF, as if closed,
-and no later open takes the number that an object still holds); the cells'
+do not exist in a snapshot (the session is told their names, and the pools
+they were of, which a woken snapshot mends: see `pools`); every descriptor it
+inherited but its socket (and the stdout ring's doorbell) is released at
+once, its number left pointing at nothing (O_PATH on "/": a read or write
+fails with EBADF, as if closed, and no later open takes the number that an
+object still holds), and the session is told what those the cells opened
+were (read from /proc/self/fd by the snapshot, not the worker); the cells'
 asyncio loop, whose descriptors those were, is dropped with its tasks. A
 process whose GPU context a fork would break takes no snapshots. The
 snapshot watches its own private memory, which grows as the worker rewrites
@@ -54,11 +57,13 @@ import warnings
 
 from pyrelune import fastjson
 from pyrelune.wire import forks
+from pyrelune.worker import pools
 from pyrelune.worker.channel import flush_output
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from threading import Thread
     from typing import NoReturn
 
     from pyrelune.wire import WorkerFds
@@ -70,8 +75,8 @@ WATCH_EVERY = 0.5
 #: How long the worker waits, idle after a cell, before it forks that cell's snapshot, in
 #: seconds: a command that comes sooner is not kept waiting for a fork.
 IDLE = 0.005
-#: How many times a fork's cost the cells since the last snapshot must have run for the next
-#: one to be forked at once, a command waiting or not.
+#: How many times a fork's cost a cell must have run for its snapshot to be forked at once, a
+#: command waiting or not.
 WORTH = 25
 #: What the first fork is taken to cost, before one is measured, in seconds.
 FIRST_FORK = 0.002
@@ -80,6 +85,8 @@ FIRST_FORK = 0.002
 LEAST_FORK = 0.0002
 #: The most of a snapshot's process name that Linux keeps (/proc/<pid>/comm), in bytes.
 NAME_BYTES = 15
+#: The most released descriptors a snapshot names, and the longest a path is said.
+RELEASED_NAMED, RELEASED_LENGTH = 16, 120
 _kill, _waitpid, _setpgid, _exit = os.kill, os.waitpid, os.setpgid, os._exit  # a cell's own
 _SIGINT = {_signal.SIGINT}
 
@@ -150,14 +157,41 @@ def _own_private_memory() -> int:
         return 0
 
 
-def _other_threads() -> list[str]:
-    """The names of the threads alive besides this one, which a fork does not copy."""
+def _other_threads() -> list[Thread]:
+    """The threads alive besides this one, which a fork does not copy."""
     threading = sys.modules.get("threading")
     if threading is None:
         return []
     main = threading.main_thread()
-    return [thread.name for thread in threading.enumerate()
+    return [thread for thread in threading.enumerate()
             if thread is not main and thread.is_alive()]
+
+
+def _open_fds() -> set[int]:
+    return {int(name) for name in os.listdir("/proc/self/fd")}
+
+
+def _link(fd: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None  # closed since it was listed
+
+
+def _loop_fds() -> list[int]:
+    eventloop = sys.modules.get("pyrelune.worker.eventloop")
+    return [] if eventloop is None else list(eventloop.wakeup_fds())
+
+
+def released_name(link: str) -> str | None:
+    """What a released descriptor was, from its /proc/self/fd link, as the host is told it:
+    a file's path, "socket" or "pipe"; None for what a cell did not open itself (the
+    kernel's "/" of an earlier release, an epoll or eventfd of a loop)."""
+    if link == "/" or link.startswith("anon_inode:"):
+        return None
+    if link.startswith(("socket:", "pipe:")):
+        return link.partition(":")[0]
+    return link if len(link) <= RELEASED_LENGTH else "..." + link[-RELEASED_LENGTH + 3:]
 
 
 class Snapshots:
@@ -178,6 +212,9 @@ class Snapshots:
         self._cost = FIRST_FORK  # the seconds the last fork stalled the worker
         self._resident = 0  # the worker's resident pages then (0: no fork measured)
         self._name = b""  # the worker's own process name, in a snapshot
+        # The kernel's own descriptors (its pipes, the cells' standard streams), open before
+        # any cell: a snapshot releases them too, but never names them.
+        self._own_fds = {fd: _link(fd) for fd in _open_fds()}
 
     def _say(self, **news: object) -> None:
         try:
@@ -231,8 +268,9 @@ class Snapshots:
             # before the next cell ends finds one too. Its threads were the last's.
             threads = []
 
-    def _fork(self, filename: str, threads: list[str]) -> bool:
+    def _fork(self, filename: str, threads: list[Thread]) -> bool:
         """Fork the snapshot of the cell `filename`; True in the snapshot, once woken."""
+        kinds = pools.pool_kinds(threads)
         flush_output()  # what the streams hold goes out now, and never again from the snapshot
         began = time.perf_counter()
         _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT)  # until it has its own group
@@ -244,6 +282,7 @@ class Snapshots:
             pid = -1  # no process left: the last snapshot stays the newest
         if pid == 0:
             self._wait(filename)
+            pools.mend(kinds)
             return True
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT)
         if pid < 0:
@@ -252,7 +291,8 @@ class Snapshots:
             _setpgid(pid, pid)  # also done by the child: the kill of this group must spare it
         except OSError:
             pass
-        self._say(t="taken", pid=pid, name=filename, threads=threads)
+        self._say(t="taken", pid=pid, name=filename, threads=[t.name for t in threads],
+                  pools=kinds)
         self.drop()
         self._child = pid
         self._cost = time.perf_counter() - began
@@ -285,7 +325,7 @@ class Snapshots:
         _setpgid(0, 0)
         self._name = _name()
         _rename(process_name(filename))
-        self._release()
+        released = self._release()
         ready = False
         while True:
             private = _own_private_memory()
@@ -293,7 +333,8 @@ class Snapshots:
                 self._say(t="dropped", pid=os.getpid(), private=private, budget=self._budget)
                 _exit(0)
             if not ready:
-                self._say(t="ready", pid=os.getpid())
+                self._say(t="ready", pid=os.getpid(), released=released[:RELEASED_NAMED],
+                          more=max(0, len(released) - RELEASED_NAMED))
                 ready = True
             if not select.select([self._socket], [], [], WATCH_EVERY)[0]:
                 continue
@@ -312,21 +353,29 @@ class Snapshots:
     def _end(self) -> NoReturn:
         _exit(0)
 
-    def _release(self) -> None:
-        """Every inherited descriptor but the socket and the ring's doorbell points at nothing."""
+    def _release(self) -> list[str]:
+        """Every inherited descriptor but the socket and the ring's doorbell points at nothing;
+        what those the cells opened were (`released_name`), for the host to be told."""
         keep = {self._socket.fileno()}
         if self._fds.ring is not None:
             keep.add(self._fds.ring.doorbell)
         nothing = os.open("/", os.O_PATH | os.O_CLOEXEC)
         keep.add(nothing)
-        for name in os.listdir("/proc/self/fd"):
-            fd = int(name)
-            if fd not in keep:
-                try:
-                    os.dup2(nothing, fd, inheritable=False)
-                except OSError:
-                    pass  # the listing's own, closed by now
+        keep.update(_loop_fds())
+        released: list[str] = []
+        for fd in _open_fds():
+            if fd in keep:
+                continue
+            link = _link(fd)
+            try:
+                os.dup2(nothing, fd, inheritable=False)
+            except OSError:
+                continue  # the listing's own, closed by now
+            if link is not None and link != self._own_fds.get(fd) and (
+                    name := released_name(link)) is not None:
+                released.append(name)
         os.close(nothing)
+        return released
 
     def _become_worker(self, received: list[int]) -> None:
         """Take the worker's place: its descriptors' numbers get the fresh pipes' ends."""
@@ -339,6 +388,8 @@ class Snapshots:
             os.dup2(new, number, inheritable=False)
             os.close(new)
         std.renew()
+        # Fresh pipes behind the kernel's own numbers: still its own, never named as released.
+        self._own_fds = {fd: _link(fd) for fd in self._own_fds}
         # A SIGINT meant for the dead worker's group before this one left it is not for
         # the next cell: ignoring it discards it.
         _signal.signal(_signal.SIGINT, _signal.SIG_IGN)

@@ -177,12 +177,16 @@ def test_lines_a_snapshot_holds_no_descriptor_but_its_own(lines_kernel: LinesHos
     assert sum(link.startswith("socket:") for link in held) == 1, held  # its own, to the kernel
     lost = lines_kernel.execute(SEGFAULT)
     assert RESUMED in lost["error"]
+    assert f"descriptors were released, as if closed: {path}, a socket;" in lost["error"], lost
     after = lines_kernel.execute("try:\n    os.write(fd, b'x')\nexcept OSError as e:\n"
                                  "    print(e.errno)\nprint(port)")
     errno, port = after["stdout"].split()
     assert int(errno) == 9  # EBADF: as if closed
     with socket.socket() as probe:  # the port is no longer held by anyone
         probe.bind(("127.0.0.1", int(port)))
+    # The woken worker's snapshot: what was released is not named again, nor its fresh pipes.
+    again = _kept(lines_kernel, SEGFAULT)
+    assert RESUMED in again["error"] and "descriptors" not in again["error"], again
 
 
 def test_lines_snapshots_off_behaves_as_before() -> None:

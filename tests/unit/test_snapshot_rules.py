@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import multiprocessing.pool
+import threading
+
 import pytest
 
 from pyrelune import settings
-from pyrelune.supervisor.snapshots import cell_name, dropped, resumed
-from pyrelune.worker.snapshot import gpu_in_use, private_memory, process_name
+from pyrelune.supervisor.snapshots import PATHS_NAMED, cell_name, dropped, resumed
+from pyrelune.worker.pools import LOKY, MULTIPROCESSING, THREAD_POOL, pool_kinds
+from pyrelune.worker.snapshot import (
+    RELEASED_LENGTH,
+    gpu_in_use,
+    private_memory,
+    process_name,
+    released_name,
+)
 
 
 def test_snapshots_are_on_with_a_quarter_of_memory_by_default(
@@ -92,3 +102,47 @@ def test_a_gpu_context_stops_snapshots() -> None:
 ])
 def test_a_snapshot_is_named_for_its_cell(filename: str, name: bytes) -> None:
     assert process_name(filename) == name
+
+
+def test_the_words_say_which_pools_start_anew_and_what_was_released() -> None:
+    words = resumed("cell 2", ["ThreadPoolExecutor-0_0"], ["ThreadPoolExecutor", "joblib"],
+                    ["/tmp/a.db", "socket", "/tmp/a.db", "pipe", "socket"], 0)
+    assert ("threads are not restored (1 ran then: ThreadPoolExecutor-0_0): a "
+            "ThreadPoolExecutor starts new threads at its next submit (a task one was running "
+            "then fails); joblib starts new worker processes (loky) at its next parallel "
+            "call;") in words
+    assert words.endswith("; descriptors were released, as if closed: /tmp/a.db, 2 sockets, "
+                          "a pipe")
+
+
+def test_the_released_descriptors_are_named_within_bounds() -> None:
+    words = resumed("cell 2", [], [], [f"/data/{n}.csv" for n in range(PATHS_NAMED + 3)], 4)
+    assert "threads" not in words
+    assert words.endswith(f"/data/{PATHS_NAMED - 1}.csv and 7 more")
+    assert resumed("cell 2", [], [], [], 0).endswith("(its last finished cell)")
+
+
+@pytest.mark.parametrize(("link", "name"), [
+    ("/tmp/kept.db", "/tmp/kept.db"), ("socket:[4242]", "socket"), ("pipe:[17]", "pipe"),
+    ("/", None), ("anon_inode:[eventpoll]", None),
+    ("/" + "d" * 300, "..." + "d" * (RELEASED_LENGTH - 3)),
+])
+def test_a_released_descriptor_is_named_by_its_link(link: str, name: str | None) -> None:
+    assert released_name(link) == name
+
+
+class _LokyThread(threading.Thread):
+    """Stands for loky's manager thread: a Thread subclass of a loky module."""
+
+
+_LokyThread.__module__ = "joblib.externals.loky.process_executor"
+
+
+def test_the_pools_are_told_from_their_threads() -> None:
+    from concurrent.futures import thread
+
+    threads = [threading.Thread(target=thread._worker), _LokyThread(),
+               threading.Thread(target=multiprocessing.pool.Pool._handle_workers),  # type: ignore[attr-defined]
+               threading.Thread(target=print)]
+    assert pool_kinds(threads) == sorted([LOKY, MULTIPROCESSING, THREAD_POOL])
+    assert pool_kinds([]) == []
