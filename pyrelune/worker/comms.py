@@ -78,7 +78,7 @@ def receive(query: Query, channel: Channel) -> None:
     try:
         interrupt_guard.start(query.cell)
         try:
-            _dispatch(query.args, channel)
+            dispatch(query.args, channel)
         finally:
             interrupt_guard.running = False
     except (Exception, KeyboardInterrupt):
@@ -90,7 +90,7 @@ def receive(query: Query, channel: Channel) -> None:
     channel.send(Done())
 
 
-def _dispatch(args: dict[str, Any], channel: Channel) -> None:
+def dispatch(args: dict[str, Any], channel: Channel) -> None:
     from base64 import b64decode
 
     if _manager is None:
