@@ -253,8 +253,16 @@ class JupyterCodec:
         if self.busy:
             outcome.commands.append(INTERRUPT)
         elif self.busy_aside:
-            outcome.commands.append(InterruptSubshells())
+            outcome.commands.append(InterruptSubshells(self._first_aside()))
         return outcome
+
+    def _first_aside(self) -> list[str]:
+        """Each subshell's first request not over (running, or on its way), by origin; and
+        every question (it runs in turn with the cells, and is quick)."""
+        first: dict[object, str] = {}
+        for origin, cell in self._in_subshells.items():
+            first.setdefault(cell.request.header.get("subshell_id"), origin)
+        return [*first.values(), *self._asked_aside]
 
     @property
     def flush_at(self) -> float | None:

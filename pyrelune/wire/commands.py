@@ -133,9 +133,13 @@ class SubshellInput:
 
 
 class InterruptSubshells:
-    """KeyboardInterrupt in every subshell's running request (see `worker.subshells`)."""
+    """KeyboardInterrupt in the subshell requests `origins` (see `worker.subshells`): in
+    the one running, or as it starts if the interrupt came first."""
 
-    __slots__ = ()
+    __slots__ = ("origins",)
+
+    def __init__(self, origins: list[str]) -> None:
+        self.origins = origins
 
 
 class MakeSubshell:
@@ -280,7 +284,7 @@ def to_wire(command: PipeCommand) -> bytes:
     elif isinstance(command, SubshellInput):
         message = {"op": "subshell_input", "origin": command.origin, "value": command.value}
     elif isinstance(command, InterruptSubshells):
-        message = {"op": "subshell_interrupt"}
+        message = {"op": "subshell_interrupt", "origins": command.origins}
     elif isinstance(command, MakeSubshell):
         message = {"op": "subshell_make", "subshell": command.subshell}
     elif isinstance(command, EndSubshell):
@@ -314,7 +318,7 @@ def from_wire(line: bytes) -> PipeCommand:
     if op == "subshell_input":
         return SubshellInput(message["origin"], message["value"])
     if op == "subshell_interrupt":
-        return InterruptSubshells()
+        return InterruptSubshells(message["origins"])
     if op == "subshell_make":
         return MakeSubshell(message["subshell"])
     if op == "subshell_end":

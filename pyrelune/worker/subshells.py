@@ -85,6 +85,7 @@ class Subshells:
         self._queues: dict[str, queue.SimpleQueue[Request | None]] = {}
         self._filtering = False
         self._running: dict[int, str] = {}  # thread id: the origin of the request it serves
+        self._interrupted: set[str] = set()  # requests interrupted before they began
         self._prompts: dict[str, queue.SimpleQueue[SubshellInput]] = {}  # by origin
         self._lock = threading.Lock()  # `_running`, and the interrupts raised in its threads
         self._asking = threading.local()  # the request the calling thread serves, if any
@@ -97,14 +98,19 @@ class Subshells:
         """In a fork (a snapshot) no thread of these runs: made afresh when needed."""
         self._queues = {}
         self._running = {}
+        self._interrupted = set()
         self._prompts = {}
         self._filtering = False
         self._lock = threading.Lock()
 
     def _woken(self, signum: int, frame: object) -> None:
-        """A subshell was made (`subshellwake`): while a cell runs, the main thread does not
-        read the pipe, so the thread that does starts now. Idle, it reads it itself."""
-        if not self._filtering and self._channel.waits_here():
+        """A subshell was made (`subshellwake`): while a cell (or a question) runs, the main
+        thread does not read the pipe, so the thread that does starts now. Otherwise the
+        main thread reads it itself: idle, or a snapshot not yet woken (whose control pipe
+        is still to come)."""
+        from pyrelune.worker.runtime import interrupt_guard
+
+        if not self._filtering and interrupt_guard.running:
             self._filter_the_pipe()
 
     def aside(self, line: bytes) -> bool:
@@ -152,7 +158,7 @@ class Subshells:
                 waiting.put(command)
             return
         if isinstance(command, InterruptSubshells):
-            self._interrupt()
+            self._interrupt(command.origins)
             return
         assert isinstance(command, (MakeSubshell, RunInSubshell, AskInSubshell))
         requests = self._queues.get(command.subshell)
@@ -163,15 +169,20 @@ class Subshells:
         if not isinstance(command, MakeSubshell):
             requests.put(command)
 
-    def _interrupt(self) -> None:
-        """KeyboardInterrupt in each subshell's running request (C code it is in, a sleep,
-        finishes first; the session kills the worker if the request does not end)."""
+    def _interrupt(self, origins: list[str]) -> None:
+        """KeyboardInterrupt in the requests `origins`: those running now (C code one is in,
+        a sleep, finishes first; the session kills the worker if it does not end), and the
+        others as they begin (their command may still be on its way)."""
         import ctypes
 
         with self._lock:
-            for thread in self._running:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread),
-                                                           ctypes.py_object(KeyboardInterrupt))
+            waiting = set(origins)
+            for thread, origin in self._running.items():
+                if origin in waiting:
+                    waiting.discard(origin)
+                    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                        ctypes.c_ulong(thread), ctypes.py_object(KeyboardInterrupt))
+            self._interrupted |= waiting
 
     def _serve(self, requests: queue.SimpleQueue[Request | None]) -> None:
         """A subshell's thread: its requests in turn; after a failed cell, its queued cells
@@ -200,6 +211,9 @@ class Subshells:
         thread = threading.get_ident()
         try:
             with self._lock:
+                if command.origin in self._interrupted:  # before it began
+                    self._interrupted.discard(command.origin)
+                    raise KeyboardInterrupt
                 self._running[thread] = command.origin
             self._asking.origin = command.origin
             content = (self._run(command) if isinstance(command, RunInSubshell)

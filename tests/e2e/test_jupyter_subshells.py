@@ -56,6 +56,14 @@ def waiting(client: BlockingKernelClient, go: Path, code: str = "") -> str:
             return main
 
 
+def printed(client: BlockingKernelClient, msg_id: str) -> None:
+    """Once the request `msg_id` has printed (its cell has begun)."""
+    while True:
+        message = client.get_iopub_msg(timeout=TIMEOUT)
+        if message["parent_header"].get("msg_id") == msg_id and message["msg_type"] == "stream":
+            return
+
+
 def made(client: BlockingKernelClient) -> str:
     run = on_control(client, "create_subshell_request")
     assert run.reply["msg_type"] == "create_subshell_reply"
@@ -214,8 +222,7 @@ def test_an_interrupt_ends_a_subshells_endless_cell(client: BlockingKernelClient
     assert collect(client, send_to(client, None, "kept = 'still here'")).content[
         "status"] == "ok"
     endless = send_to(client, subshell, "print('spinning', flush=True)\nwhile True:\n    pass")
-    while client.get_iopub_msg(timeout=TIMEOUT)["msg_type"] != "stream":
-        pass
+    printed(client, endless)
     assert on_control(client, "interrupt_request").content["status"] == "ok"
     ended = collect(client, endless)
     assert ended.content["status"] == "error"
@@ -231,8 +238,7 @@ def test_an_interrupt_that_cannot_end_a_subshells_cell_kills_the_worker(
     subshell = made(client)
     sleeping = send_to(client, subshell, "import time\nprint('asleep', flush=True)\n"
                        "time.sleep(600)")
-    while client.get_iopub_msg(timeout=TIMEOUT)["msg_type"] != "stream":
-        pass
+    printed(client, sleeping)
     on_control(client, "interrupt_request")
     ended = collect(client, sleeping)
     assert ended.content["status"] == "error" and ended.content["ename"] == "WorkerDied"

@@ -94,7 +94,7 @@ def test_subshell_commands_travel_whole_and_say_so_first() -> None:
                     commands.AskInSubshell("s1", "complete", {"code": "x", "cursor_pos": 1},
                                            "o"),
                     commands.SubshellInput("o", "Ada"), commands.SubshellInput("o", None),
-                    commands.InterruptSubshells()):
+                    commands.InterruptSubshells(["o", "p"])):
         line = commands.to_wire(command)
         assert line.startswith(commands.SUBSHELL_LINE)
         back = commands.from_wire(line)

@@ -782,13 +782,17 @@ def test_a_subshells_input_without_stdin_is_refused() -> None:
 def test_an_interrupt_ends_the_main_cell_if_one_runs_else_the_subshells() -> None:
     kernel = codec()
     subshell = subshell_of(kernel)
-    ask(kernel, "execute_request", {"code": "while True: pass"}, "shell",
-        {"subshell_id": subshell})
+    (endless,) = ask(kernel, "execute_request", {"code": "while True: pass"}, "shell",
+                     {"subshell_id": subshell}).commands
+    assert isinstance(endless, RunInSubshell)
     execute(kernel, "while True: pass")
     main_first = ask(kernel, "interrupt_request", {})
     assert [type(c) for c in main_first.commands] == [Interrupt]  # as ipykernel's SIGINT
     kernel.output(Done(CellError("python_runtime_error", "KeyboardInterrupt", "")), 0.0)
     assert kernel.busy_aside and not kernel.busy
+    ask(kernel, "execute_request", {"code": "queued()"}, "shell", {"subshell_id": subshell})
     then = ask(kernel, "interrupt_request", {})
-    assert [type(c) for c in then.commands] == [InterruptSubshells]
+    (command,) = then.commands
+    assert isinstance(command, InterruptSubshells)
+    assert command.origins == [endless.origin]  # the one running: not the one queued
     assert then.messages[1][1].content == {"status": "ok"}

@@ -122,11 +122,18 @@ def test_an_interrupt_ends_a_subshells_running_cell_and_no_other_time() -> None:
     send(RunInSubshell("s", "started.set()\nwhile True:\n    pass", "<In[1]>", "endless"))
     send(RunInSubshell("s", "queued = True", "<In[2]>", "queued"))
     assert started.wait(WAIT)
-    send(InterruptSubshells())
+    send(InterruptSubshells(["endless"]))
     ended = channel.replies.get(timeout=WAIT)
     assert (ended["origin"], ended["status"], ended["ename"]) == (
         "endless", "error", "KeyboardInterrupt")
     assert channel.replies.get(timeout=WAIT) == {"origin": "queued", "status": "aborted"}
-    send(InterruptSubshells())  # nothing runs: nothing happens
+    send(InterruptSubshells(["gone"]))  # nothing runs: nothing happens
     send(RunInSubshell("s", "6 * 7", "<In[3]>", "after"))
     assert channel.replies.get(timeout=WAIT)["result"]["data"] == {"text/plain": "42"}
+    # Interrupted before it began (its command still on its way): it ends as it begins.
+    send(InterruptSubshells(["late"]))
+    send(RunInSubshell("s", "ran = True", "<In[4]>", "late", stop_on_error=False))
+    late = channel.replies.get(timeout=WAIT)
+    assert (late["origin"], late["ename"]) == ("late", "KeyboardInterrupt")
+    send(RunInSubshell("s", "'next'", "<In[5]>", "next"))
+    assert channel.replies.get(timeout=WAIT)["result"]["data"] == {"text/plain": "'next'"}
