@@ -311,7 +311,7 @@ class JupyterServer:
                 pass  # no worker: its fresh one reads the command when it starts
 
     def _interrupt_subshells(self, command: InterruptSubshells) -> None:
-        """KeyboardInterrupt in the subshells' running requests; a worker in which one still
+        """KeyboardInterrupt in the subshells' requests it names; a worker in which one still
         runs after `PATIENCE` is killed, as a main shell's cell would be (a snapshot, or a
         fresh worker, takes its place; the requests fail with `WorkerDied`)."""
         if self.kernel is None or self.kernel.link.closed:
@@ -320,7 +320,7 @@ class JupyterServer:
         from pyrelune.supervisor.session import PATIENCE
 
         self.loop.call_later(PATIENCE, self._unended, self.kernel.link,
-                             self.codec.aside_requests())
+                             frozenset(command.origins))
 
     def _unended(self, link: WorkerLink, requests: frozenset[str]) -> None:
         if (self.kernel is not None and link is self.kernel.link and not link.closed
