@@ -207,10 +207,10 @@ def test_a_subshells_user_expressions_and_input(client: BlockingKernelClient,
     assert request["content"] == {"prompt": "Who? ", "password": False}
     client.input("Ada")
     answered = collect(client, asking)
-    assert not go.exists()  # asked and answered while the main shell's cell still runs
-    go.touch()
-    assert answered.content["status"] == "ok" and answered.stdout() == "hi Ada\n"
     refused = collect(client, send_to(client, subshell, "input('no stdin: ')"))
+    assert not go.exists()  # asked and answered while the main shell's cell still runs
+    go.touch()  # (then no other reply is collected first: it would skip the main shell's)
+    assert answered.content["status"] == "ok" and answered.stdout() == "hi Ada\n"
     assert refused.content["ename"] == "StdinNotImplementedError"
     assert collect(client, main).content["status"] == "ok"
 
