@@ -82,12 +82,18 @@ def receive(query: Query, channel: Channel) -> None:
         finally:
             interrupt_guard.running = False
     except (Exception, KeyboardInterrupt):
-        import traceback
-
-        sys.stderr.write(f"error in the {query.args.get('msg_type')} handler of comm "
-                         f"{query.args.get('content', {}).get('comm_id')}:\n")
-        traceback.print_exc()
+        report(query.args)
     channel.send(Done())
+
+
+def report(args: dict[str, Any]) -> None:
+    """The comm message `args`'s handler raised (the exception being handled): said on
+    stderr, under the message."""
+    import traceback
+
+    sys.stderr.write(f"error in the {args.get('msg_type')} handler of comm "
+                     f"{args.get('content', {}).get('comm_id')}:\n")
+    traceback.print_exc()
 
 
 def dispatch(args: dict[str, Any], channel: Channel) -> None:

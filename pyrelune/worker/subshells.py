@@ -216,6 +216,7 @@ class Subshells:
                     raise KeyboardInterrupt
                 self._running[thread] = command.origin
             self._asking.origin = command.origin
+            origin.cell.set(command.origin)  # what it writes goes under its request
             content = (self._run(command) if isinstance(command, RunInSubshell)
                        else self._ask(command))
             with self._lock:
@@ -255,20 +256,14 @@ class Subshells:
     def _ask(self, command: AskInSubshell) -> dict[str, Any]:
         """A question (completion, inspection, is_complete) answered, or a comm message
         handled, on the subshell's thread."""
-        origin.cell.set(command.origin)
         content: dict[str, Any] = {"origin": command.origin, "status": "ok"}
         if command.kind == "comm":
-            from pyrelune.worker.comms import dispatch
+            from pyrelune.worker.comms import dispatch, report
 
             try:
                 dispatch(command.args, self._channel)
             except Exception:  # as the main shell's: reported, the comm stays open
-                import sys
-                import traceback
-
-                sys.stderr.write(f"error in the {command.args.get('msg_type')} handler of "
-                                 f"comm {command.args.get('content', {}).get('comm_id')}:\n")
-                traceback.print_exc()
+                report(command.args)
             return content
         from pyrelune.wire.commands import Query
         from pyrelune.worker.introspect import content_of
@@ -289,7 +284,6 @@ class Subshells:
         """Run the cell, then evaluate its user_expressions; what its Reply says."""
         import ast
 
-        origin.cell.set(command.origin)
         content: dict[str, Any] = {"origin": command.origin, "status": "ok"}
         try:
             source = command.source
