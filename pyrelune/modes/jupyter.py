@@ -322,9 +322,19 @@ class JupyterServer:
         self.loop.call_later(PATIENCE, self._unended, self.kernel.link,
                              frozenset(command.origins))
 
-    def _unended(self, link: WorkerLink, requests: frozenset[str]) -> None:
-        if (self.kernel is not None and link is self.kernel.link and not link.closed
+    def _unended(self, link: WorkerLink, requests: frozenset[str], looks: int = 20) -> None:
+        """Kill `link`'s worker if one of `requests` is still not over; what the worker has
+        written and the loop not yet read (their ends, maybe) is read first, for a while."""
+        if not (self.kernel is not None and link is self.kernel.link and not link.closed
                 and requests & self.codec.aside_requests()):
+            return
+        from select import select
+
+        from pyrelune.supervisor.session import LINGER
+
+        if looks > 0 and select([link.worker.event_fd], [], [], 0)[0]:
+            self.loop.call_later(LINGER, self._unended, link, requests, looks - 1)
+        else:
             link.worker.signal_group(_signal.SIGKILL)
 
     def _debug_relay(self, command: Debug) -> None:
