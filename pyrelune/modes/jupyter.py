@@ -38,14 +38,17 @@ from pyrelune.transports import prebound
 from pyrelune.transports.iopubflow import HELD, OPEN, STALLED, IopubFlow
 from pyrelune.wire.commands import (
     INTERRUPT,
+    AskInSubshell,
     Debug,
     EndSubshell,
     Execute,
     Interrupt,
+    InterruptSubshells,
     MakeSubshell,
     Query,
     RunInSubshell,
     Shutdown,
+    SubshellInput,
 )
 from pyrelune.wire.events import Done
 
@@ -58,6 +61,7 @@ if TYPE_CHECKING:
     from pyrelune.supervisor.debugrelay import DebugRelay
     from pyrelune.supervisor.evented import LoopDriver
     from pyrelune.supervisor.kernel import Kernel
+    from pyrelune.supervisor.link import WorkerLink
     from pyrelune.transports.zmqsockets import CurveKeys, ZmqSockets
     from pyrelune.wire.commands import Command
     from pyrelune.wire.events import Event
@@ -304,10 +308,13 @@ class JupyterServer:
         if isinstance(command, (Execute, Query)):
             # Next turn: this may be the Done of the cell before, still being delivered.
             self.loop.call_soon(self._start, command)
-        elif isinstance(command, (RunInSubshell, MakeSubshell, EndSubshell)):
+        elif isinstance(command, (RunInSubshell, AskInSubshell, MakeSubshell, EndSubshell,
+                                  SubshellInput)):
             # Next turn too, in order: the subshells of a worker being replaced are made
             # again in the fresh one (`JupyterCodec.worker_lost`).
             self.loop.call_soon(self._to_subshell, command)
+        elif isinstance(command, InterruptSubshells):
+            self.loop.call_soon(self._interrupt_subshells, command)
         elif isinstance(command, Interrupt):
             self._interrupt_soon()
         elif isinstance(command, Debug):
@@ -318,9 +325,52 @@ class JupyterServer:
         else:
             self._worker().apply(command)
 
-    def _to_subshell(self, command: RunInSubshell | MakeSubshell | EndSubshell) -> None:
+    def _to_subshell(self, command: RunInSubshell | AskInSubshell | MakeSubshell | EndSubshell
+                     | SubshellInput) -> None:
         if self.stopping is None and not self.terminated:
-            self._worker().apply(command)
+            kernel = self._worker()
+            kernel.apply(command)
+            if isinstance(command, MakeSubshell):
+                self._wake_for_subshells(kernel)
+
+    def _wake_for_subshells(self, kernel: Kernel) -> None:
+        """Have the worker take subshell commands now, even while a cell runs (see
+        `wire.subshellwake`); where it cannot be signalled, the command waits for the cell."""
+        from pyrelune.supervisor.kernel import NoWorker
+        from pyrelune.wire.subshellwake import SIGNAL
+
+        if SIGNAL is not None:
+            try:
+                kernel.signal_worker(SIGNAL)
+            except (NoWorker, OSError):
+                pass  # no worker: its fresh one reads the command when it starts
+
+    def _interrupt_subshells(self, command: InterruptSubshells) -> None:
+        """KeyboardInterrupt in the subshells' requests it names; a worker in which one still
+        runs after `PATIENCE` is killed, as a main shell's cell would be (a snapshot, or a
+        fresh worker, takes its place; the requests fail with `WorkerDied`)."""
+        if self.kernel is None or self.kernel.link.closed:
+            return
+        self.kernel.apply(command)
+        from pyrelune.supervisor.session import PATIENCE
+
+        self.loop.call_later(PATIENCE, self._unended, self.kernel.link,
+                             frozenset(command.origins))
+
+    def _unended(self, link: WorkerLink, requests: frozenset[str], looks: int = 20) -> None:
+        """Kill `link`'s worker if one of `requests` is still not over; what the worker has
+        written and the loop not yet read (their ends, maybe) is read first, for a while."""
+        if not (self.kernel is not None and link is self.kernel.link and not link.closed
+                and requests & self.codec.aside_requests()):
+            return
+        from select import select
+
+        from pyrelune.supervisor.session import LINGER
+
+        if looks > 0 and select([link.worker.event_fd], [], [], 0)[0]:
+            self.loop.call_later(LINGER, self._unended, link, requests, looks - 1)
+        else:
+            link.worker.signal_group(_signal.SIGKILL)
 
     def _debug_relay(self, command: Debug) -> None:
         """To debugpy's adapter in the worker (see `supervisor.debugrelay`)."""
@@ -367,9 +417,12 @@ class JupyterServer:
 
     def interrupt(self) -> None:
         """SIGINT to the kernel process (interrupt_mode "signal"): interrupt what the worker
-        runs; if nothing, the cell the front end sent just before, still on its way."""
+        runs (`JupyterCodec.interrupt`); if nothing, the cell the front end sent just before,
+        still on its way."""
         if self.codec.busy:
             self._interrupt_soon()
+        elif self.codec.busy_aside:
+            self._apply(self.codec.interrupt())
         else:
             self.codec.interrupted_idle(datetime.now(timezone.utc))
 
@@ -423,9 +476,10 @@ def serve(connection: Connection, cap: int | None = None, shell: str = IPYTHON,
     os.environ["PYRELUNE_PAGER"] = "payload"  # `obj?` for the front end's pager
     sockets = ZmqSockets(connection.transport, connection.ip, connection.ports,
                          connection.curve)
-    from pyrelune.wire.debugstart import block
+    from pyrelune.wire import debugstart, subshellwake
 
-    block()  # before any worker is forked: see `wire.debugstart`
+    debugstart.block()  # before any worker is forked: see `wire.debugstart`
+    subshellwake.block()
     if connection.transport == "tcp" and connection.curve is None:  # once it has started
         sys.stderr.write(UNENCRYPTED)
     reactor = Reactor()

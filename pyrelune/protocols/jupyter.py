@@ -11,11 +11,15 @@ one that needs the worker (execute, complete, inspect) holds the queue until
 the worker's answer is in. Control requests (interrupt, shutdown,
 kernel_info, history, comm_info, usage: the engine's to measure, and
 the subshells' create, list and delete) are answered at once, even while a
-cell runs. A subshell's execute_request (JEP 91: its header names the
-subshell) goes to the worker at once, where the subshell's thread runs it
-beside the main shell's cell; it is not a phase (the phases are the main
-shell's) but an entry of `_in_subshells`, ended by its Reply. Other
-requests naming a subshell take their turn in the one queue; one naming a
+cell runs. A shell request naming a subshell in its header (JEP 91) is
+served at once too, as ipykernel 7's subshell threads serve it (`_ASIDE`):
+an execute_request, a question or a comm message goes to the worker, where
+the subshell's thread serves it beside the main shell's cell; it is not a
+phase (the phases are the main shell's) but an entry of `_in_subshells` or
+`_asked_aside`, ended by its Reply, and a cell's `input()` is an entry of
+`_prompted_aside` until its input_reply. An interrupt ends the main shell's
+cell, or with none the subshells' (`interrupt`). Other requests naming a
+subshell take their turn in the one queue; one naming a
 subshell there is not is answered with an error, unrun. A shell request
 sent on control (the messaging spec allows every one there) is answered on
 control; one that needs the worker takes its turn in the shell queue,
@@ -56,15 +60,19 @@ from pyrelune.wire import debugstart, events
 from pyrelune.wire.commands import (
     INTERRUPT,
     SUBSHELL,
+    SUBSHELL_PROMPT,
+    AskInSubshell,
     Debug,
     EndSubshell,
     Execute,
     InputReply,
+    InterruptSubshells,
     MakeSubshell,
     Query,
     RefuseInput,
     RunInSubshell,
     Shutdown,
+    SubshellInput,
 )
 from pyrelune.wire.events import (
     COMM_TYPES,
@@ -217,12 +225,44 @@ class JupyterCodec:
         self._debug_asked: tuple[Message | None, dict[str, Any] | None] = (None, None)
         self.subshells: list[str] = []  # the subshells' ids, oldest first (list_subshell)
         self._in_subshells: dict[str, _Cell] = {}  # their cells sent to the worker, by origin
+        self._asked_aside: dict[str, Message] = {}  # their questions and comm messages, too
+        self._prompted_aside: dict[str, Message] = {}  # their input_requests, by origin
 
     @property
     def busy(self) -> bool:
         """Whether the worker is serving a shell request (others wait in the queue); an
         interrupt has something to stop."""
         return self.phase != IDLE
+
+    @property
+    def busy_aside(self) -> bool:
+        """Whether a subshell serves a request (an interrupt of an idle main shell's ends it:
+        see `interrupt`)."""
+        return bool(self._in_subshells or self._asked_aside)
+
+    def aside_requests(self) -> frozenset[str]:
+        """The subshells' requests sent to the worker and not over, by origin."""
+        return frozenset((*self._in_subshells, *self._asked_aside))
+
+    def interrupt(self) -> Outcome[Sent]:
+        """What an interrupt ends: the main shell's cell (or question) if one runs, as
+        ipykernel's SIGINT reaches its main thread; else every subshell's running request;
+        else nothing, but the cell the front end sent just before may still be on its way
+        (`interrupted_idle`, left to the caller, which knows when the interrupt came)."""
+        outcome: Outcome[Sent] = Outcome()
+        if self.busy:
+            outcome.commands.append(INTERRUPT)
+        elif self.busy_aside:
+            outcome.commands.append(InterruptSubshells(self._first_aside()))
+        return outcome
+
+    def _first_aside(self) -> list[str]:
+        """Each subshell's first request not over (running, or on its way), by origin; and
+        every question (it runs in turn with the cells, and is quick)."""
+        first: dict[object, str] = {}
+        for origin, cell in self._in_subshells.items():
+            first.setdefault(cell.request.header.get("subshell_id"), origin)
+        return [*first.values(), *self._asked_aside]
 
     @property
     def flush_at(self) -> float | None:
@@ -271,9 +311,14 @@ class JupyterCodec:
             self._on_stdin(message, outcome)
         elif channel == SHELL and self._unknown_subshell(message, outcome):
             pass
-        elif (channel == SHELL and message.msg_type == EXECUTE
+        elif (channel == SHELL and message.msg_type in _ASIDE
               and message.header.get("subshell_id") is not None):
-            self._run_in_subshell(message, outcome)  # at once: beside the main shell's cell
+            # At once, beside the main shell's cell: a cell, a question or a comm message to
+            # the subshell's thread; what the codec answers itself, answered now.
+            if message.msg_type == EXECUTE:
+                self._run_in_subshell(message, outcome)
+            else:
+                self._handle(channel, message, outcome)
         elif channel == CONTROL and message.msg_type in _CONTROL:
             self._handle(CONTROL, message, outcome)
         elif self.busy or self._debug_holds():
@@ -379,7 +424,15 @@ class JupyterCodec:
 
     def _ask(self, request: Message, outcome: Outcome[Sent], kind: str,
              args: dict[str, Any], channel: str = SHELL) -> bool:
-        """Ask the worker for `request`, which came on `channel` (its reply goes there)."""
+        """Ask the worker for `request`, which came on `channel` (its reply goes there); one
+        naming a subshell, that subshell's thread, at once (its Reply of kind `SUBSHELL`
+        answers it)."""
+        subshell = request.header.get("subshell_id")
+        if channel == SHELL and subshell is not None:
+            origin = fastjson.dumps(request.header)
+            self._asked_aside[origin] = request
+            outcome.commands.append(AskInSubshell(subshell, kind, args, origin))
+            return False
         self.phase = step(self.phase, COMM_MESSAGE if kind == "comm" else ASK)
         self._current = request
         self._current_channel = channel
@@ -424,9 +477,9 @@ class JupyterCodec:
             "buffers": [b64encode(buffer).decode() for buffer in request.buffers]}, channel)
 
     def _on_interrupt(self, channel: str, request: Message, outcome: Outcome[Sent]) -> bool:
-        if self.busy:  # a cell, or a question the worker is slow to answer (completion)
-            outcome.commands.append(INTERRUPT)
-        else:
+        ended = self.interrupt()
+        outcome.commands.extend(ended.commands)
+        if not ended.commands:
             self.interrupted_idle(sent_at(request.header))
         self._reply(outcome, channel, request, {"status": "ok"})
         return True
@@ -467,12 +520,18 @@ class JupyterCodec:
         self._in_subshells[cell.origin] = cell
         outcome.commands.append(RunInSubshell(
             request.header["subshell_id"], request.content["code"], filename, cell.origin,
-            cell.silent, cell.stop_on_error))
+            cell.silent, cell.stop_on_error, cell.user_expressions))
 
     def _subshell_done(self, outcome: Outcome[Sent], content: dict[str, Any]) -> None:
-        """A subshell's cell is over (`RunInSubshell`'s Reply): its result, its error, its
-        reply; its user_expressions are not evaluated (the reply has none)."""
-        cell = self._in_subshells.pop(content.get("origin"), None)  # type: ignore[arg-type]
+        """A subshell's request is over (its Reply of kind `SUBSHELL`): a cell's result, its
+        error, its reply with its user_expressions' values; a question's reply."""
+        origin = content.get("origin")
+        self._prompted_aside.pop(origin, None)  # type: ignore[arg-type]
+        asked = self._asked_aside.pop(origin, None)  # type: ignore[arg-type]
+        if asked is not None:
+            self._answered_aside(outcome, asked, content)
+            return
+        cell = self._in_subshells.pop(origin, None)  # type: ignore[arg-type]
         if cell is None:
             return  # not one of ours (a forged line, or told lost already)
         if cell.cap is not None and (tail := cell.cap.release()):
@@ -490,9 +549,10 @@ class JupyterCodec:
                     "data": _theirs(result.get("data") or {}),
                     "metadata": _theirs(result.get("metadata") or {}),
                     "execution_count": cell.count}, cell.request)
+            values = content.get("user_expressions")
             self._reply(outcome, SHELL, cell.request, {
-                "status": "ok", "execution_count": cell.count, "user_expressions": {},
-                "payload": []})
+                "status": "ok", "execution_count": cell.count,
+                "user_expressions": values if isinstance(values, dict) else {}, "payload": []})
         else:
             ename, evalue = str(content.get("ename", "Error")), str(content.get("evalue", ""))
             reply = _error_content(ename, evalue, cell.count, coloured(
@@ -503,11 +563,59 @@ class JupyterCodec:
             self._reply(outcome, SHELL, cell.request, reply)
         self._status(outcome, "idle", cell.request)
 
+    def _answered_aside(self, outcome: Outcome[Sent], request: Message,
+                        content: dict[str, Any]) -> None:
+        """A subshell's question answered (or failed: an error reply, as the main shell's
+        gets when its worker fails to answer), or its comm message handled; then idle."""
+        answer = content.get("answer")
+        if content.get("status") == "ok" and isinstance(answer, dict):
+            self._reply(outcome, SHELL, request, {"status": "ok", **answer})
+        elif request.msg_type.endswith("_request"):
+            ename = str(content.get("ename", "Error"))
+            evalue = str(content.get("evalue", "no reply"))
+            self._reply(outcome, SHELL, request, {
+                "status": "error", "ename": ename, "evalue": evalue,
+                "traceback": coloured(str(content.get("traceback", "")), ename, evalue)})
+        self._status(outcome, "idle", request)
+
+    def _prompt_aside(self, outcome: Outcome[Sent], content: dict[str, Any]) -> None:
+        """A subshell's `input()`: an input_request under its execute_request, if the front
+        end allows stdin there; else refused at once."""
+        origin = str(content.get("origin"))
+        cell = self._in_subshells.get(origin)
+        if cell is None or not cell.request.content.get("allow_stdin", False):
+            outcome.commands.append(SubshellInput(origin, None))
+            return
+        prompt = self.builder.to(cell.request, "input_request", {
+            "prompt": str(content.get("prompt", "")), "password": bool(content.get("password"))})
+        self._prompted_aside[origin] = prompt
+        outcome.messages.append((STDIN, prompt))
+
+    def _answer_aside(self, reply: Message, outcome: Outcome[Sent]) -> bool:
+        """Whether the input_reply `reply` is a subshell's: the one whose input_request it
+        names as its parent, else (a front end that names none) the oldest waiting, if the
+        main shell's cell does not wait."""
+        if not self._prompted_aside:
+            return False
+        parent = reply.parent_header.get("msg_id")
+        origin = next((origin for origin, prompt in self._prompted_aside.items()
+                       if prompt.header.get("msg_id") == parent), None)
+        if origin is None:
+            if self.phase in (WAITING_INPUT, EVALUATING_WAITING_INPUT):
+                return False
+            origin = next(iter(self._prompted_aside))
+        del self._prompted_aside[origin]
+        value = reply.content.get("value", "")
+        outcome.commands.append(SubshellInput(origin, value if isinstance(value, str)
+                                              else str(value)))
+        return True
+
     def worker_lost(self, why: str) -> Outcome[Sent]:
         """The worker is gone (`why`), and with it every subshell's thread: their running and
-        queued cells fail; the subshells stay, their threads made anew in the fresh worker."""
+        queued requests fail; the subshells stay, their threads made anew in the fresh
+        worker."""
         outcome: Outcome[Sent] = Outcome()
-        for origin in list(self._in_subshells):
+        for origin in [*self._in_subshells, *self._asked_aside]:
             self._subshell_done(outcome, {"origin": origin, "status": "error",
                                           "ename": "WorkerDied", "evalue": why})
         outcome.commands.extend(MakeSubshell(subshell) for subshell in self.subshells)
@@ -617,6 +725,8 @@ class JupyterCodec:
         if message.msg_type != "input_reply":
             outcome.problems.append(f"unknown message type on stdin: {message.msg_type!r}")
             return
+        if self._answer_aside(message, outcome):
+            return
         try:
             self.phase = step(self.phase, INPUT_REPLY)
         except NotAllowed:
@@ -662,6 +772,8 @@ class JupyterCodec:
                 self._moved(outcome, self._debugger.answered(None, item.content))
         elif isinstance(item, Reply) and item.kind == SUBSHELL:
             self._subshell_done(outcome, item.content)
+        elif isinstance(item, Reply) and item.kind == SUBSHELL_PROMPT:
+            self._prompt_aside(outcome, item.content)
         elif isinstance(item, Reply) and item.kind == "usage":
             channel, request = self._usage_asked.popleft()
             self._reply(outcome, channel, request, item.content)
@@ -1010,6 +1122,11 @@ _HANDLERS: dict[str, Callable[[JupyterCodec, str, Message, Outcome[Sent]], bool]
     "delete_subshell_request": JupyterCodec._on_delete_subshell,
     "list_subshell_request": JupyterCodec._on_list_subshell,
 }
+#: The shell requests a subshell serves at once, beside the main shell's cell (as ipykernel 7,
+#: whose subshell threads serve every shell request; the others take their turn here).
+_ASIDE = frozenset({EXECUTE, "complete_request", "inspect_request", "is_complete_request",
+                    "history_request", "comm_info_request", "kernel_info_request",
+                    *COMM_TYPES})
 _CONTROL = frozenset({"kernel_info_request", "interrupt_request", "shutdown_request",
                       "usage_request", DEBUG, "history_request", "comm_info_request",
                       "create_subshell_request", "delete_subshell_request",

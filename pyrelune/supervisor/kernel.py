@@ -23,16 +23,19 @@ from pyrelune.supervisor.process import WorkerProcess, describe_exit
 from pyrelune.supervisor.session import FINISHED, PATIENCE, STARTING
 from pyrelune.wire.commands import (
     SUBSHELL,
+    AskInSubshell,
     CancelInput,
     EndSubshell,
     Execute,
     InputReply,
     Interrupt,
+    InterruptSubshells,
     MakeSubshell,
     Query,
     RefuseInput,
     Reset,
     RunInSubshell,
+    SubshellInput,
     to_wire,
 )
 from pyrelune.wire.events import WORKER_DIED, CellError, Done, Reply, Stream
@@ -285,7 +288,8 @@ class Kernel:
             self.interrupt()
         elif isinstance(command, (InputReply, CancelInput, RefuseInput)):
             self._command(command)
-        elif isinstance(command, (RunInSubshell, MakeSubshell, EndSubshell)):
+        elif isinstance(command, (RunInSubshell, AskInSubshell, MakeSubshell, EndSubshell,
+                                  SubshellInput, InterruptSubshells)):
             self._to_subshell(command)
         else:
             raise TypeError(f"{type(command).__name__} is the mode's to carry out, not a kernel's")
@@ -298,14 +302,15 @@ class Kernel:
         else:
             self._reset()
 
-    def _to_subshell(self, command: RunInSubshell | MakeSubshell | EndSubshell) -> None:
+    def _to_subshell(self, command: RunInSubshell | AskInSubshell | MakeSubshell | EndSubshell
+                     | SubshellInput | InterruptSubshells) -> None:
         """To a subshell's thread in the worker, whatever the main shell runs (a worker that
-        died since is replaced first); a cell no worker can start for fails at once."""
+        died since is replaced first); a request no worker can start for fails at once."""
         try:
             if self.link.closed or self.link.session.state in (STARTING, FINISHED):
                 self._revive()  # no cell of the main shell's runs: a dead worker is replaced
         except NoWorker as exc:
-            if isinstance(command, RunInSubshell):
+            if isinstance(command, (RunInSubshell, AskInSubshell)):
                 self.driver.tell(Reply({"origin": command.origin, "status": "error",
                                         "ename": "WorkerDied", "evalue": str(exc),
                                         "traceback": ""}, SUBSHELL))

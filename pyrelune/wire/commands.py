@@ -91,16 +91,55 @@ class RunInSubshell:
     by a Done, which is the main shell's. `stop_on_error`: a failure aborts the subshell's
     cells queued behind it."""
 
-    __slots__ = ("filename", "origin", "silent", "source", "stop_on_error", "subshell")
+    __slots__ = ("expressions", "filename", "origin", "silent", "source", "stop_on_error",
+                 "subshell")
 
     def __init__(self, subshell: str, source: str, filename: str, origin: str,
-                 silent: bool = False, stop_on_error: bool = True) -> None:
+                 silent: bool = False, stop_on_error: bool = True,
+                 expressions: dict[str, Any] | None = None) -> None:
         self.subshell = subshell
         self.source = source
         self.filename = filename
         self.origin = origin
         self.silent = silent
         self.stop_on_error = stop_on_error
+        self.expressions = expressions or {}  # user_expressions, evaluated after a cell ends well
+
+
+class AskInSubshell:
+    """A question (`kind` complete, inspect, is_complete, with `args` as a `Query`'s) or a
+    comm message from the front end (`kind` comm) for the subshell's thread, served in turn
+    with its cells; answered by a Reply of kind `SUBSHELL` naming `origin` (a question's
+    answer under "answer")."""
+
+    __slots__ = ("args", "kind", "origin", "subshell")
+
+    def __init__(self, subshell: str, kind: str, args: dict[str, Any], origin: str) -> None:
+        self.subshell = subshell
+        self.kind = kind
+        self.args = args
+        self.origin = origin
+
+
+class SubshellInput:
+    """The answer to the `input()` of the subshell request `origin` (a Reply of kind
+    `SUBSHELL_PROMPT` asked); None: the front end cannot answer."""
+
+    __slots__ = ("origin", "value")
+
+    def __init__(self, origin: str, value: str | None) -> None:
+        self.origin = origin
+        self.value = value
+
+
+class InterruptSubshells:
+    """KeyboardInterrupt in the subshell requests `origins` (see `worker.subshells`): in
+    the one running, or as it starts if the interrupt came first."""
+
+    __slots__ = ("origins",)
+
+    def __init__(self, origins: list[str]) -> None:
+        self.origins = origins
 
 
 class MakeSubshell:
@@ -122,8 +161,10 @@ class EndSubshell:
         self.subshell = subshell
 
 
-#: The Reply kind that answers a `RunInSubshell`.
+#: The Reply kind that answers a `RunInSubshell` or an `AskInSubshell`.
 SUBSHELL = "subshell"
+#: The Reply kind of a subshell's `input()`: its origin, prompt and password (see `SubshellInput`).
+SUBSHELL_PROMPT = "subshell_prompt"
 #: How every subshell command's line begins (`to_wire`): the worker sets them aside unparsed.
 SUBSHELL_LINE = b'{"op": "subshell'
 
@@ -197,11 +238,12 @@ if TYPE_CHECKING:
     #: What the control pipe carries.
     PipeCommand: TypeAlias = (Execute | Reset | InputReply | CancelInput | Continue | Query
                               | RefuseInput | FreshRing | RunInSubshell | MakeSubshell
-                              | EndSubshell)
+                              | EndSubshell | AskInSubshell | SubshellInput | InterruptSubshells)
     #: What a codec may ask of the engine.
     Command: TypeAlias = (Execute | Query | InputReply | CancelInput | RefuseInput | Reset
                           | Interrupt | Debug | Shutdown | Admit | Disconnect | RunInSubshell
-                          | MakeSubshell | EndSubshell)
+                          | MakeSubshell | EndSubshell | AskInSubshell | SubshellInput
+                          | InterruptSubshells)
 
 _SIMPLE: dict[str, type[Reset | CancelInput | Continue | RefuseInput]] = {
     "reset": Reset, "cancel": CancelInput, "continue": Continue, "refuse": RefuseInput}
@@ -234,6 +276,15 @@ def to_wire(command: PipeCommand) -> bytes:
         message = {"op": "subshell", "subshell": command.subshell, "source": command.source,
                    "filename": command.filename, "origin": command.origin,
                    "silent": command.silent, "stop_on_error": command.stop_on_error}
+        if command.expressions:
+            message["expressions"] = command.expressions
+    elif isinstance(command, AskInSubshell):
+        message = {"op": "subshell_ask", "subshell": command.subshell, "kind": command.kind,
+                   "args": command.args, "origin": command.origin}
+    elif isinstance(command, SubshellInput):
+        message = {"op": "subshell_input", "origin": command.origin, "value": command.value}
+    elif isinstance(command, InterruptSubshells):
+        message = {"op": "subshell_interrupt", "origins": command.origins}
     elif isinstance(command, MakeSubshell):
         message = {"op": "subshell_make", "subshell": command.subshell}
     elif isinstance(command, EndSubshell):
@@ -259,7 +310,15 @@ def from_wire(line: bytes) -> PipeCommand:
         return FreshRing(message["lap"])
     if op == "subshell":
         return RunInSubshell(message["subshell"], message["source"], message["filename"],
-                             message["origin"], message["silent"], message["stop_on_error"])
+                             message["origin"], message["silent"], message["stop_on_error"],
+                             message.get("expressions"))
+    if op == "subshell_ask":
+        return AskInSubshell(message["subshell"], message["kind"], message["args"],
+                             message["origin"])
+    if op == "subshell_input":
+        return SubshellInput(message["origin"], message["value"])
+    if op == "subshell_interrupt":
+        return InterruptSubshells(message["origins"])
     if op == "subshell_make":
         return MakeSubshell(message["subshell"])
     if op == "subshell_end":

@@ -70,6 +70,9 @@ class Channel:
         #: Takes a command line that is not the main thread's (a Jupyter worker's subshells:
         #: see `worker.subshells`), answering whether it did.
         self.aside: Callable[[bytes], bool] | None = None
+        #: `input()` on a thread that may not wait here: its answer by another way (a
+        #: subshell's thread), None if it has none.
+        self.prompt_aside: Callable[[InputRequest], PipeCommand | None] | None = None
         in_cell_child(self._forked)
 
     def _forked(self) -> None:

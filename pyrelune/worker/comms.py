@@ -78,19 +78,25 @@ def receive(query: Query, channel: Channel) -> None:
     try:
         interrupt_guard.start(query.cell)
         try:
-            _dispatch(query.args, channel)
+            dispatch(query.args, channel)
         finally:
             interrupt_guard.running = False
     except (Exception, KeyboardInterrupt):
-        import traceback
-
-        sys.stderr.write(f"error in the {query.args.get('msg_type')} handler of comm "
-                         f"{query.args.get('content', {}).get('comm_id')}:\n")
-        traceback.print_exc()
+        report(query.args)
     channel.send(Done())
 
 
-def _dispatch(args: dict[str, Any], channel: Channel) -> None:
+def report(args: dict[str, Any]) -> None:
+    """The comm message `args`'s handler raised (the exception being handled): said on
+    stderr, under the message."""
+    import traceback
+
+    sys.stderr.write(f"error in the {args.get('msg_type')} handler of comm "
+                     f"{args.get('content', {}).get('comm_id')}:\n")
+    traceback.print_exc()
+
+
+def dispatch(args: dict[str, Any], channel: Channel) -> None:
     from base64 import b64decode
 
     if _manager is None:

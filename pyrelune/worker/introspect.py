@@ -46,17 +46,24 @@ def answer(query: Query, namespace: dict[str, Any], channel: Channel,
     """Answer `query` with a Reply, then a Done; interruptible, as a cell is.
 
     `answers`: each kind's answer, if not pyrelune's own (an IPython shell's)."""
-    # A shell's own answer first (IPython's completer); pyrelune's for what it has none of.
-    handler = (answers or {}).get(query.kind) or _ANSWERS.get(query.kind)
     try:
         interrupt_guard.start(query.cell)
-        content = handler(query.args, namespace) if handler is not None else {}
-    except (Exception, KeyboardInterrupt):
-        content = _failed(query)  # a failing completer must not fail the kernel
+        content = content_of(query, namespace, answers)
     finally:
         interrupt_guard.running = False
     channel.send(Reply(content, query.kind))
     channel.send(Done())
+
+
+def content_of(query: Query, namespace: dict[str, Any],
+               answers: Answers | None = None) -> dict[str, Any]:
+    """The Reply's content for `query` (on any thread: a subshell's asks too)."""
+    # A shell's own answer first (IPython's completer); pyrelune's for what it has none of.
+    handler = (answers or {}).get(query.kind) or _ANSWERS.get(query.kind)
+    try:
+        return handler(query.args, namespace) if handler is not None else {}
+    except (Exception, KeyboardInterrupt):
+        return _failed(query)  # a failing completer must not fail the kernel
 
 
 # -- completion ------------------------------------------------------------------------

@@ -207,11 +207,17 @@ class Prompter:
         self._password = password
 
     def __call__(self, prompt: object = "", stream: object = None) -> str:
-        if not self._channel.waits_here():
-            raise EOFError("input() can be answered only on the thread that runs the cell")
         if prompt == "" and self._password:
             prompt = "Password: "  # getpass's own default
-        reply = self._channel.ask(InputRequest(str(prompt), self._password))
+        request = InputRequest(str(prompt), self._password)
+        channel = self._channel
+        reply: PipeCommand | None = None
+        if channel.waits_here():
+            reply = channel.ask(request)
+        elif channel.prompt_aside is not None:  # a subshell's thread
+            reply = channel.prompt_aside(request)
+        if reply is None:
+            raise EOFError("input() can be answered only on the thread that runs the cell")
         if isinstance(reply, RefuseInput):
             raise StdinNotImplementedError(
                 "raw_input was called, but this frontend does not support input requests.")
@@ -317,7 +323,8 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
         if host.comms:  # a Jupyter front end's subshells (JEP 91): see `worker.subshells`
             from pyrelune.worker.subshells import Subshells
 
-            channel.aside = Subshells(channel, lambda: namespace, ipython).aside
+            subshells = Subshells(channel, lambda: namespace, ipython)
+            channel.aside, channel.prompt_aside = subshells.aside, subshells.prompt
         while True:
             if origins is not None:
                 origins.end()  # what a cell's thread or task writes while idle is its own

@@ -26,15 +26,22 @@ def on_control(client: BlockingKernelClient, msg_type: str, **content: Any) -> R
     return Run(reply, until_idle(client, msg_id))
 
 
-def send_to(client: BlockingKernelClient, subshell: str | None, code: str) -> str:
-    """`code` sent as a request naming `subshell` in its header (JEP 91's way); its msg_id."""
-    request = client.session.msg("execute_request", {
-        "code": code, "silent": False, "store_history": True, "user_expressions": {},
-        "allow_stdin": False, "stop_on_error": True})
+def ask(client: BlockingKernelClient, subshell: str | None, msg_type: str,
+        **content: Any) -> str:
+    """A shell request naming `subshell` in its header (JEP 91's way); its msg_id."""
+    request = client.session.msg(msg_type, content)
     if subshell is not None:
         request["header"]["subshell_id"] = subshell
     client.shell_channel.send(request)
     return request["header"]["msg_id"]  # type: ignore[no-any-return]
+
+
+def send_to(client: BlockingKernelClient, subshell: str | None, code: str,
+            **options: Any) -> str:
+    """`code` sent as an execute_request naming `subshell`; its msg_id."""
+    content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+               "allow_stdin": False, "stop_on_error": True, **options}
+    return ask(client, subshell, "execute_request", **content)
 
 
 def waiting(client: BlockingKernelClient, go: Path, code: str = "") -> str:
@@ -47,6 +54,14 @@ def waiting(client: BlockingKernelClient, go: Path, code: str = "") -> str:
         message = client.get_iopub_msg(timeout=TIMEOUT)
         if message["parent_header"].get("msg_id") == main and message["msg_type"] == "stream":
             return main
+
+
+def printed(client: BlockingKernelClient, msg_id: str) -> None:
+    """Once the request `msg_id` has printed (its cell has begun)."""
+    while True:
+        message = client.get_iopub_msg(timeout=TIMEOUT)
+        if message["parent_header"].get("msg_id") == msg_id and message["msg_type"] == "stream":
+            return
 
 
 def made(client: BlockingKernelClient) -> str:
@@ -122,3 +137,124 @@ def test_a_crash_fails_the_subshells_running_cell_and_the_kernel_goes_on(
 def test_kernel_info_offers_subshells(client: BlockingKernelClient) -> None:
     info = client.kernel_info(reply=True, timeout=TIMEOUT)["content"]
     assert "kernel subshells" in info["supported_features"]
+
+
+def test_a_subshell_answers_every_question_while_the_main_shell_runs(
+        client: BlockingKernelClient, tmp_path: Path) -> None:
+    """As ipykernel 7's subshell threads: completion, inspection, is_complete, history,
+    comm_info and kernel_info, each answered beside the running cell."""
+    subshell = made(client)
+    go = tmp_path / "go"
+    main = waiting(client, go, "count_of_things = 42")
+    asked: dict[str, dict[str, Any]] = {
+        "complete_request": {"code": "count_of_th", "cursor_pos": 11},
+        "inspect_request": {"code": "count_of_things", "cursor_pos": 15, "detail_level": 0},
+        "is_complete_request": {"code": "for i in range(3):"},
+        "history_request": {"hist_access_type": "tail", "n": 5, "output": False, "raw": True},
+        "comm_info_request": {},
+        "kernel_info_request": {}}
+    runs = {msg_type: collect(client, ask(client, subshell, msg_type, **content))
+            for msg_type, content in asked.items()}
+    assert not go.exists()  # each answered while the main shell's cell still runs
+    go.touch()
+    assert all(run.content["status"] == "ok" for kind, run in runs.items()
+               if kind != "is_complete_request"), {k: r.content for k, r in runs.items()}
+    assert all(run.kinds == ["status:busy", "status:idle"] for run in runs.values())
+    assert "count_of_things" in runs["complete_request"].content["matches"]
+    assert runs["inspect_request"].content["found"]
+    assert "42" in runs["inspect_request"].content["data"]["text/plain"]
+    assert runs["is_complete_request"].content["status"] == "incomplete"
+    assert collect(client, main).content["status"] == "ok"
+
+
+def test_a_subshells_comm_message_is_handled_while_the_main_shell_runs(
+        client: BlockingKernelClient, tmp_path: Path) -> None:
+    setup = ("from comm import get_comm_manager\nheard = []\n"
+             "def target(comm, message):\n"
+             "    comm.on_msg(lambda m: heard.append(m['content']['data']))\n"
+             "get_comm_manager().register_target('ear', target)")
+    assert collect(client, send_to(client, None, setup)).content["status"] == "ok"
+    subshell = made(client)
+    go = tmp_path / "go"
+    main = waiting(client, go)
+    for msg_type, content in (
+            ("comm_open", {"comm_id": "ear-1", "target_name": "ear", "data": {}}),
+            ("comm_msg", {"comm_id": "ear-1", "data": {"said": 1}})):
+        sent = ask(client, subshell, msg_type, **content)
+        assert [m["msg_type"] for m in until_idle(client, sent)] == ["status", "status"]
+    heard = collect(client, send_to(client, subshell, "heard"))
+    assert not go.exists()
+    go.touch()
+    assert heard.of("execute_result")[0]["data"]["text/plain"] == "[{'said': 1}]"
+    assert collect(client, main).content["status"] == "ok"
+
+
+def test_a_subshells_user_expressions_and_input(client: BlockingKernelClient,
+                                                tmp_path: Path) -> None:
+    subshell = made(client)
+    go = tmp_path / "go"
+    main = waiting(client, go)
+    expressions = collect(client, send_to(
+        client, subshell, "y = 6", user_expressions={"twice": "y * 2", "bad": "1/0"}))
+    values = expressions.content["user_expressions"]
+    assert values["twice"]["status"] == "ok" and values["twice"]["data"]["text/plain"] == "12"
+    assert values["bad"]["status"] == "error" and values["bad"]["ename"] == "ZeroDivisionError"
+    asking = send_to(client, subshell, "name = input('Who? ')\nprint('hi', name)",
+                     allow_stdin=True)
+    request = client.get_stdin_msg(timeout=TIMEOUT)
+    assert request["msg_type"] == "input_request"
+    assert request["parent_header"]["msg_id"] == asking
+    assert request["content"] == {"prompt": "Who? ", "password": False}
+    client.input("Ada")
+    answered = collect(client, asking)
+    refused = collect(client, send_to(client, subshell, "input('no stdin: ')"))
+    assert not go.exists()  # asked and answered while the main shell's cell still runs
+    go.touch()  # (then no other reply is collected first: it would skip the main shell's)
+    assert answered.content["status"] == "ok" and answered.stdout() == "hi Ada\n"
+    assert refused.content["ename"] == "StdinNotImplementedError"
+    assert collect(client, main).content["status"] == "ok"
+
+
+def test_an_interrupt_ends_a_subshells_endless_cell(client: BlockingKernelClient) -> None:
+    """The main shell idle, an interrupt reaches the subshells' running cells (with the main
+    shell's cell running, it reaches that one alone, as ipykernel's SIGINT does)."""
+    subshell = made(client)
+    assert collect(client, send_to(client, None, "kept = 'still here'")).content[
+        "status"] == "ok"
+    endless = send_to(client, subshell, "print('spinning', flush=True)\nwhile True:\n    pass")
+    printed(client, endless)
+    assert on_control(client, "interrupt_request").content["status"] == "ok"
+    ended = collect(client, endless)
+    assert ended.content["status"] == "error"
+    assert ended.content["ename"] == "KeyboardInterrupt"
+    after = collect(client, send_to(client, subshell, "kept"))
+    assert after.of("execute_result")[0]["data"]["text/plain"] == "'still here'"
+
+
+def test_an_interrupt_that_cannot_end_a_subshells_cell_kills_the_worker(
+        client: BlockingKernelClient) -> None:
+    """A cell in C code (a long sleep) does not see a KeyboardInterrupt: its worker is
+    killed, and the kernel goes on."""
+    subshell = made(client)
+    sleeping = send_to(client, subshell, "import time\nprint('asleep', flush=True)\n"
+                       "time.sleep(600)")
+    printed(client, sleeping)
+    on_control(client, "interrupt_request")
+    ended = collect(client, sleeping)
+    assert ended.content["status"] == "error" and ended.content["ename"] == "WorkerDied"
+    again = collect(client, send_to(client, subshell, "6 * 7"))
+    assert again.of("execute_result")[0]["data"]["text/plain"] == "42"
+
+
+def test_a_subshell_made_while_the_main_shell_runs_runs_its_first_cell_at_once(
+        tmp_path: Path) -> None:
+    """A kernel of its own: its worker has had no subshell before."""
+    with jupyter_host.started(tmp_path / "jupyter") as (_, client):
+        go = tmp_path / "go"
+        main = waiting(client, go)
+        subshell = made(client)
+        first = collect(client, send_to(client, subshell, "'first'"))
+        assert not go.exists()
+        go.touch()
+        assert first.of("execute_result")[0]["data"]["text/plain"] == "'first'"
+        assert collect(client, main).content["status"] == "ok"

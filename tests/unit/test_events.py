@@ -89,7 +89,12 @@ def test_subshell_commands_travel_whole_and_say_so_first() -> None:
 
     run = commands.RunInSubshell("s1", "x", "<In[2]>", '{"msg_id": "m"}', silent=True,
                                  stop_on_error=False)
-    for command in (run, commands.MakeSubshell("s1"), commands.EndSubshell("s1")):
+    expressions = commands.RunInSubshell("s1", "x", "<In[3]>", "o", expressions={"a": "x"})
+    for command in (run, expressions, commands.MakeSubshell("s1"), commands.EndSubshell("s1"),
+                    commands.AskInSubshell("s1", "complete", {"code": "x", "cursor_pos": 1},
+                                           "o"),
+                    commands.SubshellInput("o", "Ada"), commands.SubshellInput("o", None),
+                    commands.InterruptSubshells(["o", "p"])):
         line = commands.to_wire(command)
         assert line.startswith(commands.SUBSHELL_LINE)
         back = commands.from_wire(line)

@@ -23,15 +23,19 @@ from pyrelune.protocols.outcome import Outcome
 from pyrelune.shaping import JUPYTER_MAX_DISPLAYS
 from pyrelune.wire.commands import (
     SUBSHELL,
+    SUBSHELL_PROMPT,
+    AskInSubshell,
     EndSubshell,
     Execute,
     InputReply,
     Interrupt,
+    InterruptSubshells,
     MakeSubshell,
     Query,
     RefuseInput,
     RunInSubshell,
     Shutdown,
+    SubshellInput,
 )
 from pyrelune.wire.events import (
     TRACEBACK_PARTS,
@@ -719,3 +723,87 @@ def test_a_subshells_cell_is_capped_as_a_cell_its_tail_said_under_it() -> None:
     assert "0000" in texts and "0099" in texts  # head and tail kept
     streams = [m for o in outcomes for _, m in o.messages if m.msg_type == "stream"]
     assert all(m.parent_header["subshell_id"] == subshell for m in streams)
+
+
+def test_a_subshells_questions_go_to_its_thread_at_once_and_are_answered() -> None:
+    kernel = codec()
+    subshell = subshell_of(kernel)
+    execute(kernel, "while True: pass")
+    asked = ask(kernel, "complete_request", {"code": "pri", "cursor_pos": 3}, "shell",
+                {"subshell_id": subshell})
+    (command,) = asked.commands
+    assert isinstance(command, AskInSubshell) and command.kind == "complete"
+    assert command.args == {"code": "pri", "cursor_pos": 3} and command.subshell == subshell
+    assert sent(asked) == [("iopub", "status:busy")]
+    answer = {"matches": ["print"], "cursor_start": 0, "cursor_end": 3, "metadata": {}}
+    done = kernel.output(Reply({"origin": command.origin, "status": "ok", "answer": answer},
+                               SUBSHELL), 0.0)
+    assert sent(done) == [("shell", "complete_reply"), ("iopub", "status:idle")]
+    assert done.messages[0][1].content == {"status": "ok", **answer}
+    # What the codec answers itself, at once; a comm message to the thread, idle when handled.
+    history = ask(kernel, "history_request", {"hist_access_type": "tail", "n": 1}, "shell",
+                  {"subshell_id": subshell})
+    assert sent(history) == [("iopub", "status:busy"), ("shell", "history_reply"),
+                             ("iopub", "status:idle")]
+    comm = ask(kernel, "comm_msg", {"comm_id": "c", "data": {}}, "shell",
+               {"subshell_id": subshell})
+    (to_comm,) = comm.commands
+    assert isinstance(to_comm, AskInSubshell) and to_comm.kind == "comm"
+    handled = kernel.output(Reply({"origin": to_comm.origin, "status": "ok"}, SUBSHELL), 0.0)
+    assert sent(handled) == [("iopub", "status:idle")]
+    assert kernel.busy  # the main shell's cell runs on
+
+
+def test_a_subshells_cell_asks_for_input_under_its_own_request() -> None:
+    kernel = codec()
+    subshell = subshell_of(kernel)
+    (command,) = ask(kernel, "execute_request", {"code": "input()", "allow_stdin": True,
+                                                 "user_expressions": {"a": "1"}},
+                     "shell", {"subshell_id": subshell}).commands
+    assert isinstance(command, RunInSubshell) and command.expressions == {"a": "1"}
+    prompted = kernel.output(Reply({"origin": command.origin, "prompt": "? ",
+                                    "password": False}, SUBSHELL_PROMPT), 0.0)
+    ((channel, request),) = prompted.messages
+    assert (channel, request.msg_type) == ("stdin", "input_request")
+    assert request.parent_header["subshell_id"] == subshell
+    session = client()
+    reply = session.msg("input_reply", {"value": "Ada"})  # a front end that names no parent
+    (answer,) = kernel.receive("stdin", [b"front", *session.serialize(reply)]).commands
+    assert isinstance(answer, SubshellInput)
+    assert (answer.origin, answer.value) == (command.origin, "Ada")
+    values = {"a": {"status": "ok", "data": {"text/plain": "1"}, "metadata": {}}}
+    done = kernel.output(Reply({"origin": command.origin, "status": "ok",
+                                "user_expressions": values}, SUBSHELL), 0.0)
+    assert done.messages[0][1].content["user_expressions"] == values
+
+
+def test_a_subshells_input_without_stdin_is_refused() -> None:
+    kernel = codec()
+    subshell = subshell_of(kernel)
+    (command,) = ask(kernel, "execute_request", {"code": "input()", "allow_stdin": False},
+                     "shell", {"subshell_id": subshell}).commands
+    assert isinstance(command, RunInSubshell)
+    refused = kernel.output(Reply({"origin": command.origin, "prompt": "", "password": False},
+                                  SUBSHELL_PROMPT), 0.0)
+    (answer,) = refused.commands
+    assert isinstance(answer, SubshellInput) and answer.value is None
+    assert refused.messages == []
+
+
+def test_an_interrupt_ends_the_main_cell_if_one_runs_else_the_subshells() -> None:
+    kernel = codec()
+    subshell = subshell_of(kernel)
+    (endless,) = ask(kernel, "execute_request", {"code": "while True: pass"}, "shell",
+                     {"subshell_id": subshell}).commands
+    assert isinstance(endless, RunInSubshell)
+    execute(kernel, "while True: pass")
+    main_first = ask(kernel, "interrupt_request", {})
+    assert [type(c) for c in main_first.commands] == [Interrupt]  # as ipykernel's SIGINT
+    kernel.output(Done(CellError("python_runtime_error", "KeyboardInterrupt", "")), 0.0)
+    assert kernel.busy_aside and not kernel.busy
+    ask(kernel, "execute_request", {"code": "queued()"}, "shell", {"subshell_id": subshell})
+    then = ask(kernel, "interrupt_request", {})
+    (command,) = then.commands
+    assert isinstance(command, InterruptSubshells)
+    assert command.origins == [endless.origin]  # the one running: not the one queued
+    assert then.messages[1][1].content == {"status": "ok"}
