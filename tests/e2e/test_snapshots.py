@@ -390,10 +390,10 @@ def test_jupyter_the_shell_comes_back_as_its_namespace_left_it(
     lost = execute(client, f"kept_out = {count}\n{SEGFAULT}")
     assert RESUMED in lost.content["evalue"], lost.content
     check = ("print(Out[{held}], _, 'kept_out' in dir(), await asyncio.sleep(0, 'loop'))\n"
-             "print(repr(In[{lost}]), In[{now}][:5], get_ipython().execution_count)")
+             "print(repr(In[{lost}]), In[{now}][:5])")
     run = execute(client, check.format(held=count, lost=count + 1, now=count + 2))
     assert run.content["execution_count"] == count + 2, run.content
-    assert run.stdout() == f"42 42 False loop\n'' print {count + 3}\n", run.stdout()
+    assert run.stdout() == "42 42 False loop\n'' print\n", run.stdout()
 
 
 def _slider(run: Run) -> str:
