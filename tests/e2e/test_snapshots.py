@@ -178,15 +178,16 @@ def test_lines_a_snapshot_holds_no_descriptor_but_its_own(lines_kernel: LinesHos
     lost = lines_kernel.execute(SEGFAULT)
     assert RESUMED in lost["error"]
     assert f"descriptors were released, as if closed: {path}, a socket;" in lost["error"], lost
-    after = lines_kernel.execute("try:\n    os.write(fd, b'x')\nexcept OSError as e:\n"
-                                 "    print(e.errno)\nprint(port)")
+    after = _kept(lines_kernel, "try:\n    os.write(fd, b'x')\nexcept OSError as e:\n"
+                                "    print(e.errno)\nprint(port)", 3)
     errno, port = after["stdout"].split()
     assert int(errno) == 9  # EBADF: as if closed
     with socket.socket() as probe:  # the port is no longer held by anyone
         probe.bind(("127.0.0.1", int(port)))
     # The woken worker's snapshot: what was released is not named again, nor its fresh pipes.
-    again = _kept(lines_kernel, SEGFAULT)
+    again = lines_kernel.execute(SEGFAULT)
     assert RESUMED in again["error"] and "descriptors" not in again["error"], again
+    assert "the one cell 3 left" in again["error"], again
 
 
 def test_lines_snapshots_off_behaves_as_before() -> None:
