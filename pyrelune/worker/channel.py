@@ -122,9 +122,12 @@ class Channel:
         pieces (`worker.origin`). A comm message from the thread that runs the cell
         waits, as a display does (see `ask`), until the session has read what the cell
         wrote before it: what the cell prints next comes after it (ipywidgets' `Output`
-        names the request its output goes under in one).
+        names the request its output goes under in one). A comm message goes under the
+        request its context serves, as a display does (a subshell's, whose handler sends it).
         """
         flush_output()
+        if isinstance(event, Comm) and self.origin_of is not None:
+            event.origin = self.origin_of()
         wait = isinstance(event, Comm) and self.waits_here()
         line = self._signed(event, wait=wait)
         if len(line) > self._limit:
