@@ -191,12 +191,15 @@ def test_a_subshells_comm_message_is_handled_while_the_main_shell_runs(
 
 def test_a_subshells_comm_handler_replies_under_the_subshells_request(
         client: BlockingKernelClient, tmp_path: Path) -> None:
-    """What a comm handler sends while it handles a subshell's comm_msg goes under that
-    request, as ipykernel 7's parent of the subshell's thread; the main cell's output keeps
-    its own parent."""
+    """What a comm handler sends (and prints) while it handles a subshell's comm_msg goes
+    under that request, as ipykernel 7's parent of the subshell's thread; the main cell's
+    output keeps its own parent."""
     setup = ("from comm import get_comm_manager\n"
              "def echo(comm, message):\n"
-             "    comm.on_msg(lambda m: comm.send({'echo': m['content']['data']}))\n"
+             "    def heard(m):\n"
+             "        print('heard', flush=True)\n"
+             "        comm.send({'echo': m['content']['data']})\n"
+             "    comm.on_msg(heard)\n"
              "get_comm_manager().register_target('echo', echo)")
     assert collect(client, send_to(client, None, setup)).content["status"] == "ok"
     subshell = made(client)
@@ -217,7 +220,7 @@ def test_a_subshells_comm_handler_replies_under_the_subshells_request(
     assert echoes[0]["parent_header"]["msg_id"] == said
     assert echoes[0]["parent_header"]["subshell_id"] == subshell
     assert [m["msg_type"] for m in seen if m["parent_header"].get("msg_id") == said] == [
-        "status", "comm_msg", "status"]
+        "status", "stream", "comm_msg", "status"]  # what it prints too
     ended = collect(client, main)
     assert ended.content["status"] == "ok" and ended.stdout() == "main ends\n"
     assert "comm_msg" not in ended.kinds
