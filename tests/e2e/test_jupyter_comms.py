@@ -156,10 +156,11 @@ def test_a_task_goes_on_between_cells_under_the_cell_that_started_it(
                    ).stdout() == "ran True\n"
 
 
-def test_a_thread_of_an_earlier_cell_sends_under_that_cell(
+def test_a_thread_of_an_earlier_cell_sends_comm_messages_under_the_running_cell(
         client: BlockingKernelClient) -> None:
-    """A comm message goes under the cell that started what sends it, as its output does:
-    the thread's under its own cell while a later cell runs, the later cell's under it."""
+    """A comm message of a thread an earlier cell started goes under the running cell, as
+    ipykernel's do (unlike its prints): a front end that follows the running cell only, as
+    nbclient does, keeps the widget state it changes."""
     started = execute(client, "import threading\nfrom comm import create_comm\n"
                       "noted = create_comm(target_name='noted')\n"
                       "gate, sent = threading.Event(), threading.Event()\n"
@@ -178,4 +179,5 @@ def test_a_thread_of_an_earlier_cell_sends_under_that_cell(
         if parent == running and message["msg_type"] == "status" and (
                 message["content"]["execution_state"] == "idle"):
             break
-    assert parents == {"thread": earlier, "cell": running}
+    assert parents == {"thread": running, "cell": running}
+    assert earlier != running
