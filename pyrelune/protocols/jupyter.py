@@ -28,7 +28,9 @@ run it in its control thread, next to the cell). Every request is wrapped
 in `status` busy and idle on IOPub, with the request as parent; a cell's
 output goes out under its execute_request, as does what a thread or a
 task it started writes later, between cells or while another cell runs (the
-worker names the cell: `Stream.origin`, the request's header as JSON).
+worker names the cell: `Stream.origin`, the request's header as JSON); what
+a comm handler sends while it handles a subshell's request goes under that
+request (`Comm.origin`).
 
 What the worker is doing for it is one phase, and every change of phase is
 looked up in one table, `TRANSITIONS` ((phase, event) -> next phase), as
@@ -787,7 +789,8 @@ class JupyterCodec:
         return outcome
 
     def _comm(self, outcome: Outcome[Sent], comm: Comm, parent: Message | None) -> None:
-        """A comm message of the kernel's: on IOPub, under what output goes under."""
+        """A comm message of the kernel's: on IOPub, under what output goes under (`parent`:
+        the request whose handler or cell sent it)."""
         comm_id = comm.content["comm_id"]
         if comm.msg_type == "comm_open":
             target = comm.content.get("target_name")
@@ -826,8 +829,9 @@ class JupyterCodec:
 
     def _parent_of(self, item: Event) -> Message | None:
         """What `item` goes under: the cell it names (a thread's or a task's of a cell that
-        is not running), else `_parent()`."""
-        origin = item.origin if isinstance(item, (Stream, Display, Clear)) else None
+        is not running; a subshell's request, whose handler sent a comm message), else
+        `_parent()`."""
+        origin = item.origin if isinstance(item, (Stream, Display, Clear, Comm)) else None
         if origin is None or (self._cell is not None and origin == self._cell.origin):
             return self._parent()
         if origin != self._named[0]:  # parsed once for a run of its output

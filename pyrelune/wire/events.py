@@ -212,17 +212,20 @@ class Comm:
     """A Jupyter comm message from the worker's side (`worker.comms`): `comm_open`,
     `comm_msg` or `comm_close`, its content (with `comm_id`), metadata and binary buffers.
 
-    Sent without waiting for an answer, as the front end sends none.
+    Sent without waiting for an answer, as the front end sends none. `origin` names
+    the request it goes under when that is not the running one's: a subshell's comm
+    message whose handler sends it, a thread's of an earlier cell (see `worker.origin`).
     """
 
-    __slots__ = ("buffers", "content", "metadata", "msg_type")
+    __slots__ = ("buffers", "content", "metadata", "msg_type", "origin")
 
     def __init__(self, msg_type: str, content: dict[str, Any], metadata: dict[str, Any],
-                 buffers: list[bytes]) -> None:
+                 buffers: list[bytes], origin: str | None = None) -> None:
         self.msg_type = msg_type
         self.content = content
         self.metadata = metadata
         self.buffers = buffers
+        self.origin = origin
 
     def __repr__(self) -> str:
         return f"Comm({self.msg_type!r}, {self.content.get('comm_id')!r})"
@@ -273,9 +276,12 @@ def to_wire(event: Event) -> dict[str, Any]:
     if isinstance(event, Comm):
         from base64 import b64encode
 
-        return {"t": "comm", "type": event.msg_type, "content": event.content,
+        comm = {"t": "comm", "type": event.msg_type, "content": event.content,
                 "metadata": event.metadata,
                 "buffers": [b64encode(buffer).decode() for buffer in event.buffers]}
+        if event.origin is not None:
+            comm["o"] = event.origin
+        return comm
     if isinstance(event, InputRequest):
         return {"t": "input", "prompt": event.prompt, "password": event.password}
     error = event.error
@@ -304,7 +310,7 @@ def from_wire(message: Any) -> Event:
     pipe too: what reaches the protocols must be what they expect, or they fail.
     """
     kind = message.get("t") if isinstance(message, dict) else None
-    origin = message.get("o") if kind in _SHOWN else None
+    origin = message.get("o") if kind in _WITH_ORIGIN else None
     if origin is not None and not isinstance(origin, str):
         kind = None  # an origin is what the supervisor gave: a string
     if kind == "stream":
@@ -339,7 +345,7 @@ def from_wire(message: Any) -> Event:
         if isinstance(content, dict) and isinstance(content.get("source"), str):
             return Payload(content)
     elif kind == "comm":
-        comm = _comm(message)
+        comm = _comm(message, origin)
         if comm is not None:
             return comm
     elif kind == "done":
@@ -355,7 +361,7 @@ def from_wire(message: Any) -> Event:
     raise ValueError(f"not an event: {str(message)[:80]}")
 
 
-def _comm(message: dict[str, Any]) -> Comm | None:
+def _comm(message: dict[str, Any], origin: str | None) -> Comm | None:
     """A comm event as `to_wire` makes it, else None."""
     msg_type, content = message.get("type"), message.get("content")
     metadata, buffers = message.get("metadata"), message.get("buffers")
@@ -370,11 +376,11 @@ def _comm(message: dict[str, Any]) -> Comm | None:
         decoded = [b64decode(buffer, validate=True) for buffer in buffers]
     except binascii.Error:
         return None
-    return Comm(msg_type, content, metadata, decoded)
+    return Comm(msg_type, content, metadata, decoded, origin)
 
 
 #: The events that may carry an origin.
-_SHOWN = ("stream", "display", "clear")
+_WITH_ORIGIN = ("stream", "display", "clear", "comm")
 #: The types of CellError's slots, as `to_wire` sends them.
 _ERROR_TYPES: dict[str, type | tuple[type, ...]] = {
     "code": str, "ename": str, "evalue": str, "traceback": str,

@@ -67,6 +67,9 @@ class Channel:
         #: The cell a display belongs to if not the running one (an interactive
         #: kernel's: see `worker.origin`).
         self.origin_of: Callable[[], str | None] | None = None
+        #: The request a comm message belongs to if not the main shell's (a Jupyter worker's
+        #: subshell: see `worker.origin.serving`).
+        self.comm_origin: Callable[[], str | None] | None = None
         #: Takes a command line that is not the main thread's (a Jupyter worker's subshells:
         #: see `worker.subshells`), answering whether it did.
         self.aside: Callable[[bytes], bool] | None = None
@@ -122,9 +125,12 @@ class Channel:
         pieces (`worker.origin`). A comm message from the thread that runs the cell
         waits, as a display does (see `ask`), until the session has read what the cell
         wrote before it: what the cell prints next comes after it (ipywidgets' `Output`
-        names the request its output goes under in one).
+        names the request its output goes under in one). A comm message goes under the
+        subshell request its context serves, if any (`comm_origin`).
         """
         flush_output()
+        if isinstance(event, Comm) and self.comm_origin is not None:
+            event.origin = self.comm_origin()
         wait = isinstance(event, Comm) and self.waits_here()
         line = self._signed(event, wait=wait)
         if len(line) > self._limit:

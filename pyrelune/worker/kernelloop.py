@@ -271,6 +271,7 @@ def serve(fds: WorkerFds, host: HostProfile, buffered: bool) -> NoReturn:
 
             origins = origin.Origins(channel.notify)
             channel.origin_of = origins.elsewhere
+            channel.comm_origin = origin.serving.get
             origin.install()
             builtins.input = Prompter(channel)
             importhooks.after_import("getpass", lambda getpass: setattr(

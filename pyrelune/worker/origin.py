@@ -39,6 +39,11 @@ if TYPE_CHECKING:
 
 #: The origin of the cell whose code, thread or task runs in the calling context.
 cell: ContextVar[str | None] = ContextVar("pyrelune.origin", default=None)
+#: The subshell request the calling context serves (`worker.subshells` sets it on its thread),
+#: which a comm message sent there goes under, as ipykernel keeps a parent per subshell thread.
+#: A thread of an earlier cell's has none: its comm messages go under the running (or last)
+#: cell, as ipykernel's do, so a front end that follows only the running cell sees them.
+serving: ContextVar[str | None] = ContextVar("pyrelune.serving", default=None)
 #: The most characters of text one event carries: an event line stays small whatever is printed.
 PIECE = 4096
 

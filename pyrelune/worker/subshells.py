@@ -217,6 +217,7 @@ class Subshells:
                 self._running[thread] = command.origin
             self._asking.origin = command.origin
             origin.cell.set(command.origin)  # what it writes goes under its request
+            origin.serving.set(command.origin)  # and what a comm handler sends
             content = (self._run(command) if isinstance(command, RunInSubshell)
                        else self._ask(command))
             with self._lock:

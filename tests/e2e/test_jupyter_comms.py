@@ -154,3 +154,30 @@ def test_a_task_goes_on_between_cells_under_the_cell_that_started_it(
     assert text == "tick 0\ntick 1\ntick 2\n"
     assert execute(client, "print(asyncio.run(asyncio.sleep(0, 'ran')), ticker.done())"
                    ).stdout() == "ran True\n"
+
+
+def test_a_thread_of_an_earlier_cell_sends_comm_messages_under_the_running_cell(
+        client: BlockingKernelClient) -> None:
+    """A comm message of a thread an earlier cell started goes under the running cell, as
+    ipykernel's do (unlike its prints): a front end that follows the running cell only, as
+    nbclient does, keeps the widget state it changes."""
+    started = execute(client, "import threading\nfrom comm import create_comm\n"
+                      "noted = create_comm(target_name='noted')\n"
+                      "gate, sent = threading.Event(), threading.Event()\n"
+                      "def later():\n    gate.wait(30)\n"
+                      "    noted.send({'from': 'thread'})\n    sent.set()\n"
+                      "threading.Thread(target=later, daemon=True).start()")
+    assert started.content["status"] == "ok"
+    earlier = started.reply["parent_header"]["msg_id"]
+    running = client.execute("gate.set()\nassert sent.wait(30)\nnoted.send({'from': 'cell'})")
+    parents: dict[str, str] = {}  # each comm_msg's parent, until the later cell's idle
+    while True:
+        message = client.get_iopub_msg(timeout=TIMEOUT)
+        parent = message["parent_header"].get("msg_id")
+        if message["msg_type"] == "comm_msg":
+            parents[message["content"]["data"]["from"]] = parent
+        if parent == running and message["msg_type"] == "status" and (
+                message["content"]["execution_state"] == "idle"):
+            break
+    assert parents == {"thread": running, "cell": running}
+    assert earlier != running

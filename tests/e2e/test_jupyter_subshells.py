@@ -189,6 +189,43 @@ def test_a_subshells_comm_message_is_handled_while_the_main_shell_runs(
     assert collect(client, main).content["status"] == "ok"
 
 
+def test_a_subshells_comm_handler_replies_under_the_subshells_request(
+        client: BlockingKernelClient, tmp_path: Path) -> None:
+    """What a comm handler sends (and prints) while it handles a subshell's comm_msg goes
+    under that request, as ipykernel 7's parent of the subshell's thread; the main cell's
+    output keeps its own parent."""
+    setup = ("from comm import get_comm_manager\n"
+             "def echo(comm, message):\n"
+             "    def heard(m):\n"
+             "        print('heard', flush=True)\n"
+             "        comm.send({'echo': m['content']['data']})\n"
+             "    comm.on_msg(heard)\n"
+             "get_comm_manager().register_target('echo', echo)")
+    assert collect(client, send_to(client, None, setup)).content["status"] == "ok"
+    subshell = made(client)
+    go = tmp_path / "go"
+    main = waiting(client, go)
+    opened = ask(client, subshell, "comm_open", comm_id="echo-1", target_name="echo", data={})
+    assert [m["msg_type"] for m in until_idle(client, opened)] == ["status", "status"]
+    said = ask(client, subshell, "comm_msg", comm_id="echo-1", data={"said": 1})
+    seen: list[dict[str, Any]] = []  # all IOPub, any parent, to its idle
+    while not (seen and seen[-1]["parent_header"].get("msg_id") == said
+               and seen[-1]["msg_type"] == "status"
+               and seen[-1]["content"]["execution_state"] == "idle"):
+        seen.append(client.get_iopub_msg(timeout=TIMEOUT))
+    assert not go.exists()  # handled while the main shell's cell still runs
+    go.touch()
+    echoes = [m for m in seen if m["msg_type"] == "comm_msg"]
+    assert [m["content"]["data"] for m in echoes] == [{"echo": {"said": 1}}]
+    assert echoes[0]["parent_header"]["msg_id"] == said
+    assert echoes[0]["parent_header"]["subshell_id"] == subshell
+    assert [m["msg_type"] for m in seen if m["parent_header"].get("msg_id") == said] == [
+        "status", "stream", "comm_msg", "status"]  # what it prints too
+    ended = collect(client, main)
+    assert ended.content["status"] == "ok" and ended.stdout() == "main ends\n"
+    assert "comm_msg" not in ended.kinds
+
+
 def test_a_subshells_user_expressions_and_input(client: BlockingKernelClient,
                                                 tmp_path: Path) -> None:
     subshell = made(client)

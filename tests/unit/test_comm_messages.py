@@ -6,10 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_jupyter_codec import codec, execute, frames, sent
+from test_jupyter_codec import ask, codec, execute, frames, sent, subshell_of
 
-from pyrelune.wire.commands import Query
-from pyrelune.wire.events import WORKER_DIED, CellError, Comm, Done, Stream, from_wire, to_wire
+from pyrelune import fastjson
+from pyrelune.wire.commands import SUBSHELL, AskInSubshell, Query
+from pyrelune.wire.events import (
+    WORKER_DIED,
+    CellError,
+    Comm,
+    Done,
+    Reply,
+    Stream,
+    from_wire,
+    to_wire,
+)
 
 
 def test_a_comm_event_travels_whole_with_its_buffers() -> None:
@@ -19,6 +29,10 @@ def test_a_comm_event_travels_whole_with_its_buffers() -> None:
     assert isinstance(back, Comm)
     assert (back.msg_type, back.content, back.metadata, back.buffers) == (
         "comm_msg", event.content, {"v": 1}, [b"\x00\xff", b""])
+    assert back.origin is None and "o" not in to_wire(event)  # the running request's: unnamed
+    event.origin = '{"msg_id": "sub"}'
+    named = from_wire(to_wire(event))
+    assert isinstance(named, Comm) and named.origin == '{"msg_id": "sub"}'
 
 
 @pytest.mark.parametrize("message", [
@@ -31,6 +45,8 @@ def test_a_comm_event_travels_whole_with_its_buffers() -> None:
      "buffers": ["not base64!"]},
     {"t": "comm", "type": "comm_msg", "content": {"comm_id": "c"}, "metadata": {},
      "buffers": [1]},
+    {"t": "comm", "type": "comm_msg", "content": {"comm_id": "c"}, "metadata": {},
+     "buffers": [], "o": 7},
 ])
 def test_a_comm_event_the_worker_cannot_have_sent_is_refused(message: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="not an event"):
@@ -69,6 +85,26 @@ def test_the_kernels_comms_are_published_and_listed() -> None:
     assert kernel.comms == {"k1": {"target_name": "jupyter.widget"}}
     kernel.output(Comm("comm_close", {"comm_id": "k1", "data": {}}, {}, []), 0.0)
     assert kernel.comms == {}
+
+
+def test_a_comm_message_a_subshells_handler_sends_goes_under_that_request() -> None:
+    """As ipykernel 7's parent, one per subshell thread: the handler's `comm.send` answers
+    the subshell's comm_msg; the main shell's running cell keeps its own."""
+    kernel = codec()
+    subshell = subshell_of(kernel)
+    _, main = execute(kernel, "while True: pass")
+    (handled,) = ask(kernel, "comm_msg", {"comm_id": "c", "data": {}}, "shell",
+                     {"subshell_id": subshell}).commands
+    assert isinstance(handled, AskInSubshell)
+    echo = kernel.output(Comm("comm_msg", {"comm_id": "c", "data": {"echo": 1}}, {}, [],
+                              handled.origin), 0.0)
+    own = kernel.output(Comm("comm_msg", {"comm_id": "c", "data": {}}, {}, []), 0.0)
+    ((_, sent_back),) = echo.messages
+    assert sent_back.parent_header == fastjson.loads(handled.origin)
+    assert sent_back.parent_header["subshell_id"] == subshell
+    assert own.messages[0][1].parent_header["msg_id"] == main
+    done = kernel.output(Reply({"origin": handled.origin, "status": "ok"}, SUBSHELL), 0.0)
+    assert done.messages[0][1].parent_header == sent_back.parent_header  # its idle
 
 
 def test_a_comm_message_waits_while_a_cell_runs() -> None:
