@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from support import profiles, warmhost
 from support.lines_host import Host as LinesHost
+from support.lines_host import default_env
 from support.modes import MODES, Runner, runner
 from support.rpc_host import PipeHost
 from support.vixhost import VixHost
@@ -168,9 +169,16 @@ def host() -> VixHost:
 
 
 @pytest.fixture
-def lines_kernel() -> Iterator[LinesHost]:
+def kernel_env() -> dict[str, str]:
+    """What the kernels of `lines_kernel` and `rpc_kernel` change in their environment:
+    nothing; a test module overrides this fixture to start them otherwise."""
+    return {}
+
+
+@pytest.fixture
+def lines_kernel(kernel_env: dict[str, str]) -> Iterator[LinesHost]:
     """A lines kernel after the host's start-up handshake; closed after the test."""
-    kernel = LinesHost()
+    kernel = LinesHost(env=default_env(**kernel_env))
     try:
         kernel.ping()
         yield kernel
@@ -179,9 +187,9 @@ def lines_kernel() -> Iterator[LinesHost]:
 
 
 @pytest.fixture
-def rpc_kernel() -> Iterator[PipeHost]:
+def rpc_kernel(kernel_env: dict[str, str]) -> Iterator[PipeHost]:
     """An rpc kernel over a pipe, its `kernel.ready` read; closed after the test."""
-    kernel = PipeHost()
+    kernel = PipeHost(env=kernel_env)
     try:
         assert kernel.receive()["event"] == "kernel.ready"
         yield kernel

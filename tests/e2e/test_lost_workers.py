@@ -10,12 +10,10 @@ with them, see `test_snapshots`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.lines_host import Host as LinesHost
-from support.lines_host import default_env
 from support.poll import GENEROUS
 from support.processes import gone_soon
 from support.rpc_host import PipeHost, stdout_of
@@ -35,23 +33,9 @@ NEXT = "print(6 * 7)\nprint(globals().get('kept'))\n#" + "x" * (4 << 20)
 
 
 @pytest.fixture
-def lines_kernel() -> Iterator[LinesHost]:
-    kernel = LinesHost(env=default_env(PYRELUNE_SNAPSHOTS="0"))
-    try:
-        kernel.ping()
-        yield kernel
-    finally:
-        kernel.close()
-
-
-@pytest.fixture
-def rpc_kernel() -> Iterator[PipeHost]:
-    kernel = PipeHost(env=default_env(PYRELUNE_SNAPSHOTS="0"))
-    try:
-        assert kernel.receive()["event"] == "kernel.ready"
-        yield kernel
-    finally:
-        kernel.close()
+def kernel_env() -> dict[str, str]:
+    """The kernels here (`lines_kernel`, `rpc_kernel`) have snapshots off."""
+    return {"PYRELUNE_SNAPSHOTS": "0"}
 
 
 @pytest.mark.parametrize("breaker", list(BREAKERS))

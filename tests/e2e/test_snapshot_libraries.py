@@ -22,7 +22,6 @@ using it fails at once with an error, never waits: every check cell is bounded (
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +30,6 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from support import jupyter_host
 from support.jupyter_host import Kernel, execute
 from support.lines_host import Host as LinesHost
-from support.lines_host import default_env
 from support.processes import kept
 
 from pyrelune.wire.events import RESUMED
@@ -141,16 +139,6 @@ def _library(name: str, tmp_path: Path) -> Library:
 
 
 # -- the lines kernel -----------------------------------------------------------
-
-
-@pytest.fixture
-def lines_kernel() -> Iterator[LinesHost]:
-    kernel = LinesHost(env=default_env())
-    kernel.ping()
-    try:
-        yield kernel
-    finally:
-        kernel.close()
 
 
 @pytest.mark.timeout(LIMIT)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -53,15 +52,6 @@ def _lines(**env: str) -> LinesHost:
     kernel = LinesHost(env=default_env(**env))
     kernel.ping()
     return kernel
-
-
-@pytest.fixture
-def lines_kernel() -> Iterator[LinesHost]:
-    kernel = _lines()
-    try:
-        yield kernel
-    finally:
-        kernel.close()
 
 
 def _kept(kernel: LinesHost, code: str, number: int = 1) -> dict[str, Any]:
@@ -248,16 +238,6 @@ def test_lines_no_snapshot_outlives_a_killed_kernel() -> None:
 
 
 # -- the rpc kernel --------------------------------------------------------------
-
-
-@pytest.fixture
-def rpc_kernel() -> Iterator[PipeHost]:
-    kernel = PipeHost()
-    kernel.wait_event("kernel.ready")
-    try:
-        yield kernel
-    finally:
-        kernel.close()
 
 
 def _rpc_error(events: list[dict[str, Any]]) -> str:
