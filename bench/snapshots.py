@@ -52,17 +52,37 @@ FOUND = "open({path!r}, 'w').write(repr(globals().get('x')))"
 _MIB = 1024  # KiB
 
 
-class Lines:
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "pyrelune", "--mode", "lines"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        self._sent = 0  # cells not answered yet
+class Piped:
+    """A kernel on pipes (`proc`): a cell timed from its sending to its answer."""
+
+    proc: subprocess.Popen[bytes]
+
+    def send(self, code: str) -> None:
+        raise NotImplementedError
+
+    def wait(self) -> None:
+        raise NotImplementedError
 
     def run(self, code: str) -> float:
         begin = time.perf_counter()
         self.send(code)
         self.wait()
         return time.perf_counter() - begin
+
+    def pss_kib(self) -> int:
+        return tree_pss_kib(self.proc.pid)
+
+    def close(self) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+class Lines(Piped):
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "pyrelune", "--mode", "lines"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+        self._sent = 0  # cells not answered yet
 
     def send(self, code: str) -> None:
         assert self.proc.stdin
@@ -78,35 +98,22 @@ class Lines:
             self.proc.stdout.readline()
         self._sent = 0
 
-    def pss_kib(self) -> int:
-        return tree_pss_kib(self.proc.pid)
 
-    def close(self) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
-
-
-class Rpc:
+class Rpc(Piped):
     """`pyrelune --mode rpc` over pipes."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.client = LinesClient([sys.executable, "-m", "pyrelune", "--mode", "rpc"], env)
+        self.proc = self.client.proc
         assert b"kernel.ready" in self.client.read_line()
         self._sent = 0  # 1 while a cell is not done yet
-
-    def run(self, code: str) -> float:
-        begin = time.perf_counter()
-        self.send(code)
-        self.wait()
-        return time.perf_counter() - begin
 
     def send(self, code: str) -> None:
         """Once the cell before is done: the rpc kernel refuses a cell while one runs, so a
         host queues them, sending each as soon as the one before is done."""
         self.wait()
-        assert self.client.proc.stdin
-        os.write(self.client.proc.stdin.fileno(), execute_line("b", code))
+        assert self.proc.stdin
+        os.write(self.proc.stdin.fileno(), execute_line("b", code))
         self._sent = 1
 
     def wait(self) -> None:
@@ -114,14 +121,6 @@ class Rpc:
         while self._sent:
             if b'"execute.done"' in self.client.read_line():
                 self._sent = 0
-
-    def pss_kib(self) -> int:
-        return tree_pss_kib(self.client.proc.pid)
-
-    def close(self) -> None:
-        assert self.client.proc.stdin
-        self.client.proc.stdin.close()
-        self.client.proc.wait(timeout=60)
 
 
 class Jupyter:
