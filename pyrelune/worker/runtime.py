@@ -117,9 +117,11 @@ class StdFds:
         self.restore()
 
     def use(self, make_stream: Callable[[int], io.TextIOWrapper]) -> None:
-        """From the next `restore()` on, sys.stdout and sys.stderr come from `make_stream(fd)`."""
+        """sys.stdout and sys.stderr come from `make_stream(fd)`, from now on: what a
+        subshell's thread prints before the first cell is the kernel's too."""
         self._make_stream = make_stream
         self._streams, self._settings = [], []
+        self.restore()
 
     def restore(self) -> None:
         """Point fds 0, 1, 2 and sys.stdin/out/err back at the runtime's own."""
