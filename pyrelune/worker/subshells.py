@@ -185,24 +185,27 @@ class Subshells:
             self._interrupted |= waiting
 
     def _serve(self, requests: queue.SimpleQueue[Request | None]) -> None:
-        """A subshell's thread: its requests in turn; after a failed cell, its queued cells
-        aborted."""
+        """A subshell's thread: its requests in turn; after a failed cell, the cells queued
+        behind it aborted. Those are taken before its reply goes: a cell the front end sends
+        once it has the reply runs."""
         while (command := requests.get()) is not None:
             content = self._interruptibly(command)
-            self._answer(content)
+            queued: list[Request | None] = []
             if (isinstance(command, RunInSubshell) and content["status"] == "error"
                     and command.stop_on_error):
                 while True:
                     try:
-                        queued = requests.get_nowait()
+                        queued.append(requests.get_nowait())
                     except queue.Empty:
                         break
-                    if queued is None:
-                        return
-                    if isinstance(queued, AskInSubshell):
-                        self._answer(self._interruptibly(queued))
-                    else:
-                        self._answer({"origin": queued.origin, "status": "aborted"})
+            self._answer(content)
+            for behind in queued:
+                if behind is None:
+                    return
+                if isinstance(behind, AskInSubshell):
+                    self._answer(self._interruptibly(behind))
+                else:
+                    self._answer({"origin": behind.origin, "status": "aborted"})
 
     def _interruptibly(self, command: Request) -> dict[str, Any]:
         """Serve `command`, open to `_interrupt` while it runs and to no other time."""

@@ -105,13 +105,25 @@ def test_a_deleted_or_unknown_subshell_is_an_error(client: BlockingKernelClient)
     assert deleted.content["evalue"] == "Unknown subshell_id 'never-made'"
 
 
-def test_a_subshells_error_and_the_cells_it_aborts(client: BlockingKernelClient) -> None:
+def test_a_subshells_error_and_the_cells_it_aborts(client: BlockingKernelClient,
+                                                  tmp_path: Path) -> None:
+    """The cells queued behind a failed one are aborted; one sent after its reply runs."""
     subshell = made(client)
-    failed = collect(client, send_to(client, subshell, "import time; time.sleep(0.3); 1/0"))
+    go = tmp_path / "go"
+    failing = send_to(client, subshell, f"import os, time\nwhile not os.path.exists({str(go)!r}):"
+                      "\n    time.sleep(0.02)\n1/0")
+    queued = [send_to(client, subshell, "'not run'") for _ in range(2)]
+    # The worker reads its commands in order: once the main shell runs this, both are queued.
+    send_to(client, None, f"open({str(go)!r}, 'w').close()")
+    failed = collect(client, failing)
     assert failed.content["status"] == "error"
     assert failed.content["ename"] == "ZeroDivisionError"
     assert any("1/0" in line for line in failed.of("error")[0]["traceback"])
+    for msg_id in queued:
+        aborted = collect(client, msg_id)
+        assert aborted.content["status"] == "aborted" and "execute_result" not in aborted.kinds
     after = collect(client, send_to(client, subshell, "'still here'"))
+    assert after.content["status"] == "ok", after.content
     assert after.of("execute_result")[0]["data"]["text/plain"] == "'still here'"
 
 
@@ -265,6 +277,7 @@ def test_an_interrupt_ends_a_subshells_endless_cell(client: BlockingKernelClient
     assert ended.content["status"] == "error"
     assert ended.content["ename"] == "KeyboardInterrupt"
     after = collect(client, send_to(client, subshell, "kept"))
+    assert after.content["status"] == "ok", after.content
     assert after.of("execute_result")[0]["data"]["text/plain"] == "'still here'"
 
 
