@@ -308,3 +308,14 @@ def test_a_subshell_made_while_the_main_shell_runs_runs_its_first_cell_at_once(
         go.touch()
         assert first.of("execute_result")[0]["data"]["text/plain"] == "'first'"
         assert collect(client, main).content["status"] == "ok"
+
+
+def test_a_subshells_cell_prints_before_any_main_shell_cell(tmp_path: Path) -> None:
+    """A kernel of its own, whose main shell has run nothing: what the subshell's cell prints
+    is shown under it (it was once lost, the worker's streams not yet made)."""
+    with jupyter_host.started(tmp_path / "jupyter") as (_, client):
+        subshell = made(client)
+        run = collect(client, send_to(client, subshell, "import sys\nprint('out')\n"
+                                      "print('err', file=sys.stderr)\n'done'"))
+        assert (run.stdout(), run.stdout("stderr")) == ("out\n", "err\n")
+        assert run.of("execute_result")[0]["data"]["text/plain"] == "'done'"
