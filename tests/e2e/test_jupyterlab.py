@@ -193,7 +193,11 @@ def wait_for(driver: WebDriver, condition: Any, what: str) -> Any:
                              ignored_exceptions=(WebDriverException,)).until(condition)
     except WebDriverException:
         outputs = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-OutputArea")]
-        raise AssertionError(f"not seen in {WAIT} s: {what}; outputs: {outputs}") from None
+        prompts = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".jp-InputPrompt")]
+        status = [e.get_attribute("data-status") for e in driver.find_elements(
+            By.CSS_SELECTOR, ".jp-Notebook-ExecutionIndicator")]
+        raise AssertionError(f"not seen in {WAIT} s: {what}; outputs: {outputs}; prompts "
+                             f"(unsent, running or run): {prompts}; kernel: {status}") from None
 
 
 def cell(driver: WebDriver, index: int) -> Any:
