@@ -81,7 +81,7 @@ POOLS = {
     "joblib": "joblib starts new worker processes (loky) at its next parallel call",
     "multiprocessing": "a multiprocessing Pool is closed (its processes died with the "
                        "worker): its apply and map raise ValueError, and a result it owed "
-                       "then never comes",
+                       "fails",
 }
 #: The most paths of released descriptors the words name.
 PATHS_NAMED = 5

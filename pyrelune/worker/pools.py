@@ -19,10 +19,11 @@ pipes the snapshot released. What is done depends on what the pool is made of:
   BrokenProcessPool at once (its `shutdown` still works); joblib's reusable
   executor is also forgotten, so that joblib's next parallel call starts a new
   one, as it does after any broken pool; a multiprocessing Pool is closed (its
-  apply and map raise ValueError: "Pool not running"), and a result it owed
-  then never comes (`get` without a timeout waits for ever: that is not mended);
+  apply and map raise ValueError: "Pool not running");
 - a task that was running in a thread or process when the snapshot was taken
-  never finishes: its future fails, saying so, instead of never being done.
+  never finishes: its future fails, saying so, instead of never being done; so
+  does a result a multiprocessing Pool owed (`get()`, or the next item of an
+  `imap`, raises instead of waiting for ever).
 
 Which pools the snapshot holds is told at the fork, from its threads (`pool_kinds`,
 cheap: the threads are listed anyway); the mending runs only once a snapshot is
@@ -167,9 +168,35 @@ def _break(pool: object) -> None:
 
 
 def _close(pool: object) -> None:
-    """A multiprocessing Pool whose processes are gone: its calls raise "Pool not running"."""
+    """A multiprocessing Pool whose processes are gone: its calls raise "Pool not running",
+    and the results it owed fail."""
     if getattr(pool, "_state", None) == "RUN":
         pool._state = "CLOSE"  # type: ignore[attr-defined]
+    # The cache's own removal would wake the pool's handler through a released pipe: read as
+    # a plain dict, and left as it is (the pool is closed).
+    for owed in list(dict.values(getattr(pool, "_cache", None) or {})):
+        _give_up(owed)
+
+
+def _give_up(result: object) -> None:
+    """A result of a multiprocessing Pool's that no process will send now: `get()` raises
+    (an `imap`'s next item, after those it has), as for a task that failed."""
+    error = RuntimeError(LOST_TASK)
+    condition = getattr(result, "_cond", None)  # an imap's iterator
+    if condition is None:  # apply_async's, map_async's, starmap_async's
+        condition = result._event._cond  # type: ignore[attr-defined]
+    if not condition.acquire(False):
+        return  # held by a thread that is gone: touching it would wait for ever
+    try:
+        if hasattr(result, "_items"):
+            result._items.append((False, error))
+            result._length = result._index  # type: ignore[attr-defined]  # no more after it
+            condition.notify_all()
+            return
+        result._success, result._value = False, error  # type: ignore[attr-defined]
+    finally:
+        condition.release()
+    result._event.set()  # type: ignore[attr-defined]
 
 
 def _fail(future: object) -> None:

@@ -14,7 +14,8 @@ using it fails at once with an error, never waits: every check cell is bounded (
 - ThreadPoolExecutor: its threads are gone; it starts new ones at the next submit, and the
   task one was running fails instead of never finishing;
 - ProcessPoolExecutor and multiprocessing's Pool: their processes died with the worker:
-  the pool is broken (or closed) and says so at once, and a new pool works;
+  the pool is broken (or closed) and says so at once, a result it owed fails, and a new
+  pool works;
 - joblib, and scikit-learn (long): parallel calls, a fit and a cross-validation on loky's
   worker processes, which died with the worker: joblib starts new ones;
 - matplotlib (Jupyter): a figure kept open draws and displays again in the inline backend.
@@ -94,14 +95,18 @@ LIBRARIES = {
         "broken: True\n32\n",
         ("a ProcessPoolExecutor is broken (its processes died with the worker)",)),
     "multiprocessing.Pool": Library(
-        "import multiprocessing\nworkers = multiprocessing.Pool(2)\n"
-        "print(workers.apply(pow, (2, 3)))",
+        "import multiprocessing, time\nworkers = multiprocessing.Pool(2)\n"
+        "print(workers.apply(pow, (2, 3)))\nowed = workers.apply_async(time.sleep, (600,))\n"
+        "items = workers.imap(time.sleep, [600])",
         "for call in (lambda: workers.apply(pow, (2, 4)), lambda: workers.map(abs, [1])):\n"
         "    try:\n        call()\n    except ValueError as error:\n        print(error)\n"
+        "for waiting in (owed.get, items.next):  # owed when the snapshot was taken\n"
+        "    try:\n        waiting(30)\n    except RuntimeError as error:\n"
+        f"        print('lost:', str(error).startswith({RESUMED!r}))\n"
         "with multiprocessing.Pool(2) as fresh:\n"
         "    print(fresh.apply_async(pow, (2, 5)).get(30))",
-        "Pool not running\nPool not running\n32\n",
-        ("a multiprocessing Pool is closed",)),
+        "Pool not running\nPool not running\nlost: True\nlost: True\n32\n",
+        ("a multiprocessing Pool is closed", "a result it owed fails")),
     "joblib": Library(
         "import joblib\nsquares = joblib.Parallel(n_jobs=2)(joblib.delayed(pow)(n, 2) "
         "for n in range(4))",

@@ -9,7 +9,8 @@ import pytest
 
 from pyrelune import settings
 from pyrelune.supervisor.snapshots import PATHS_NAMED, cell_name, dropped, resumed
-from pyrelune.worker.pools import LOKY, MULTIPROCESSING, THREAD_POOL, pool_kinds
+from pyrelune.wire.events import RESUMED
+from pyrelune.worker.pools import LOKY, MULTIPROCESSING, THREAD_POOL, _close, pool_kinds
 from pyrelune.worker.snapshot import (
     RELEASED_LENGTH,
     gpu_in_use,
@@ -146,3 +147,26 @@ def test_the_pools_are_told_from_their_threads() -> None:
                threading.Thread(target=print)]
     assert pool_kinds(threads) == sorted([LOKY, MULTIPROCESSING, THREAD_POOL])
     assert pool_kinds([]) == []
+
+
+def test_a_closed_pools_owed_results_fail_and_its_imap_ends_after_what_it_had() -> None:
+    """What a woken snapshot does to a multiprocessing Pool (`_close`), here on a ThreadPool
+    (a Pool too) whose tasks wait for an event set only at the end."""
+    release = threading.Event()
+    pool = multiprocessing.pool.ThreadPool(2)
+    try:
+        owed = pool.apply_async(release.wait)
+        items = pool.imap(lambda n: n if n == 0 else release.wait(), [0, 1])
+        assert items.next(timeout=30) == 0
+        _close(pool)
+        with pytest.raises(RuntimeError, match=RESUMED):
+            owed.get(timeout=30)
+        with pytest.raises(RuntimeError, match=RESUMED):
+            items.next(timeout=30)
+        with pytest.raises(StopIteration):
+            items.next(timeout=30)
+        with pytest.raises(ValueError, match="Pool not running"):
+            pool.apply(pow, (2, 3))
+    finally:
+        release.set()
+        pool.terminate()
