@@ -8,6 +8,7 @@ Each test has a kernel of its own: a debug session is the kernel's state.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -70,9 +71,10 @@ class Debugger:
 
     def start(self) -> None:
         """initialize and attach, then the configuration JupyterLab ends with."""
-        assert self("initialize", **INITIALIZE)["success"]
-        assert self("attach")["success"]
-        assert self("configurationDone")["success"]
+        for command, arguments in (("initialize", INITIALIZE), ("attach", {}),
+                                   ("configurationDone", {})):
+            reply = self(command, **arguments)
+            assert reply["success"], json.dumps(reply)
 
     def breakpoint_in(self, code: str, line: int) -> str:
         """The cell `code` dumped, with a breakpoint at `line`; its path."""
